@@ -1,0 +1,1 @@
+"""The front: a thin loopback HTTP server that relays the Playground API to the daemon."""

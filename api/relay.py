@@ -1,0 +1,59 @@
+"""Relays one request to the daemon's Unix socket, streaming both bodies.
+
+Nothing is buffered whole: the request body streams up, the answer streams down chunk by
+chunk (SSE included). A client that disconnects cancels this handler (handler_cancellation),
+which closes the upstream connection; the daemon never cancels a run for that.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import aiohttp
+import orjson
+from aiohttp import web
+
+log = logging.getLogger(__name__)
+
+UPSTREAM = web.AppKey("upstream", aiohttp.ClientSession)
+REQUEST_HEADERS = ("Content-Type", "Accept", "Last-Event-ID", "Content-Length")
+RESPONSE_HEADERS = ("Content-Type", "Cache-Control", "Content-Disposition", "X-Accel-Buffering",
+                    "Location")
+
+
+def daemon_unavailable(message: str) -> web.Response:
+    body = {"detail": {"error": "daemon_unavailable", "message": message}}
+    return web.Response(status=503, body=orjson.dumps(body), content_type="application/json")
+
+
+async def relay(request: web.Request) -> web.StreamResponse:
+    upstream = request.app[UPSTREAM]
+    headers = {h: request.headers[h] for h in REQUEST_HEADERS if h in request.headers}
+    data = request.content if request.body_exists else None
+    try:
+        up = await upstream.request(request.method, request.rel_url, headers=headers, data=data,
+                                    allow_redirects=False)
+    except (aiohttp.ClientConnectorError, aiohttp.ServerDisconnectedError, FileNotFoundError,
+            ConnectionRefusedError) as exc:
+        return daemon_unavailable(f"the Playground daemon is not reachable: {exc}")
+    try:
+        response = web.StreamResponse(status=up.status, reason=up.reason)
+        for name in RESPONSE_HEADERS:
+            if name in up.headers:
+                response.headers[name] = up.headers[name]
+        if up.content_length is not None:
+            response.content_length = up.content_length
+        await response.prepare(request)
+        try:
+            async for chunk in up.content.iter_any():
+                await response.write(chunk)
+        except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError) as exc:
+            # The daemon went away mid-answer: end ours too, the client reconnects by cursor.
+            log.info("upstream broke during %s %s: %s", request.method, request.path, exc)
+            if request.transport is not None:
+                request.transport.close()
+            return response
+        await response.write_eof()
+        return response
+    finally:
+        up.release()

@@ -1,0 +1,94 @@
+"""The one settings object of a daemon process, built once at start-up from args + environment.
+
+Nothing else in the daemon reads os.environ.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import __version__
+
+ENV_RUNTIME_BASE = "LLAMON_PLAYGROUND_RUNTIME_DIR"
+
+
+def project_key(project_dir: Path) -> str:
+    """A short stable name for a project: socket paths must fit in 108 bytes however deep it is."""
+    return hashlib.sha256(str(project_dir).encode()).hexdigest()[:16]
+
+
+def default_runtime_base(environ: dict[str, str] | os._Environ[str]) -> Path:
+    explicit = environ.get(ENV_RUNTIME_BASE)
+    if explicit:
+        return Path(explicit)
+    xdg = environ.get("XDG_RUNTIME_DIR")
+    if xdg and Path(xdg).is_dir():
+        return Path(xdg) / "llamon-playground"
+    return Path(tempfile.gettempdir()) / f"llamon-playground-{os.getuid()}"
+
+
+@dataclass(frozen=True)
+class Settings:
+    project_dir: Path
+    runtime_base: Path
+    version: str = __version__
+    host_start_timeout: float = 30.0
+    host_stop_grace: float = 3.0
+    keepalive_interval: float = 15.0
+    max_request_bytes: int = 16 * 1024 * 1024
+    event_ring_size: int = 4096
+
+    @property
+    def runtime_dir(self) -> Path:
+        return self.runtime_base / project_key(self.project_dir)
+
+    @property
+    def socket_path(self) -> Path:
+        return self.runtime_dir / "daemon.sock"
+
+    @property
+    def lock_path(self) -> Path:
+        return self.runtime_dir / "daemon.lock"
+
+    @property
+    def discovery_path(self) -> Path:
+        return self.runtime_dir / "daemon.json"
+
+    @property
+    def host_log_path(self) -> Path:
+        return self.runtime_dir / "host.log"
+
+    @property
+    def state_dir(self) -> Path:
+        return self.project_dir / ".llamon" / "playground"
+
+    @property
+    def db_path(self) -> Path:
+        return self.state_dir / "playground.sqlite3"
+
+    @property
+    def files_dir(self) -> Path:
+        return self.state_dir / "files"
+
+
+def _float_env(environ: dict[str, str] | os._Environ[str], name: str, default: float) -> float:
+    raw = environ.get(name)
+    if raw is None or raw == "":
+        return default
+    return float(raw)
+
+
+def build_settings(project: str | os.PathLike[str],
+                   environ: dict[str, str] | os._Environ[str] | None = None) -> Settings:
+    env = os.environ if environ is None else environ
+    return Settings(
+        project_dir=Path(project).resolve(),
+        runtime_base=default_runtime_base(env),
+        host_start_timeout=_float_env(env, "LLAMON_PLAYGROUND_HOST_START_TIMEOUT", 30.0),
+        host_stop_grace=_float_env(env, "LLAMON_PLAYGROUND_HOST_STOP_GRACE", 3.0),
+        keepalive_interval=_float_env(env, "LLAMON_PLAYGROUND_KEEPALIVE", 15.0),
+    )

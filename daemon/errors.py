@@ -1,0 +1,64 @@
+"""The daemon's exceptions. Only daemon/http.py maps them to HTTP answers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ApiError(Exception):
+    """A client-visible failure: status, stable error code, message and extra detail fields."""
+
+    status = 400
+    code = "bad_request"
+
+    def __init__(self, message: str, *, code: str | None = None, status: int | None = None,
+                 **extra: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+        if status is not None:
+            self.status = status
+        self.extra = extra
+
+    def detail(self) -> dict[str, Any]:
+        return {"error": self.code, "message": self.message, **self.extra}
+
+
+class BadRequest(ApiError):
+    """The request body or query is malformed; nothing was written."""
+
+
+class NotFound(ApiError):
+    status = 404
+    code = "not_found"
+
+
+class Conflict(ApiError):
+    """The request is valid but the current state forbids it (active run, not resumable...)."""
+
+    status = 409
+    code = "conflict"
+
+
+class PayloadTooLarge(ApiError):
+    status = 413
+    code = "payload_too_large"
+
+
+class UnsupportedDatabaseVersion(Conflict):
+    """The database was written by a newer version; we never modify it."""
+
+    code = "unsupported_database_version"
+
+
+class StoreError(Exception):
+    """A history write failed for a reason that is not the client's fault (disk, locking)."""
+
+
+class ProjectError(Exception):
+    """The project folder or its pyproject.toml cannot be used."""
+
+
+class AlreadyRunning(Exception):
+    """Another daemon holds the lock for this project."""

@@ -1,0 +1,149 @@
+"""Sessions and runs as rows: the queries the routes and the run lifecycle need."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+import aiosqlite
+import orjson
+
+from .ids import new_context_id, new_session_id
+from .run_state import ACTIVE_STATUSES, RunStatus
+from .store import Store, utcnow
+
+RUN_JSON_COLUMNS = ("input", "output", "error", "scores")
+
+
+def session_to_dict(row: sqlite3.Row) -> dict[str, Any]:
+    return {"id": row["id"], "title": row["title"], "context_id": row["context_id"],
+            "created_at": row["created_at"], "metadata": orjson.loads(row["metadata"])}
+
+
+def score_summary(scores: list[dict[str, Any]]) -> dict[str, int]:
+    failed = sum(1 for s in scores if str(s.get("passStatus", "")).lower() in ("fail", "failed"))
+    return {"evaluators": len(scores), "failed": failed}
+
+
+def run_to_dict(row: sqlite3.Row) -> dict[str, Any]:
+    doc: dict[str, Any] = {key: row[key] for key in row.keys()}
+    for key in RUN_JSON_COLUMNS:
+        doc[key] = orjson.loads(doc[key]) if doc[key] is not None else None
+    doc["score_summary"] = score_summary(doc["scores"] or [])
+    return doc
+
+
+async def create_session(store: Store, title: str, metadata: dict[str, Any]) -> dict[str, Any]:
+    session_id = new_session_id()
+    row = {"id": session_id, "title": title, "context_id": new_context_id(),
+           "created_at": utcnow(), "metadata": orjson.dumps(metadata).decode()}
+
+    async def op(conn: aiosqlite.Connection) -> None:
+        await conn.execute(
+            "INSERT INTO sessions (id, title, context_id, created_at, metadata) "
+            "VALUES (:id, :title, :context_id, :created_at, :metadata)", row)
+    await store.write(op)
+    return {**row, "metadata": metadata}
+
+
+async def list_sessions(store: Store) -> list[dict[str, Any]]:
+    rows = await store.fetch_all(
+        "SELECT s.*, (SELECT COUNT(*) FROM runs r WHERE r.session_id = s.id) AS run_count "
+        "FROM sessions s ORDER BY s.created_at, s.rowid")
+    return [{**session_to_dict(r), "run_count": r["run_count"]} for r in rows]
+
+
+async def get_session(store: Store, session_id: str) -> dict[str, Any] | None:
+    row = await store.fetch_one("SELECT * FROM sessions WHERE id = ?", (session_id,))
+    return session_to_dict(row) if row else None
+
+
+async def get_run(store: Store, run_id: str) -> dict[str, Any] | None:
+    row = await store.fetch_one("SELECT * FROM runs WHERE id = ?", (run_id,))
+    return run_to_dict(row) if row else None
+
+
+async def list_runs(store: Store, session_id: str) -> list[dict[str, Any]]:
+    rows = await store.fetch_all(
+        "SELECT * FROM runs WHERE session_id = ? ORDER BY created_at, rowid", (session_id,))
+    return [run_to_dict(r) for r in rows]
+
+
+async def insert_run(store: Store, run: dict[str, Any], file_shas: list[str],
+                     resumed_parent: str | None = None) -> None:
+    values = dict(run)
+    for key in RUN_JSON_COLUMNS:
+        if key in values and values[key] is not None:
+            values[key] = orjson.dumps(values[key]).decode()
+    columns = ", ".join(values)
+    marks = ", ".join(f":{k}" for k in values)
+
+    async def op(conn: aiosqlite.Connection) -> None:
+        await conn.execute(f"INSERT INTO runs ({columns}) VALUES ({marks})", values)
+        await conn.executemany("INSERT OR IGNORE INTO run_files (run_id, sha256) VALUES (?, ?)",
+                               [(run["id"], sha) for sha in file_shas])
+        if resumed_parent is not None:
+            # Same transaction as the child: a parent is resumed at most once.
+            await conn.execute("UPDATE runs SET resumed_by = ? WHERE id = ?",
+                               (run["id"], resumed_parent))
+    await store.write(op)
+
+
+async def update_run(store: Store, run_id: str, changes: dict[str, Any],
+                     file_shas: list[str] | None = None) -> None:
+    values = dict(changes)
+    for key in RUN_JSON_COLUMNS:
+        if key in values and values[key] is not None:
+            values[key] = orjson.dumps(values[key]).decode()
+    sets = ", ".join(f"{k} = :{k}" for k in values)
+    values["_id"] = run_id
+
+    async def op(conn: aiosqlite.Connection) -> None:
+        await conn.execute(f"UPDATE runs SET {sets} WHERE id = :_id", values)
+        if file_shas:
+            await conn.executemany(
+                "INSERT OR IGNORE INTO run_files (run_id, sha256) VALUES (?, ?)",
+                [(run_id, sha) for sha in file_shas])
+    await store.write(op)
+
+
+async def interrupt_leftover_runs(store: Store, reason: str) -> list[str]:
+    """Boot recovery: a run still active in the database belongs to a daemon that died."""
+    statuses = tuple(s.value for s in ACTIVE_STATUSES)
+    marks = ", ".join("?" for _ in statuses)
+    rows = await store.fetch_all(f"SELECT id, status FROM runs WHERE status IN ({marks})",
+                                 statuses)
+    now = utcnow()
+    for row in rows:
+        await update_run(store, row["id"], {"status": RunStatus.INTERRUPTED.value,
+                                             "reason": reason, "ended_at": now})
+        store.append_event(row["id"], "run.status", {
+            "status": RunStatus.INTERRUPTED.value, "reason": reason,
+            "previous": row["status"]})
+    await store.flush()
+    return [row["id"] for row in rows]
+
+
+async def delete_session(store: Store, session_id: str) -> list[str]:
+    """Delete a session, its runs and events; return blobs no remaining run references."""
+    async def op(conn: aiosqlite.Connection) -> list[str]:
+        run_ids = [r[0] for r in await conn.execute_fetchall(
+            "SELECT id FROM runs WHERE session_id = ?", (session_id,))]
+        shas: set[str] = set()
+        for run_id in run_ids:
+            shas.update(r[0] for r in await conn.execute_fetchall(
+                "SELECT sha256 FROM run_files WHERE run_id = ?", (run_id,)))
+            await conn.execute("DELETE FROM events WHERE run_id = ?", (run_id,))
+            await conn.execute("DELETE FROM run_files WHERE run_id = ?", (run_id,))
+        await conn.execute("UPDATE runs SET parent_run_id = NULL WHERE session_id = ?",
+                           (session_id,))
+        await conn.execute("DELETE FROM runs WHERE session_id = ?", (session_id,))
+        await conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+        orphans = []
+        for sha in shas:
+            used = await conn.execute_fetchall(
+                "SELECT 1 FROM run_files WHERE sha256 = ? LIMIT 1", (sha,))
+            if not used:
+                orphans.append(sha)
+        return orphans
+    return await store.write(op)

@@ -1,0 +1,39 @@
+"""JSON in and out for the daemon's routes: size-limited bodies and the error shape."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from .errors import BadRequest, PayloadTooLarge
+
+
+def json_response(data: Any, status: int = 200) -> web.Response:
+    return web.Response(body=orjson.dumps(data), status=status,
+                        content_type="application/json")
+
+
+def error_response(status: int, code: str, message: str, **extra: Any) -> web.Response:
+    return json_response({"detail": {"error": code, "message": message, **extra}}, status)
+
+
+async def read_json(request: web.Request, max_bytes: int) -> Any:
+    """The request's JSON body (None when empty); 413 before reading an oversized one."""
+    if request.content_length is not None and request.content_length > max_bytes:
+        raise PayloadTooLarge(f"request body is larger than {max_bytes} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.content.iter_any():
+        size += len(chunk)
+        if size > max_bytes:
+            raise PayloadTooLarge(f"request body is larger than {max_bytes} bytes")
+        chunks.append(chunk)
+    raw = b"".join(chunks)
+    if not raw.strip():
+        return None
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise BadRequest(f"request body is not valid JSON: {exc}", code="invalid_json") from exc

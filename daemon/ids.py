@@ -1,0 +1,24 @@
+"""Identifiers: a readable prefix plus 128 random bits."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+ID_RE = re.compile(r"^(ses|run)_[0-9a-f]{32}$")
+
+
+def new_session_id() -> str:
+    return f"ses_{uuid.uuid4().hex}"
+
+
+def new_run_id() -> str:
+    return f"run_{uuid.uuid4().hex}"
+
+
+def new_context_id() -> str:
+    return str(uuid.uuid4())
+
+
+def new_message_id() -> str:
+    return str(uuid.uuid4())

@@ -1,0 +1,59 @@
+"""Forward-only schema migrations, indexed by PRAGMA user_version."""
+
+from __future__ import annotations
+
+# MIGRATIONS[i] upgrades a database at user_version i to i + 1. Never edit a shipped entry.
+MIGRATIONS: list[str] = [
+    """
+    CREATE TABLE sessions (
+        id          TEXT PRIMARY KEY,
+        title       TEXT NOT NULL DEFAULT '',
+        context_id  TEXT NOT NULL,
+        created_at  TEXT NOT NULL,
+        metadata    TEXT NOT NULL DEFAULT '{}'
+    );
+    CREATE TABLE runs (
+        id              TEXT PRIMARY KEY,
+        session_id      TEXT NOT NULL REFERENCES sessions(id),
+        status          TEXT NOT NULL,
+        reason          TEXT,
+        created_at      TEXT NOT NULL,
+        started_at      TEXT,
+        ended_at        TEXT,
+        duration_ms     REAL,
+        context_id      TEXT NOT NULL,
+        task_id         TEXT,
+        parent_run_id   TEXT REFERENCES runs(id),
+        rerun_of        TEXT,
+        resumed_by      TEXT,
+        input           TEXT NOT NULL,
+        output          TEXT NOT NULL DEFAULT '[]',
+        error           TEXT,
+        scores          TEXT NOT NULL DEFAULT '[]',
+        generation      INTEGER,
+        recommended_run_command TEXT,
+        label           TEXT
+    );
+    CREATE INDEX runs_by_session ON runs(session_id, created_at);
+    -- Backstop for the in-memory lock: at most one active run in the whole project.
+    CREATE UNIQUE INDEX one_active_run ON runs((1))
+        WHERE status IN ('queued', 'preparing', 'running');
+    CREATE TABLE events (
+        seq      INTEGER PRIMARY KEY,
+        run_id   TEXT NOT NULL,
+        kind     TEXT NOT NULL,
+        payload  BLOB NOT NULL,
+        ts       TEXT NOT NULL
+    );
+    CREATE INDEX events_by_run ON events(run_id, seq);
+    -- Which blobs a run references: deletion keeps blobs that other runs still use.
+    CREATE TABLE run_files (
+        run_id  TEXT NOT NULL,
+        sha256  TEXT NOT NULL,
+        PRIMARY KEY (run_id, sha256)
+    ) WITHOUT ROWID;
+    CREATE INDEX run_files_by_sha ON run_files(sha256);
+    """,
+]
+
+SCHEMA_VERSION = len(MIGRATIONS)

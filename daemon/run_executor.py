@@ -1,0 +1,310 @@
+"""One run's background execution: validate → save → start/restart → ready → send → complete.
+
+Every phase is reported as a `run.phase` event. The run ends in exactly one terminal status,
+written by `finish()`, which is idempotent: the run manager calls it too when a task was
+cancelled before it could finish itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from host_manager.errors import HostUnavailable
+from host_manager.state import HostState
+from host_manager.supervisor import HostSupervisor
+
+from .a2a_client import A2AClient, A2AUnavailable
+from .a2a_wire import PAUSED_STATES, A2AProtocolError, build_message, parts_to_wire
+from .active_run import ActiveRun
+from .blobs import BlobStore
+from .errors import ProjectError, StoreError
+from .history import update_run
+from .parts import RESERVED_METADATA_KEY
+from .project_config import ProjectConfig, load_project_config
+from .run_output import OutputCollector, store_parts
+from .run_state import Reason, RunStatus, check_transition
+from .store import Store, utcnow
+
+log = logging.getLogger(__name__)
+
+A2A_CANCEL_TIMEOUT = 3.0
+LOG_TAIL_LINES = 20
+
+
+class RunFailure(Exception):
+    """Ends the run `failed` with `reason`; `detail` goes into the failed phase event."""
+
+    def __init__(self, reason: str, message: str, *, code: str | None = None,
+                 **detail: Any) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+        self.code = code
+        self.detail = detail
+
+
+class RunExecutor:
+    def __init__(self, project_dir: Path, store: Store, blobs: BlobStore, host: HostSupervisor,
+                 http: aiohttp.ClientSession, release: Callable[[ActiveRun], None]) -> None:
+        self._project_dir = project_dir
+        self._store = store
+        self._blobs = blobs
+        self._host = host
+        self._http = http
+        self._release = release
+
+    # -- events and status ------------------------------------------------------------------
+
+    def _event(self, run: ActiveRun, kind: str, payload: dict[str, Any]) -> None:
+        self._store.append_event(run.run_id, kind, payload)
+
+    def _phase(self, run: ActiveRun, phase: str, state: str, **detail: Any) -> None:
+        self._event(run, "run.phase", {"phase": phase, "state": state, **detail})
+
+    async def _update(self, run: ActiveRun, changes: dict[str, Any],
+                      file_shas: list[str] | None = None) -> None:
+        try:
+            await update_run(self._store, run.run_id, changes, file_shas or [])
+        except StoreError as exc:
+            log.warning("run %s: history write failed: %s", run.run_id, exc)
+
+    async def _set_status(self, run: ActiveRun, status: RunStatus, **extra: Any) -> None:
+        check_transition(run.status, status)
+        previous = run.status
+        run.status = status
+        changes: dict[str, Any] = {"status": status.value}
+        if status == RunStatus.RUNNING:
+            changes["started_at"] = utcnow()
+        await self._update(run, changes)
+        self._event(run, "run.status", {"status": status.value, "previous": previous.value,
+                                        **extra})
+
+    # -- the run ----------------------------------------------------------------------------
+
+    async def execute(self, run: ActiveRun) -> None:
+        try:
+            await self._set_status(run, RunStatus.PREPARING)
+            config = await self._validate(run)
+            self._save(run)
+            generation = await self._start_host(run, config)
+            await self._set_status(run, RunStatus.RUNNING)
+            await self._send(run, config, generation)
+        except asyncio.CancelledError:
+            await self._on_cancelled(run)
+            if run.cancel_reason == Reason.USER_CANCELLED:
+                current = asyncio.current_task()
+                if current is not None:
+                    current.uncancel()
+                return
+            raise
+        except RunFailure as failure:
+            await self.finish(run, RunStatus.FAILED, failure.reason, failure=failure)
+        except Exception as exc:  # a bug: still end the run, and say what happened
+            log.exception("run %s crashed", run.run_id)
+            await self.finish(run, RunStatus.FAILED, "internal_error",
+                              failure=RunFailure("internal_error", f"internal error: {exc}"))
+
+    async def _validate(self, run: ActiveRun) -> ProjectConfig:
+        self._phase(run, "validate", "started")
+        try:
+            config = load_project_config(self._project_dir)
+        except ProjectError as exc:
+            raise RunFailure(Reason.PROJECT_VALIDATION, str(exc), file="pyproject.toml") from exc
+        for rel in run.request.changed_files:
+            if rel.endswith(".py"):
+                problem = await asyncio.to_thread(_compile_problem, self._project_dir, rel)
+                if problem is not None:
+                    raise RunFailure(Reason.PROJECT_VALIDATION, problem["message"], **problem)
+        self._phase(run, "validate", "completed")
+        return config
+
+    def _save(self, run: ActiveRun) -> None:
+        files = {rel: _fingerprint(self._project_dir / rel) for rel in run.request.changed_files}
+        if files or run.request.revision:
+            self._phase(run, "save", "completed", revision=run.request.revision, files=files)
+        else:
+            self._phase(run, "save", "skipped")
+
+    async def _start_host(self, run: ActiveRun, config: ProjectConfig) -> int:
+        running = self._host.state == HostState.READY
+        if running:
+            # The save-driven restart (changed files differ from the generation) lives with
+            # the Host supervisor's fingerprints; without changes there is nothing to do.
+            self._phase(run, "restart", "skipped")
+        else:
+            self._phase(run, "start", "started")
+        self._phase(run, "ready", "started")
+        try:
+            generation = await self._host.ensure_ready()
+        except HostUnavailable as exc:
+            if not running:
+                self._phase(run, "start", "failed")
+            raise RunFailure(exc.reason, exc.message, log_tail=exc.log_tail,
+                             recommended_run_command=config.recommended_run_command()) from exc
+        if not running:
+            self._phase(run, "start", "completed", generation=generation.number)
+        self._phase(run, "ready", "completed", generation=generation.number)
+        run.generation = generation.number
+        await self._update(run, {"generation": generation.number})
+        return generation.number
+
+    async def _send(self, run: ActiveRun, config: ProjectConfig, generation: int) -> None:
+        self._phase(run, "send", "started")
+        gen = self._host.generation
+        assert gen is not None
+        client = A2AClient(self._http, gen.url)
+        collected = OutputCollector()
+        try:
+            interface = await client.interface()
+            run.client, run.interface = client, interface
+            wire_parts = parts_to_wire(run.request.parts, interface.version, self._blobs.read)
+            message = build_message(wire_parts, interface.version, run.context_id, run.task_id)
+            metadata = {**run.request.metadata, RESERVED_METADATA_KEY: {"run_id": run.run_id}}
+            async for event in client.stream(interface, message, metadata):
+                if event.type == "error":
+                    raise RunFailure(Reason.HOST_ERROR, event.error_message or "Host error",
+                                     code=str(event.error_code) if event.error_code else None)
+                await self._note_task(run, collected, event.task_id)
+                for text in collected.add(event):
+                    self._event(run, "output.delta",
+                                {"text": text, "artifact_id": event.artifact_id})
+        except (A2AUnavailable, A2AProtocolError) as exc:
+            raise await self._broken_stream(run, config, exc) from exc
+        except RunFailure as failure:
+            failure.detail["output"] = collected
+            raise
+        await self._complete(run, collected)
+
+    async def _note_task(self, run: ActiveRun, collected: OutputCollector,
+                         task_id: str | None) -> None:
+        if task_id and task_id != run.task_id:
+            run.task_id = task_id
+            await self._update(run, {"task_id": task_id})
+
+    async def _broken_stream(self, run: ActiveRun, config: ProjectConfig,
+                             exc: Exception) -> RunFailure:
+        process = self._host.process
+        if process is not None:
+            # A dead Host is the usual cause: give its exit a moment to be observed.
+            await process.wait(0.5)
+        tail = self._host.logs.tail(LOG_TAIL_LINES)
+        if process is None or process.exited.done():
+            code = process.returncode if process else None
+            return RunFailure(Reason.HOST_EXITED, f"the Host exited during the run (code {code})",
+                              log_tail=tail,
+                              recommended_run_command=config.recommended_run_command())
+        return RunFailure(Reason.STREAM_BROKEN, str(exc), log_tail=tail)
+
+    async def _complete(self, run: ActiveRun, collected: OutputCollector) -> None:
+        state = collected.state or "completed"
+        self._phase(run, "send", "completed", task_state=state)
+        if state == "completed":
+            await self.finish(run, RunStatus.COMPLETED, None, output=collected)
+        elif state in PAUSED_STATES:
+            reason = None if state == "input_required" else state
+            await self.finish(run, RunStatus.INPUT_REQUIRED, reason, output=collected)
+        elif state == "canceled":
+            await self.finish(run, RunStatus.CANCELLED, "host_cancelled", output=collected)
+        elif state in ("failed", "rejected"):
+            reason = Reason.HOST_REJECTED if state == "rejected" else Reason.HOST_ERROR
+            await self.finish(run, RunStatus.FAILED, reason, output=collected,
+                              failure=RunFailure(reason, f"the Host ended the task {state}"))
+        else:
+            await self.finish(run, RunStatus.FAILED, Reason.STREAM_BROKEN, output=collected,
+                              failure=RunFailure(Reason.STREAM_BROKEN,
+                                                 f"the stream closed in state {state!r}"))
+
+    async def _on_cancelled(self, run: ActiveRun) -> None:
+        reason = run.cancel_reason or Reason.STUDIO_SHUTDOWN
+        if reason == Reason.USER_CANCELLED:
+            await self._cancel_host_task(run)
+            await self.finish(run, RunStatus.CANCELLED, reason)
+        else:
+            await self.finish(run, RunStatus.INTERRUPTED, reason)
+
+    async def _cancel_host_task(self, run: ActiveRun) -> None:
+        if run.client is None or run.interface is None or not run.task_id:
+            return
+        try:
+            await run.client.cancel(run.interface, run.task_id, timeout=A2A_CANCEL_TIMEOUT)
+        except (A2AUnavailable, A2AProtocolError) as exc:
+            log.info("run %s: A2A cancel failed: %s", run.run_id, exc)
+
+    # -- the end ----------------------------------------------------------------------------
+
+    async def finish(self, run: ActiveRun, status: RunStatus, reason: str | None, *,
+                     output: OutputCollector | None = None,
+                     failure: RunFailure | None = None) -> None:
+        """Write the terminal status once: output, complete phase, then run.status."""
+        if run.finalized:
+            return
+        run.finalized = True
+        try:
+            if output is None and failure is not None:
+                output = failure.detail.pop("output", None)
+            stored, shas = await store_parts(output.wire_parts() if output else [], self._blobs)
+            error = None
+            if failure is not None:
+                error = {"kind": "error", "message": failure.message}
+                if failure.code:
+                    error["code"] = failure.code
+                stored.append(error)
+            duration_ms = round((time.monotonic() - run.started_mono) * 1000, 3)
+            changes: dict[str, Any] = {"status": status.value, "reason": reason,
+                                       "ended_at": utcnow(), "duration_ms": duration_ms,
+                                       "output": stored, "error": error,
+                                       "task_id": run.task_id}
+            detail = dict(failure.detail) if failure else {}
+            if "recommended_run_command" in detail:
+                changes["recommended_run_command"] = detail["recommended_run_command"]
+            check_transition(run.status, status)
+            previous = run.status
+            run.status = status
+            await self._update(run, changes, shas)
+            if stored:
+                self._event(run, "run.output", {"parts": stored})
+            if failure is not None:
+                self._phase(run, "complete", "failed", reason=reason, message=failure.message,
+                            **detail)
+            else:
+                self._phase(run, "complete", "completed", status=status.value)
+            payload: dict[str, Any] = {"status": status.value, "previous": previous.value}
+            if reason:
+                payload["reason"] = reason
+            self._event(run, "run.status", payload)
+            await self._store.flush()
+        finally:
+            self._release(run)
+
+
+def _fingerprint(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except FileNotFoundError:
+        return None
+
+
+def _compile_problem(project_dir: Path, rel: str) -> dict[str, Any] | None:
+    path = project_dir / rel
+    try:
+        source = path.read_bytes()
+    except FileNotFoundError:
+        return None  # a deleted file is a valid change
+    except OSError as exc:
+        return {"message": f"{rel}: {exc}", "file": rel}
+    try:
+        compile(source, str(path), "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        return {"message": f"{rel}:{exc.lineno}: {exc.msg}", "file": rel, "line": exc.lineno,
+                "column": exc.offset}
+    except ValueError as exc:
+        return {"message": f"{rel}: {exc}", "file": rel}
+    return None

@@ -1,0 +1,128 @@
+"""echo_agent Host: serves the agent card and the A2A JSON-RPC endpoint.
+
+Started by the llamon daemon as ``{python} -m app.host`` with cwd = the project
+folder. Environment contract (read once, at start):
+
+- ``LLAMON_HOST_PORT`` (required): TCP port; we bind 127.0.0.1 only.
+- ``LLAMON_A2A_VERSIONS`` (optional, default "1.0,0.3"): protocol versions the
+  card advertises. The endpoint itself always accepts both method families.
+- ``ECHO_CHUNK_DELAY_MS`` (optional, default 0): pause between streamed chunks.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import uvicorn
+from starlette.applications import Starlette
+
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+from a2a.server.tasks import InMemoryTaskStore
+from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
+
+from app.agent import EchoAgentExecutor
+
+KNOWN_VERSIONS = ("1.0", "0.3")
+RPC_PATH = "/"
+
+
+def parse_versions(raw: str) -> list[str]:
+    """"1.0,0.3" -> ["1.0", "0.3"]; unknown or empty lists are a config error."""
+    versions = [v.strip() for v in raw.split(",") if v.strip()]
+    unknown = [v for v in versions if v not in KNOWN_VERSIONS]
+    if not versions or unknown:
+        raise SystemExit(f"LLAMON_A2A_VERSIONS must list {KNOWN_VERSIONS}, got {raw!r}")
+    return versions
+
+
+def build_card(port: int, versions: list[str]) -> AgentCard:
+    """The public agent card; one JSON-RPC interface per advertised version."""
+    url = f"http://127.0.0.1:{port}{RPC_PATH}"
+    return AgentCard(
+        name="echo_agent",
+        description=(
+            "Example agent that echoes text as a stream and, on request, returns "
+            "data/file parts, asks a question, runs slowly, fails or crashes."
+        ),
+        version="0.1.0",
+        supported_interfaces=[
+            AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version=v)
+            for v in versions
+        ],
+        capabilities=AgentCapabilities(streaming=True),
+        default_input_modes=["text/plain", "application/json"],
+        default_output_modes=["text/plain", "application/json", "application/octet-stream"],
+        skills=[
+            AgentSkill(
+                id="echo",
+                name="Echo",
+                description=(
+                    "The first word picks the behaviour: stream, data, ask, slow, "
+                    "fail, crash; any other text is echoed back word by word."
+                ),
+                tags=["echo", "test"],
+                examples=["stream hello world", "data", "ask", "slow", "fail", "crash"],
+            )
+        ],
+    )
+
+
+def build_app(card: AgentCard, executor: EchoAgentExecutor) -> Starlette:
+    handler = DefaultRequestHandler(
+        agent_executor=executor,
+        task_store=InMemoryTaskStore(),
+        agent_card=card,
+    )
+
+    @asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        yield
+        # Drain running tasks (e.g. a `slow` one) so shutdown leaves nothing pending.
+        await handler.aclose()
+
+    routes = [
+        *create_agent_card_routes(card),
+        # 0.3 compat is always on: the card may advertise only one version, but
+        # clients of either generation must be able to talk to us.
+        *create_jsonrpc_routes(handler, rpc_url=RPC_PATH, enable_v0_3_compat=True),
+    ]
+    return Starlette(routes=routes, lifespan=lifespan)
+
+
+class ReadyServer(uvicorn.Server):
+    """uvicorn.Server that announces readiness once the socket is listening."""
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets=sockets)
+        if self.started:
+            print(f"echo_agent ready on http://127.0.0.1:{self.config.port}", flush=True)
+
+
+def main() -> None:
+    port_raw = os.environ.get("LLAMON_HOST_PORT")
+    if not port_raw:
+        sys.exit("LLAMON_HOST_PORT is required")
+    port = int(port_raw)
+    versions = parse_versions(os.environ.get("LLAMON_A2A_VERSIONS", "1.0,0.3"))
+    delay_s = int(os.environ.get("ECHO_CHUNK_DELAY_MS", "0")) / 1000
+
+    app = build_app(build_card(port, versions), EchoAgentExecutor(chunk_delay_s=delay_s))
+    config = uvicorn.Config(
+        app,
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        access_log=False,
+        # Open SSE streams would otherwise hold SIGTERM shutdown hostage.
+        timeout_graceful_shutdown=1,
+    )
+    ReadyServer(config).run()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Owns the user's project process (the Host): spawn, readiness, stop, logs."""

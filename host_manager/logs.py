@@ -1,0 +1,70 @@
+"""Host log lines: a bounded in-memory ring (served by offset) plus an append-only file."""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+MAX_FILE_BYTES = 5 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class LogLine:
+    offset: int
+    time: float
+    generation: int
+    stream: str
+    text: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"offset": self.offset, "time": self.time, "generation": self.generation,
+                "stream": self.stream, "text": self.text}
+
+
+class HostLogs:
+    def __init__(self, path: Path, capacity: int = 5000) -> None:
+        self._path = path
+        self._lines: deque[LogLine] = deque(maxlen=capacity)
+        self._next = 0
+        self._file: IO[str] | None = None
+
+    def append(self, generation: int, stream: str, text: str) -> None:
+        line = LogLine(self._next, time.time(), generation, stream, text)
+        self._next += 1
+        self._lines.append(line)
+        self._write_file(line)
+
+    def _write_file(self, line: LogLine) -> None:
+        try:
+            if self._file is None:
+                self._file = open(self._path, "a", encoding="utf-8")  # noqa: SIM115
+            self._file.write(f"{line.time:.3f} g{line.generation} {line.stream} {line.text}\n")
+            self._file.flush()
+            if self._file.tell() > MAX_FILE_BYTES:
+                self._rotate()
+        except OSError:
+            pass  # the file is a convenience; the ring still has the lines
+
+    def _rotate(self) -> None:
+        assert self._file is not None
+        self._file.close()
+        self._file = None
+        self._path.replace(self._path.with_suffix(".log.1"))
+
+    def tail(self, count: int, generation: int | None = None) -> list[str]:
+        lines = [ln for ln in self._lines if generation is None or ln.generation == generation]
+        return [f"[{ln.stream}] {ln.text}" for ln in lines[-count:]]
+
+    def after(self, offset: int, limit: int) -> tuple[list[LogLine], bool]:
+        """Lines with offset >= `offset`; the flag says older lines were dropped."""
+        first = self._lines[0].offset if self._lines else self._next
+        overflow = offset < first
+        return [ln for ln in self._lines if ln.offset >= offset][:limit], overflow
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None

@@ -1,0 +1,156 @@
+"""One Host process: spawned in its own session, exit seen through a pidfd, stopped by a
+fixed, bounded sequence.
+
+Exit detection never waits for pipe EOF (a grandchild holding stdout would hide the Host's
+death for ever, CPython gh-119710): the kernel tells us through a pidfd when the process
+itself exits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import enum
+import os
+import signal
+import subprocess
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import psutil
+
+PR_SET_PDEATHSIG = 1
+
+
+class StopStep(enum.Enum):
+    """How a stop ended, so callers and tests can tell which step was needed."""
+
+    ALREADY_EXITED = "already_exited"
+    TERMINATED = "terminated"
+    KILLED = "killed"
+
+
+def _die_with_parent() -> None:
+    # Runs in the child between fork and exec. PDEATHSIG fires when the forking *thread*
+    # dies, so the spawn must happen on the event-loop thread (it does: no executor).
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+class HostProcess:
+    def __init__(self, argv: list[str], cwd: Path, env: Mapping[str, str],
+                 on_line: Callable[[str, str], None]) -> None:
+        self._popen = subprocess.Popen(
+            argv, cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+            preexec_fn=_die_with_parent, close_fds=True)
+        self.pid = self._popen.pid
+        self.create_time = _create_time(self.pid)
+        loop = asyncio.get_running_loop()
+        self.exited: asyncio.Future[int] = loop.create_future()
+        self._pidfd = os.pidfd_open(self.pid)
+        loop.add_reader(self._pidfd, self._on_pidfd)
+        self._readers = [
+            asyncio.create_task(self._read_lines(self._popen.stdout, "stdout", on_line)),
+            asyncio.create_task(self._read_lines(self._popen.stderr, "stderr", on_line)),
+        ]
+
+    @property
+    def returncode(self) -> int | None:
+        return self.exited.result() if self.exited.done() else None
+
+    def _on_pidfd(self) -> None:
+        loop = asyncio.get_running_loop()
+        loop.remove_reader(self._pidfd)
+        os.close(self._pidfd)
+        self._pidfd = -1
+        code = self._popen.wait()
+        if not self.exited.done():
+            self.exited.set_result(code)
+
+    async def _read_lines(self, pipe: object, stream: str,
+                          on_line: Callable[[str, str], None]) -> None:
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=1 << 20)
+        transport, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader), pipe)
+        try:
+            while True:
+                try:
+                    line = await reader.readline()
+                except ValueError:  # a line over the limit: keep what fits
+                    line = await reader.read(1 << 20)
+                if not line:
+                    return
+                on_line(stream, line.decode("utf-8", "replace").rstrip("\n"))
+        finally:
+            transport.close()
+
+    async def wait(self, timeout: float) -> bool:
+        try:
+            await asyncio.wait_for(asyncio.shield(self.exited), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    async def stop(self, grace: float) -> StopStep:
+        """SIGTERM the group, wait `grace`, SIGKILL the group and every descendant found."""
+        try:
+            if self.exited.done():
+                step = StopStep.ALREADY_EXITED
+            else:
+                descendants = _descendants(self.pid)
+                _signal_group(self.pid, signal.SIGTERM)
+                if await self.wait(grace):
+                    step = StopStep.TERMINATED
+                else:
+                    step = StopStep.KILLED
+                    _signal_group(self.pid, signal.SIGKILL)
+                    for proc in descendants:
+                        _kill_quietly(proc)
+                    await self.wait(grace)
+            # Whatever else is left in the group (a grandchild that kept running) goes too.
+            _signal_group(self.pid, signal.SIGKILL)
+            return step
+        finally:
+            await self.close()
+
+    async def close(self) -> None:
+        """Stop reading the pipes: give them a moment to deliver the last lines, then cancel."""
+        if self._readers:
+            _, pending = await asyncio.wait(self._readers, timeout=0.5)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*self._readers, return_exceptions=True)
+            self._readers = []
+        if self._pidfd >= 0 and self.exited.done():
+            os.close(self._pidfd)
+            self._pidfd = -1
+
+
+def _create_time(pid: int) -> float:
+    try:
+        return psutil.Process(pid).create_time()
+    except psutil.Error:
+        return 0.0
+
+
+def _descendants(pid: int) -> list[psutil.Process]:
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        return []
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass  # already gone counts as success
+
+
+def _kill_quietly(proc: psutil.Process) -> None:
+    try:
+        proc.kill()
+    except psutil.Error:
+        pass

@@ -1,0 +1,53 @@
+"""Shared fixtures: a copy of the example project and the real processes that serve it."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.api import Api
+from tests.support.procs import Stack, copy_example, short_tmpdir, stack_for
+
+
+@pytest.fixture
+def runtime_base() -> Iterator[Path]:
+    path = short_tmpdir("lp")
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return copy_example(tmp_path)
+
+
+@pytest.fixture
+def stack(project: Path, runtime_base: Path) -> Iterator[Stack]:
+    with stack_for(project, runtime_base) as s:
+        yield s
+
+
+@pytest.fixture
+def daemon(stack: Stack) -> Stack:
+    stack.start_daemon()
+    return stack
+
+
+@pytest.fixture
+async def api(daemon: Stack) -> AsyncIterator[Api]:
+    """The API through a real front, as Studio would use it."""
+    _, url = daemon.start_front()
+    client = Api.for_url(url)
+    yield client
+    await client.close()
+
+
+@pytest.fixture
+async def direct(daemon: Stack) -> AsyncIterator[Api]:
+    """The API straight on the daemon's Unix socket."""
+    client = Api.for_socket(str(daemon.settings.socket_path))
+    yield client
+    await client.close()

@@ -1,0 +1,113 @@
+"""Bad input gets a clear 4xx with {"detail": {"error", "message"}} and writes nothing."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from tests.support.api import Api
+from tests.support.procs import Stack
+
+
+def counts(stack: Stack) -> tuple[int, int, int, int]:
+    conn = sqlite3.connect(stack.settings.db_path)
+    try:
+        return tuple(conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]  # type: ignore
+                     for t in ("sessions", "runs", "events", "run_files"))
+    finally:
+        conn.close()
+
+
+def blobs(stack: Stack) -> list[str]:
+    return sorted(p.name for p in stack.settings.files_dir.iterdir())
+
+
+BAD_RUN_BODIES = [
+    (b"not json", 400, "invalid_json"),
+    (b"[1, 2]", 400, "invalid_request"),
+    (b'{"parts": "text"}', 400, "invalid_part"),
+    (b'{"parts": []}', 400, "invalid_part"),
+    (b'{"parts": [{"kind": "image", "text": "x"}]}', 400, "invalid_part"),
+    (b'{"parts": [{"kind": "text"}]}', 400, "invalid_part"),
+    (b'{"parts": [{"kind": "data", "data": [1]}]}', 400, "invalid_part"),
+    (b'{"parts": [{"kind": "file", "bytes_base64": "!!notbase64"}]}', 400, "invalid_base64"),
+    (b'{"parts": [{"kind": "text", "text": "x"}], "changed_files": ["/etc/passwd"]}', 400,
+     "invalid_changed_files"),
+    (b'{"parts": [{"kind": "text", "text": "x"}], "changed_files": ["app/../../x.py"]}', 400,
+     "invalid_changed_files"),
+    (b'{"parts": [{"kind": "text", "text": "x"}], "changed_files": "app/x.py"}', 400,
+     "invalid_changed_files"),
+    (b'{"parts": [{"kind": "text", "text": "x"}], "metadata": []}', 400, "invalid_metadata"),
+    (b'{"parts": [{"kind": "text", "text": "x"}], "metadata": {"llamon.playground": {}}}', 400,
+     "reserved_metadata_key"),
+    (b'{"parts": [{"kind": "text", "text": "x"}], "surprise": 1}', 400, "unknown_field"),
+    (b'{"parts": [{"kind": "text", "text": "x"}], "revision": 5}', 400, "invalid_revision"),
+]
+
+
+@pytest.mark.parametrize(("raw", "status", "code"), BAD_RUN_BODIES)
+async def test_bad_run_body_is_refused_and_writes_nothing(api: Api, daemon: Stack, raw: bytes,
+                                                         status: int, code: str) -> None:
+    session = await api.session()
+    before, files_before = counts(daemon), blobs(daemon)
+    got, doc = await api.call("POST", f"sessions/{session}/runs", raw=raw)
+    assert got == status, doc
+    assert doc["detail"]["error"] == code and doc["detail"]["message"]
+    assert counts(daemon) == before and blobs(daemon) == files_before
+
+
+async def test_unknown_session_and_run_are_404(api: Api, daemon: Stack) -> None:
+    await api.session()
+    before = counts(daemon)
+    body = {"parts": [{"kind": "text", "text": "x"}]}
+    code, doc = await api.call("POST", "sessions/ses_nope/runs", body)
+    assert code == 404 and doc["detail"]["error"] == "session_not_found"
+    for method, path in [("GET", "runs/run_nope"), ("DELETE", "runs/run_nope"),
+                         ("POST", "runs/run_nope/rerun"), ("GET", "sessions/ses_nope/runs"),
+                         ("DELETE", "sessions/ses_nope")]:
+        code, doc = await api.call(method, path, {} if method == "POST" else None)
+        assert code == 404, (method, path, doc)
+    code, doc = await api.call("POST", "runs/run_nope/resume", body)
+    assert code == 404 and doc["detail"]["error"] == "run_not_found"
+    code, doc = await api.call("GET", "no/such/route")
+    assert code == 404 and doc["detail"]["error"] == "not_found"
+    assert counts(daemon) == before
+
+
+async def test_bad_session_body(api: Api, daemon: Stack) -> None:
+    await api.session()
+    before = counts(daemon)
+    for raw, code in [(b'{"title": 5}', "invalid_title"), (b'{"metadata": 1}', "invalid_metadata"),
+                      (b'{"x": 1}', "unknown_field"), (b"{", "invalid_json")]:
+        status, doc = await api.call("POST", "sessions", raw=raw)
+        assert status == 400 and doc["detail"]["error"] == code
+    assert counts(daemon) == before
+
+
+async def test_delete_session_holding_the_active_run_is_409(api: Api, daemon: Stack) -> None:
+    session = await api.session()
+    run_id = await api.start_run(session, "slow")
+    code, doc = await api.call("DELETE", f"sessions/{session}")
+    assert code == 409 and doc["detail"]["active_run_id"] == run_id
+    await api.ok("DELETE", f"runs/{run_id}")
+    assert (await api.ok("DELETE", f"sessions/{session}"))["deleted"] == session
+    assert counts(daemon) == (0, 0, 0, 0)
+
+
+async def test_inline_file_input_reaches_the_blob_store(api: Api, daemon: Stack) -> None:
+    import base64
+    import hashlib
+    session = await api.session()
+    payload = b"\x00\x01 inline bytes"
+    body = {"parts": [{"kind": "text", "text": "stream with a file"},
+                      {"kind": "file", "name": "in.bin", "mime": "application/octet-stream",
+                       "bytes_base64": base64.b64encode(payload).decode()}]}
+    run_id = (await api.ok("POST", f"sessions/{session}/runs", body, 202))["run_id"]
+    run = await api.wait_status(run_id)
+    part = run["input"]["parts"][1]
+    assert part == {"kind": "file", "sha256": hashlib.sha256(payload).hexdigest(),
+                    "size": len(payload), "name": "in.bin", "mime": "application/octet-stream",
+                    "source": "input"}
+    assert (daemon.settings.files_dir / part["sha256"]).read_bytes() == payload
+    assert "bytes_base64" not in str(run)

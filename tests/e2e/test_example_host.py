@@ -1,0 +1,410 @@
+"""End-to-end: the examples/echo_agent Host as a real process, spoken to over
+plain HTTP (aiohttp, JSON-RPC + SSE), in both A2A 1.0 and 0.3 dialects."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE_DIR = REPO / "examples" / "echo_agent"
+VENV_PYTHON = REPO / ".venv" / "bin" / "python"
+PYTHON = str(VENV_PYTHON if VENV_PYTHON.exists() else Path(sys.executable))
+CARD_PATH = "/.well-known/agent-card.json"
+V1 = {"A2A-Version": "1.0"}
+START_DEADLINE_S = 15.0
+STOP_DEADLINE_S = 5.0
+STREAM_DEADLINE_S = 10.0
+
+
+@dataclass
+class Host:
+    proc: subprocess.Popen[bytes]
+    base_url: str
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def stop_process_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the Host's group, wait with a deadline, then SIGKILL."""
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(timeout=STOP_DEADLINE_S)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait(timeout=STOP_DEADLINE_S)
+    if proc.stdout is not None:
+        proc.stdout.close()
+
+
+async def wait_until_ready(proc: subprocess.Popen[bytes], base_url: str) -> None:
+    deadline = time.monotonic() + START_DEADLINE_S
+    async with aiohttp.ClientSession() as session:
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise AssertionError(f"Host exited early with {proc.returncode}")
+            try:
+                async with session.get(base_url + CARD_PATH) as resp:
+                    if resp.status == 200:
+                        return
+            except aiohttp.ClientError:
+                pass
+            await asyncio.sleep(0.05)  # poll interval, bounded by the deadline
+    raise AssertionError("Host did not serve its agent card in time")
+
+
+@pytest.fixture
+async def start_host(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
+    procs: list[subprocess.Popen[bytes]] = []
+
+    async def start(**extra_env: str) -> Host:
+        port = free_port()
+        env = {**os.environ, "LLAMON_HOST_PORT": str(port), **extra_env}
+        # stderr goes to a file, not a pipe: tracebacks from `fail` must never
+        # fill a pipe buffer nobody drains, and the file helps debugging.
+        with (tmp_path / f"host-{port}.stderr").open("wb") as stderr:
+            proc = subprocess.Popen(
+                [PYTHON, "-m", "app.host"],
+                cwd=EXAMPLE_DIR,
+                env=env,
+                stdout=subprocess.PIPE,  # carries only the one "ready" line
+                stderr=stderr,
+                start_new_session=True,
+            )
+        procs.append(proc)
+        base_url = f"http://127.0.0.1:{port}"
+        await wait_until_ready(proc, base_url)
+        return Host(proc, base_url)
+
+    yield start
+    for proc in procs:
+        stop_process_group(proc)
+
+
+@pytest.fixture
+async def host(start_host: Callable[..., Any]) -> Host:
+    return await start_host()
+
+
+@pytest.fixture
+async def session() -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession() as client:
+        yield client
+
+
+# --- JSON-RPC helpers -------------------------------------------------------
+
+
+def rpc(method: str, params: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": str(uuid.uuid4()), "method": method, "params": params}
+
+
+def user_message(*parts: dict[str, Any], **ids: str) -> dict[str, Any]:
+    """A 1.0 message; ids may carry taskId/contextId for a continuation."""
+    return {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": list(parts), **ids}
+
+
+def send_streaming(text: str, *extra_parts: dict[str, Any], **ids: str) -> dict[str, Any]:
+    return rpc("SendStreamingMessage", {"message": user_message({"text": text}, *extra_parts, **ids)})
+
+
+@dataclass
+class Frame:
+    event: str | None
+    data: dict[str, Any]
+
+
+async def sse_frames(resp: aiohttp.ClientResponse) -> AsyncIterator[Frame]:
+    """Parse an SSE body into frames (event name + JSON data); comments skipped."""
+    event: str | None = None
+    data_lines: list[str] = []
+    async for raw in resp.content:
+        line = raw.decode().rstrip("\r\n")
+        if line == "":
+            if data_lines:
+                yield Frame(event, json.loads("\n".join(data_lines)))
+            event, data_lines = None, []
+        elif line.startswith(":"):
+            continue
+        elif line.startswith("event:"):
+            event = line[len("event:") :].strip()
+        elif line.startswith("data:"):
+            data_lines.append(line[len("data:") :].lstrip())
+
+
+async def stream_all(
+    session: aiohttp.ClientSession, url: str, body: dict[str, Any], headers: dict[str, str]
+) -> list[Frame]:
+    """POST a streaming call and collect every frame until the server closes."""
+
+    async def collect() -> list[Frame]:
+        async with session.post(url, json=body, headers=headers) as resp:
+            assert resp.status == 200
+            assert resp.headers["Content-Type"].startswith("text/event-stream")
+            return [frame async for frame in sse_frames(resp)]
+
+    return await asyncio.wait_for(collect(), STREAM_DEADLINE_S)
+
+
+async def call(
+    session: aiohttp.ClientSession, url: str, body: dict[str, Any], headers: dict[str, str]
+) -> dict[str, Any]:
+    async with session.post(url, json=body, headers=headers) as resp:
+        assert resp.status == 200
+        return await resp.json()
+
+
+def results(frames: list[Frame]) -> list[dict[str, Any]]:
+    assert all(f.event is None and "result" in f.data for f in frames), frames
+    return [f.data["result"] for f in frames]
+
+
+def joined_text(results_: list[dict[str, Any]]) -> str:
+    return "".join(
+        part.get("text", "")
+        for r in results_
+        if "artifactUpdate" in r
+        for part in r["artifactUpdate"]["artifact"]["parts"]
+    )
+
+
+def final_state(results_: list[dict[str, Any]]) -> str:
+    return results_[-1]["statusUpdate"]["status"]["state"]
+
+
+# --- agent card -------------------------------------------------------------
+
+
+async def test_card_advertises_both_versions(host: Host, session: aiohttp.ClientSession) -> None:
+    async with session.get(host.base_url + CARD_PATH) as resp:
+        card = await resp.json()
+    assert card["name"] == "echo_agent"
+    assert card["capabilities"]["streaming"] is True
+    interfaces = card["supportedInterfaces"]
+    assert {i["protocolVersion"] for i in interfaces} == {"1.0", "0.3"}
+    for interface in interfaces:
+        assert interface["protocolBinding"] == "JSONRPC"
+        assert interface["url"] == host.base_url + "/"
+    assert card["skills"][0]["examples"] == ["stream hello world", "data", "ask", "slow", "fail", "crash"]
+
+
+async def test_card_can_advertise_only_v03(
+    start_host: Callable[..., Any], session: aiohttp.ClientSession
+) -> None:
+    host = await start_host(LLAMON_A2A_VERSIONS="0.3")
+    async with session.get(host.base_url + CARD_PATH) as resp:
+        card = await resp.json()
+    assert [i["protocolVersion"] for i in card["supportedInterfaces"]] == ["0.3"]
+    assert card["protocolVersion"] == "0.3"  # the legacy top-level field
+
+
+async def test_ready_line_on_stdout(host: Host) -> None:
+    assert host.proc.stdout is not None
+    line = host.proc.stdout.readline().decode().strip()
+    assert line == f"echo_agent ready on {host.base_url}"
+
+
+# --- 1.0 behaviours ---------------------------------------------------------
+
+
+async def test_stream_chunks_join_to_text(host: Host, session: aiohttp.ClientSession) -> None:
+    body = send_streaming("stream one two three")
+    body["params"]["metadata"] = {"llamon.playground": {"runId": "r1"}}
+    res = results(await stream_all(session, host.base_url + "/", body, V1))
+
+    assert "task" in res[0]
+    task_id = res[0]["task"]["id"]
+    chunks = [r["artifactUpdate"] for r in res if "artifactUpdate" in r]
+    assert len(chunks) == 3
+    assert len({c["artifact"]["artifactId"] for c in chunks}) == 1
+    assert "append" not in chunks[0] and all(c["append"] for c in chunks[1:])
+    assert chunks[-1]["lastChunk"] is True and "lastChunk" not in chunks[0]
+    assert joined_text(res) == "one two three"
+    assert final_state(res) == "TASK_STATE_COMPLETED"
+    assert all(r.get("statusUpdate", r.get("artifactUpdate", {})).get("taskId", task_id) == task_id for r in res)
+    # The reserved envelope must not come back anywhere.
+    assert "llamon.playground" not in json.dumps(res)
+
+
+async def test_plain_text_is_echoed(host: Host, session: aiohttp.ClientSession) -> None:
+    res = results(await stream_all(session, host.base_url + "/", send_streaming("Hello there  world"), V1))
+    assert joined_text(res) == "Hello there  world"
+    assert final_state(res) == "TASK_STATE_COMPLETED"
+
+
+async def test_data_parts(host: Host, session: aiohttp.ClientSession) -> None:
+    body = send_streaming("data", {"data": {"q": 18}})
+    res = results(await stream_all(session, host.base_url + "/", body, V1))
+    parts = [p for r in res if "artifactUpdate" in r for p in r["artifactUpdate"]["artifact"]["parts"]]
+
+    data = next(p["data"] for p in parts if "data" in p)
+    assert data["kind_of"] == "report" and data["count"] == 3
+    assert data["items"] == ["a", "b"] and data["nested"] == {"ok": True}
+    assert data["input"] == {"q": 18}  # protobuf Value: comes back as 18.0
+    raw = next(p for p in parts if "raw" in p)
+    assert base64.b64decode(raw["raw"]) == b"hello from echo_agent\n"
+    assert raw["filename"] == "hello.txt" and raw["mediaType"] == "text/plain"
+    url = next(p for p in parts if "url" in p)
+    assert url["url"] == "https://example.invalid/report.pdf"
+    assert url["filename"] == "report.pdf" and url["mediaType"] == "application/pdf"
+    assert final_state(res) == "TASK_STATE_COMPLETED"
+
+
+async def test_ask_then_answer(host: Host, session: aiohttp.ClientSession) -> None:
+    first = results(await stream_all(session, host.base_url + "/", send_streaming("ask"), V1))
+    status = first[-1]["statusUpdate"]
+    assert status["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert status["status"]["message"]["parts"][0]["text"] == "What is your name?"
+
+    ids = {"taskId": status["taskId"], "contextId": status["contextId"]}
+    second = results(await stream_all(session, host.base_url + "/", send_streaming("Ada", **ids), V1))
+    assert "task" not in second[0]  # a continuation opens with a status update
+    assert joined_text(second) == "Hello, Ada!"
+    assert final_state(second) == "TASK_STATE_COMPLETED"
+
+
+async def test_slow_is_cancelled(host: Host, session: aiohttp.ClientSession) -> None:
+    url = host.base_url + "/"
+
+    async def run() -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        seen: list[dict[str, Any]] = []
+        cancel_reply: dict[str, Any] = {}
+        async with session.post(url, json=send_streaming("slow"), headers=V1) as resp:
+            async for frame in sse_frames(resp):
+                seen.append(frame.data["result"])
+                ticks = [r for r in seen if "artifactUpdate" in r]
+                if len(ticks) == 2 and not cancel_reply:
+                    task_id = seen[0]["task"]["id"]
+                    cancel_reply = await call(session, url, rpc("CancelTask", {"id": task_id}), V1)
+        return seen, cancel_reply
+
+    started = time.monotonic()
+    seen, cancel_reply = await asyncio.wait_for(run(), STREAM_DEADLINE_S)
+    assert time.monotonic() - started < 5
+    assert cancel_reply["result"]["status"]["state"] == "TASK_STATE_CANCELED"
+    assert joined_text(seen).startswith("tick 1 tick 2 ")
+    task_id = seen[0]["task"]["id"]
+    got = await call(session, url, rpc("GetTask", {"id": task_id}), V1)
+    assert got["result"]["status"]["state"] == "TASK_STATE_CANCELED"
+
+
+async def test_fail_sends_error_frame(host: Host, session: aiohttp.ClientSession) -> None:
+    frames = await stream_all(session, host.base_url + "/", send_streaming("fail"), V1)
+    assert "artifactUpdate" in frames[-2].data["result"]
+    assert frames[-1].event == "error"
+    assert frames[-1].data["error"]["code"] == -32603
+    task_id = frames[0].data["result"]["task"]["id"]
+    got = await call(session, host.base_url + "/", rpc("GetTask", {"id": task_id}), V1)
+    assert got["result"]["status"]["state"] == "TASK_STATE_FAILED"
+
+
+async def test_crash_kills_the_host(host: Host, session: aiohttp.ClientSession) -> None:
+    seen: list[dict[str, Any]] = []
+
+    async def run() -> None:
+        async with session.post(host.base_url + "/", json=send_streaming("crash"), headers=V1) as resp:
+            async for frame in sse_frames(resp):
+                seen.append(frame.data["result"])
+
+    # The connection drops mid-body (ClientPayloadError or a disconnect).
+    with pytest.raises(aiohttp.ClientError):
+        await asyncio.wait_for(run(), STREAM_DEADLINE_S)
+    assert joined_text(seen) == "about to crash "
+    assert "statusUpdate" not in seen[-1]
+    assert host.proc.wait(timeout=STOP_DEADLINE_S) == 3
+
+
+# --- 0.3 compat -------------------------------------------------------------
+
+
+def v03_stream(text: str) -> dict[str, Any]:
+    message = {
+        "kind": "message",
+        "role": "user",
+        "parts": [{"kind": "text", "text": text}],
+        "messageId": str(uuid.uuid4()),
+    }
+    return rpc("message/stream", {"message": message})
+
+
+@pytest.mark.parametrize("headers", [{}, {"A2A-Version": "0.3"}], ids=["no-header", "0.3-header"])
+async def test_v03_message_stream(host: Host, session: aiohttp.ClientSession, headers: dict[str, str]) -> None:
+    res = results(await stream_all(session, host.base_url + "/", v03_stream("stream a b"), headers))
+    assert res[0]["kind"] == "task"
+    chunks = [r for r in res if r["kind"] == "artifact-update"]
+    assert "".join(p["text"] for c in chunks for p in c["artifact"]["parts"]) == "a b"
+    assert res[-1]["kind"] == "status-update"
+    assert res[-1]["status"]["state"] == "completed" and res[-1]["final"] is True
+
+
+async def test_v03_cancel_slow(host: Host, session: aiohttp.ClientSession) -> None:
+    url = host.base_url + "/"
+
+    async def run() -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        seen: list[dict[str, Any]] = []
+        cancel_reply: dict[str, Any] = {}
+        async with session.post(url, json=v03_stream("slow"), headers={}) as resp:
+            async for frame in sse_frames(resp):
+                seen.append(frame.data["result"])
+                ticks = [r for r in seen if r["kind"] == "artifact-update"]
+                if len(ticks) == 2 and not cancel_reply:
+                    cancel_reply = await call(session, url, rpc("tasks/cancel", {"id": seen[0]["id"]}), {})
+        return seen, cancel_reply
+
+    started = time.monotonic()
+    seen, cancel_reply = await asyncio.wait_for(run(), STREAM_DEADLINE_S)
+    assert time.monotonic() - started < 5
+    assert cancel_reply["result"]["status"]["state"] == "canceled"
+    got = await call(session, url, rpc("tasks/get", {"id": seen[0]["id"]}), {})
+    assert got["result"]["status"]["state"] == "canceled"
+
+
+async def test_v03_fail_sends_error_frame(host: Host, session: aiohttp.ClientSession) -> None:
+    frames = await stream_all(session, host.base_url + "/", v03_stream("fail"), {})
+    assert frames[-2].data["result"]["kind"] == "artifact-update"
+    # Unlike 1.0, the 0.3 adapter sends the error as a plain data frame
+    # (no "event: error" line).
+    assert frames[-1].data["error"]["code"] == -32603
+
+
+# --- process lifecycle ------------------------------------------------------
+
+
+async def test_sigterm_stops_promptly_with_open_stream(
+    host: Host, session: aiohttp.ClientSession
+) -> None:
+    async with session.post(host.base_url + "/", json=send_streaming("slow"), headers=V1) as resp:
+        frames = sse_frames(resp)
+        first = await asyncio.wait_for(anext(frames), STREAM_DEADLINE_S)
+        assert "task" in first.data["result"]
+        started = time.monotonic()
+        os.killpg(host.proc.pid, signal.SIGTERM)
+        await asyncio.to_thread(host.proc.wait, STOP_DEADLINE_S)
+        assert time.monotonic() - started < 3
+        await frames.aclose()

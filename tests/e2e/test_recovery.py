@@ -1,0 +1,184 @@
+"""Processes dying and coming back: front, daemon (clean and SIGKILL)."""
+
+from __future__ import annotations
+
+import signal
+import sqlite3
+
+import psutil
+import pytest
+
+from tests.support.api import Api
+from tests.support.procs import Stack, stack_for
+
+MANY_WORDS = " ".join(f"w{i}" for i in range(300))
+
+
+@pytest.fixture
+def slow_stack(project, runtime_base):
+    with stack_for(project, runtime_base, extra_env={"ECHO_CHUNK_DELAY_MS": "10"}) as s:
+        s.start_daemon()
+        yield s
+
+
+def db_rows(stack: Stack, sql: str) -> list[tuple]:
+    conn = sqlite3.connect(stack.settings.db_path)
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+
+
+async def test_front_killed_and_restarted_mid_run(slow_stack: Stack) -> None:
+    front1, url1 = slow_stack.start_front()
+    api1 = Api.for_url(url1)
+    session = await api1.session()
+    run_id = await api1.start_run(session, "stream " + MANY_WORDS)
+    first = await api1.events(run_id, limit=10)
+    await api1.close()
+    front1.signal(signal.SIGKILL)
+    front1.wait(10)
+    _, url2 = slow_stack.start_front()
+    api2 = Api.for_url(url2)
+    try:
+        rest = await api2.events(run_id, last_event_id=first[-1].id)
+        full = await api2.events(run_id)
+        assert [e.id for e in first + rest] == [e.id for e in full]
+        assert full[-1].data["status"] == "completed"
+        run = await api2.run(run_id)
+        assert run["output"] == [{"kind": "text", "text": MANY_WORDS}]
+    finally:
+        await api2.close()
+
+
+async def test_daemon_down_gives_503_and_front_recovers(daemon: Stack) -> None:
+    _, url = daemon.start_front()
+    api = Api.for_url(url)
+    try:
+        await api.session()
+        daemon.daemon.stop()
+        code, doc = await api.call("GET", "sessions")
+        assert code == 503 and doc["detail"]["error"] == "daemon_unavailable"
+        daemon.start_daemon()
+        sessions = await api.ok("GET", "sessions")
+        assert len(sessions["sessions"]) == 1
+    finally:
+        await api.close()
+
+
+async def test_daemon_sigterm_mid_run_interrupts_with_studio_shutdown(slow_stack: Stack) -> None:
+    api = Api.for_socket(str(slow_stack.settings.socket_path))
+    try:
+        session = await api.session()
+        run_id = await api.start_run(session, "slow")
+        async for ev in api.stream(run_id):
+            if ev.event == "output.delta":
+                break
+        slow_stack.remember_hosts()
+        hosts = [p for p in slow_stack.daemon.descendants()]
+        assert hosts, "the Host should be running"
+        slow_stack.daemon.signal(signal.SIGTERM)
+        assert slow_stack.daemon.wait(30) == 0
+    finally:
+        await api.close()
+    status, reason = db_rows(slow_stack, f"SELECT status, reason FROM runs WHERE id='{run_id}'")[0]
+    assert (status, reason) == ("interrupted", "studio_shutdown")
+    last = db_rows(slow_stack, f"SELECT kind, payload FROM events WHERE run_id='{run_id}' "
+                               "ORDER BY seq DESC LIMIT 1")[0]
+    assert last[0] == "run.status" and b'"interrupted"' in last[1]
+    gone, alive = psutil.wait_procs(hosts, timeout=10)
+    assert not alive, "a clean stop stops the Host"
+
+
+async def test_daemon_sigkill_mid_run_is_interrupted_on_next_start(slow_stack: Stack) -> None:
+    api = Api.for_socket(str(slow_stack.settings.socket_path))
+    try:
+        session = await api.session()
+        run_id = await api.start_run(session, "slow")
+        async for ev in api.stream(run_id):
+            if ev.event == "output.delta":
+                break
+    finally:
+        await api.close()
+    hosts = slow_stack.daemon.descendants()
+    slow_stack.remember_hosts()
+    slow_stack.daemon.signal(signal.SIGKILL)
+    slow_stack.daemon.wait(10)
+    # PDEATHSIG: the Host does not outlive a SIGKILLed daemon.
+    _, alive = psutil.wait_procs(hosts, timeout=10)
+    assert not alive
+    assert db_rows(slow_stack, f"SELECT status FROM runs WHERE id='{run_id}'")[0][0] == "running"
+    slow_stack.start_daemon()
+    api = Api.for_socket(str(slow_stack.settings.socket_path))
+    try:
+        run = await api.run(run_id)
+        assert run["status"] == "interrupted" and run["reason"] == "daemon_restarted"
+        events = await api.events(run_id)
+        assert events[-1].data["status"] == "interrupted"
+        seqs = [e.id for e in events]
+        assert seqs == sorted(set(seqs))
+        nxt = await api.wait_status(await api.start_run(session, "stream fine"))
+        assert nxt["status"] == "completed"
+    finally:
+        await api.close()
+
+
+def test_health_alone_creates_no_state_folder(daemon: Stack) -> None:
+    import socket
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.connect(str(daemon.settings.socket_path))
+        sock.sendall(b"GET /health HTTP/1.1\r\nHost: d\r\nConnection: close\r\n\r\n")
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 200") and b'"database":"not_opened"' in answer
+    assert not (daemon.project / ".llamon").exists()
+
+
+async def test_newer_database_is_left_byte_identical(stack: Stack) -> None:
+    db = stack.settings.db_path
+    db.parent.mkdir(parents=True)
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE future (x)")
+    conn.execute("PRAGMA user_version = 99")
+    conn.commit()
+    conn.close()
+    before = db.read_bytes()
+    files_before = sorted(p.name for p in db.parent.iterdir())
+    stack.start_daemon()
+    api = Api.for_socket(str(stack.settings.socket_path))
+    try:
+        for method, path, body in [("POST", "sessions", {}), ("GET", "sessions", None),
+                                   ("POST", "sessions/ses_x/runs",
+                                    {"parts": [{"kind": "text", "text": "x"}]})]:
+            code, doc = await api.call(method, path, body)
+            assert code == 409, (method, path, doc)
+            assert doc["detail"]["error"] == "unsupported_database_version"
+    finally:
+        await api.close()
+    assert db.read_bytes() == before
+    assert sorted(p.name for p in db.parent.iterdir() if p.name != "files") == files_before
+
+
+async def test_a2a_03_only_host_streams_and_cancels(project, runtime_base) -> None:
+    with stack_for(project, runtime_base, extra_env={"LLAMON_A2A_VERSIONS": "0.3"}) as s:
+        s.start_daemon()
+        api = Api.for_socket(str(s.settings.socket_path))
+        try:
+            session = await api.session()
+            run = await api.wait_status(await api.start_run(session, "stream old protocol"))
+            assert run["status"] == "completed"
+            assert run["output"] == [{"kind": "text", "text": "old protocol"}]
+            slow = await api.start_run(session, "slow")
+            async for ev in api.stream(slow):
+                if ev.event == "output.delta":
+                    break
+            assert (await api.ok("DELETE", f"runs/{slow}"))["status"] == "cancelled"
+            ask = await api.wait_status(await api.start_run(session, "ask"))
+            assert ask["status"] == "input_required"
+            child = (await api.ok("POST", f"runs/{ask['id']}/resume",
+                                  {"parts": [{"kind": "text", "text": "Bo"}]}, 202))["run_id"]
+            done = await api.wait_status(child)
+            assert done["status"] == "completed" and done["output"][0]["text"] == "Hello, Bo!"
+        finally:
+            await api.close()

@@ -1,0 +1,120 @@
+"""A small async client for the Playground API (over the front's TCP URL or the daemon socket)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+import orjson
+
+P = "/api/playground/v1"
+TERMINAL = {"input_required", "completed", "failed", "cancelled", "interrupted"}
+
+
+@dataclass
+class SseEvent:
+    id: int
+    event: str
+    data: dict[str, Any]
+
+
+class Api:
+    def __init__(self, http: aiohttp.ClientSession) -> None:
+        self.http = http
+
+    @classmethod
+    def for_url(cls, base_url: str) -> Api:
+        return cls(aiohttp.ClientSession(base_url=base_url))
+
+    @classmethod
+    def for_socket(cls, path: str) -> Api:
+        return cls(aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=path),
+                                         base_url="http://daemon"))
+
+    async def close(self) -> None:
+        await self.http.close()
+
+    async def call(self, method: str, path: str, body: Any = None,
+                   raw: bytes | None = None, headers: dict[str, str] | None = None
+                   ) -> tuple[int, Any]:
+        data = raw if raw is not None else (orjson.dumps(body) if body is not None else None)
+        hdrs = {"Content-Type": "application/json", **(headers or {})}
+        async with self.http.request(method, path if path.startswith("/") else P + "/" + path,
+                                     data=data, headers=hdrs) as resp:
+            text = await resp.read()
+            try:
+                return resp.status, orjson.loads(text) if text else None
+            except orjson.JSONDecodeError:
+                return resp.status, text
+
+    async def ok(self, method: str, path: str, body: Any = None, status: int = 200) -> Any:
+        code, doc = await self.call(method, path, body)
+        assert code == status, (method, path, code, doc)
+        return doc
+
+    async def session(self) -> str:
+        return (await self.ok("POST", "sessions", {"title": "t"}, 201))["id"]
+
+    async def start_run(self, session_id: str, text: str, **extra: Any) -> str:
+        body = {"parts": [{"kind": "text", "text": text}], **extra}
+        return (await self.ok("POST", f"sessions/{session_id}/runs", body, 202))["run_id"]
+
+    async def run(self, run_id: str) -> dict[str, Any]:
+        return await self.ok("GET", f"runs/{run_id}")  # type: ignore[no-any-return]
+
+    async def wait_status(self, run_id: str, statuses: set[str] | None = None,
+                          timeout: float = 60.0) -> dict[str, Any]:
+        """Follow the run's SSE stream until it closes, then read the run."""
+        wanted = statuses or TERMINAL
+        deadline = time.monotonic() + timeout
+        events = await asyncio.wait_for(self.events(run_id), timeout)
+        del events
+        while True:
+            run = await self.run(run_id)
+            if run["status"] in wanted:
+                return run
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"run {run_id} stayed {run['status']}")
+            await asyncio.sleep(0.05)
+
+    async def events(self, run_id: str, after: int | None = None,
+                     last_event_id: int | None = None, limit: int | None = None,
+                     timeout: float = 60.0) -> list[SseEvent]:
+        """Read the run's SSE stream until it ends (or `limit` events)."""
+        events: list[SseEvent] = []
+        async for ev in self.stream(run_id, after=after, last_event_id=last_event_id,
+                                    timeout=timeout):
+            events.append(ev)
+            if limit is not None and len(events) >= limit:
+                break
+        return events
+
+    async def stream(self, run_id: str, after: int | None = None,
+                     last_event_id: int | None = None, timeout: float = 60.0) -> Any:
+        params = {"after": str(after)} if after is not None else {}
+        headers = {"Last-Event-ID": str(last_event_id)} if last_event_id is not None else {}
+        async with self.http.get(f"{P}/runs/{run_id}/events", params=params, headers=headers,
+                                 timeout=aiohttp.ClientTimeout(total=timeout)) as resp:
+            assert resp.status == 200, await resp.text()
+            assert resp.headers["Content-Type"].startswith("text/event-stream")
+            async for ev in parse_sse(resp):
+                yield ev
+
+
+async def parse_sse(resp: aiohttp.ClientResponse) -> Any:
+    fields: dict[str, str] = {}
+    async for raw in resp.content:
+        line = raw.decode().rstrip("\r\n")
+        if not line:
+            if "data" in fields:
+                yield SseEvent(int(fields["id"]), fields.get("event", "message"),
+                               orjson.loads(fields["data"]))
+            fields = {}
+            continue
+        if line.startswith(":"):
+            continue
+        name, _, value = line.partition(":")
+        fields[name] = value[1:] if value.startswith(" ") else value
