@@ -26,6 +26,7 @@ class ActiveRun:
     started_mono: float = field(default_factory=time.monotonic)
     task: asyncio.Task[None] | None = None
     generation: int | None = None
+    host_checked: bool = False  # past the start/restart phase: its own save was applied
     # Set once the send phase reached the Host: what a cancel needs to ask it to stop.
     client: A2AClient | None = None
     interface: Interface | None = None

@@ -11,22 +11,32 @@ from contextlib import suppress
 import aiohttp
 from aiohttp import web
 
+from host_manager.crash_policy import CrashSettings
 from host_manager.errors import HostUnavailable
-from host_manager.supervisor import HostConfig, HostSupervisor
+from host_manager.fingerprint import WatchRules
+from host_manager.orphans import reap_orphan
+from host_manager.supervisor import ENV_MARKER, HostConfig, HostSupervisor
+from host_manager.watcher import ProjectWatcher
 
 from .blobs import BlobStore
 from .config import Settings
 from .errors import ProjectError, UnsupportedDatabaseVersion
 from .event_log import EventHub
 from .history import interrupt_leftover_runs
+from .project_events import ProjectEvents
+from .reload import ReloadCoordinator
 from .http import add_routes, errors_middleware
-from .project_config import load_project_config
+from .http_data import add_data_routes
+from .http_capture import add_capture_routes
+from .http_host import add_host_routes
+from .http_introspect import add_introspect_routes
+from .project_config import backend_warnings, load_project_config
 from .run_executor import RunExecutor
 from .run_state import Reason
 from .runs import RunManager
 from .runtime_dir import acquire_lock, remove_discovery, write_discovery
 from .services import SERVICES, Services
-from .store import Store
+from .store import EventRecord, Store
 
 log = logging.getLogger(__name__)
 
@@ -41,17 +51,48 @@ def host_command(settings: Settings) -> list[str]:
 
 async def build_services(settings: Settings, environ: dict[str, str]) -> Services:
     hub = EventHub(settings.event_ring_size)
-    store = Store(settings, on_commit=hub.publish)
+    project_events = ProjectEvents()
+
+    def committed(records: list[EventRecord]) -> None:
+        hub.publish(records)
+        project_events.committed(records)
+
+    store = Store(settings, on_commit=committed,
+                  on_degraded=lambda error: _history_degraded(services, error))
     blobs = BlobStore(settings.files_dir)
+    try:
+        project = load_project_config(settings.project_dir)
+        env_file, warnings = project.env_file, backend_warnings(project)
+    except ProjectError:
+        env_file, warnings = ".env", []  # reported by each run's validate phase
     host = HostSupervisor(HostConfig(
         project_dir=settings.project_dir, command=lambda: host_command(settings),
         base_env=environ, log_path=settings.host_log_path,
+        record_path=settings.host_record_path, capture_socket=str(settings.socket_path),
+        rules=WatchRules(settings.project_dir, env_file),
+        crash=CrashSettings(min_uptime=settings.crash_min_uptime,
+                            backoff_base=settings.backoff_base, backoff_cap=settings.backoff_cap,
+                            limit=settings.crash_limit, window=settings.crash_window),
         start_timeout=settings.host_start_timeout, stop_grace=settings.host_stop_grace))
+    host.warnings = warnings
+    host.listeners.append(project_events.host_changed)
     runs = RunManager(store, blobs, hub)
     # No total timeout: run streams last as long as the Host streams.
     http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_connect=5))
     runs.executor = RunExecutor(settings.project_dir, store, blobs, host, http, runs.release)
-    return Services(settings, store, blobs, hub, host, runs, http)
+    services = Services(settings, store, blobs, hub, host, runs, http, project_events,
+                        ReloadCoordinator(host, runs))
+    return services
+
+
+def _history_degraded(services: Services, error: Exception) -> None:
+    """A history write failed: tell the active run's clients (the event itself is kept and
+    committed once writes work again)."""
+    run = services.runs.active
+    if run is not None:
+        services.store.append_event(run.run_id, "diagnostic", {
+            "level": "warning", "code": "history_degraded",
+            "message": f"history could not be written; the run goes on: {error}"})
 
 
 async def recover(services: Services) -> None:
@@ -75,6 +116,7 @@ async def shutdown(services: Services) -> None:
     await services.host.close()
     await services.store.close()
     services.hub.close_all()
+    services.project_events.close_all()
     await services.http.close()
 
 
@@ -83,6 +125,10 @@ def make_app(services: Services) -> web.Application:
                           client_max_size=services.settings.max_request_bytes)
     app[SERVICES] = services
     add_routes(app)
+    add_data_routes(app)
+    add_host_routes(app)
+    add_capture_routes(app)
+    add_introspect_routes(app)
     return app
 
 
@@ -90,7 +136,10 @@ async def serve(settings: Settings, environ: dict[str, str]) -> None:
     """Run the daemon until SIGTERM/SIGINT; then stop cleanly."""
     lock = acquire_lock(settings)
     try:
+        # A Host left by a daemon that died goes before anything starts (identity-checked).
+        reap_orphan(settings.host_record_path, ENV_MARKER)
         services = await build_services(settings, environ)
+        watcher: asyncio.Task[None] | None = None
         try:
             await recover(services)
             app = make_app(services)
@@ -107,11 +156,18 @@ async def serve(settings: Settings, environ: dict[str, str]) -> None:
                 os.umask(old_umask)
             os.chmod(settings.socket_path, 0o600)
             write_discovery(settings)
+            if settings.watch:
+                watcher = asyncio.create_task(ProjectWatcher(
+                    services.host.config.rules, services.reload.on_changes,
+                    quiet=settings.watch_quiet).run(), name="watcher")
             log.info("daemon for %s listening on %s", settings.project_dir, settings.socket_path)
             try:
                 await _wait_for_stop_signal()
             finally:
                 log.info("daemon stopping")
+                if watcher is not None:
+                    watcher.cancel()
+                    await asyncio.gather(watcher, return_exceptions=True)
                 await shutdown(services)
                 await runner.cleanup()
         finally:

@@ -59,6 +59,14 @@ class BlobStore:
             raise
         return digest
 
+    def put_checked_sync(self, data: bytes, sha256: str) -> bool:
+        """Store bytes whose sha256 the caller claims (a bundle blob, already verified by the
+        bundle validator; verified again here). True when this call created the blob, so a
+        failed import can remove exactly what it added and nothing else."""
+        existed = self.exists(sha256)
+        self.put_sync(data, expected_sha256=sha256)
+        return not existed
+
     def read(self, sha256: str) -> bytes:
         path = self.path_for(sha256)
         try:

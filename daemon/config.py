@@ -41,6 +41,14 @@ class Settings:
     keepalive_interval: float = 15.0
     max_request_bytes: int = 16 * 1024 * 1024
     event_ring_size: int = 4096
+    watch_quiet: float = 0.3
+    crash_limit: int = 5
+    crash_window: float = 60.0
+    crash_min_uptime: float = 5.0
+    backoff_base: float = 0.5
+    backoff_cap: float = 15.0
+    db_busy_timeout_ms: int = 5000
+    watch: bool = True
 
     @property
     def runtime_dir(self) -> Path:
@@ -61,6 +69,10 @@ class Settings:
     @property
     def host_log_path(self) -> Path:
         return self.runtime_dir / "host.log"
+
+    @property
+    def host_record_path(self) -> Path:
+        return self.runtime_dir / "host.json"
 
     @property
     def state_dir(self) -> Path:
@@ -91,4 +103,12 @@ def build_settings(project: str | os.PathLike[str],
         host_start_timeout=_float_env(env, "LLAMON_PLAYGROUND_HOST_START_TIMEOUT", 30.0),
         host_stop_grace=_float_env(env, "LLAMON_PLAYGROUND_HOST_STOP_GRACE", 3.0),
         keepalive_interval=_float_env(env, "LLAMON_PLAYGROUND_KEEPALIVE", 15.0),
+        watch_quiet=_float_env(env, "LLAMON_PLAYGROUND_WATCH_QUIET", 0.3),
+        crash_limit=int(_float_env(env, "LLAMON_PLAYGROUND_CRASH_LIMIT", 5)),
+        crash_window=_float_env(env, "LLAMON_PLAYGROUND_CRASH_WINDOW", 60.0),
+        crash_min_uptime=_float_env(env, "LLAMON_PLAYGROUND_CRASH_MIN_UPTIME", 5.0),
+        backoff_base=_float_env(env, "LLAMON_PLAYGROUND_BACKOFF_BASE", 0.5),
+        backoff_cap=_float_env(env, "LLAMON_PLAYGROUND_BACKOFF_CAP", 15.0),
+        db_busy_timeout_ms=int(_float_env(env, "LLAMON_PLAYGROUND_DB_BUSY_TIMEOUT_MS", 5000)),
+        watch=env.get("LLAMON_PLAYGROUND_WATCH", "1") != "0",
     )

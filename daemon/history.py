@@ -147,3 +147,58 @@ async def delete_session(store: Store, session_id: str) -> list[str]:
                 orphans.append(sha)
         return orphans
     return await store.write(op)
+
+
+async def add_scores(store: Store, run_id: str, entries: list[dict[str, Any]]) -> None:
+    """Append evaluator results to the run's scores (the list only grows)."""
+    async def op(conn: aiosqlite.Connection) -> None:
+        for entry in entries:
+            await conn.execute("UPDATE runs SET scores = json_insert(scores, '$[#]', json(?)) "
+                               "WHERE id = ?", (orjson.dumps(entry).decode(), run_id))
+    await store.write(op)
+
+
+async def delete_all_history(store: Store) -> tuple[dict[str, int], list[str]]:
+    """Delete every session, run and event ("delete all history"), in one transaction.
+
+    Returns what was deleted and the blobs the deleted runs referenced; the caller unlinks
+    those after the commit (a crash in between leaves an unreferenced blob, never a hole).
+    """
+    async def op(conn: aiosqlite.Connection) -> tuple[dict[str, int], list[str]]:
+        counts: dict[str, int] = {}
+        for table in ("sessions", "runs", "events"):
+            rows = await conn.execute_fetchall(f"SELECT COUNT(*) FROM {table}")
+            counts[table] = int(list(rows)[0][0])
+        shas = [r[0] for r in await conn.execute_fetchall(
+            "SELECT DISTINCT sha256 FROM run_files")]
+        await conn.execute("DELETE FROM events")
+        await conn.execute("DELETE FROM run_files")
+        await conn.execute("UPDATE runs SET parent_run_id = NULL")  # the foreign key
+        await conn.execute("DELETE FROM runs")
+        await conn.execute("DELETE FROM sessions")
+        return counts, shas
+    return await store.write(op)
+
+
+async def unreferenced(store: Store, shas: list[str]) -> list[str]:
+    """Those of `shas` that no run references (re-checked just before unlinking blobs)."""
+    left = []
+    for sha in shas:
+        if await store.fetch_one("SELECT 1 FROM run_files WHERE sha256 = ? LIMIT 1",
+                                 (sha,)) is None:
+            left.append(sha)
+    return left
+
+
+async def find_file_part(store: Store, sha256: str) -> dict[str, Any] | None:
+    """The stored file part of the newest run that references blob `sha256` (name, MIME)."""
+    rows = await store.fetch_all(
+        "SELECT r.input, r.output FROM run_files f JOIN runs r ON r.id = f.run_id "
+        "WHERE f.sha256 = ? ORDER BY r.created_at DESC, r.rowid DESC LIMIT 20", (sha256,))
+    for row in rows:
+        parts = [*orjson.loads(row["input"]).get("parts", []), *orjson.loads(row["output"])]
+        for part in parts:
+            if isinstance(part, dict) and part.get("kind") == "file" and \
+                    part.get("sha256") == sha256:
+                return part
+    return None

@@ -12,6 +12,7 @@ from aiohttp import web
 from . import history
 from .errors import ApiError, BadRequest, Conflict, NotFound
 from .http_util import error_response, json_response, read_json
+from .redact import redact_metadata
 from .run_state import TERMINAL_STATUSES
 from .services import SERVICES, Services
 from .sse import parse_cursor, prepare_stream, stream_run
@@ -62,8 +63,9 @@ async def health(request: web.Request) -> web.Response:
     active = s.runs.active
     return json_response({"status": "ok", "version": s.settings.version, "pid": os.getpid(),
                           "project": str(s.settings.project_dir), "database": database,
-                          "host": s.host.status().as_dict(),
-                          "active_run_id": active.run_id if active else None})
+                          "host": s.host.status(),
+                          "active_run_id": active.run_id if active else None,
+                          "history_degraded": s.store.degraded})
 
 
 # -- sessions ---------------------------------------------------------------------------------
@@ -86,7 +88,8 @@ async def create_session(request: web.Request) -> web.Response:
                          code="invalid_title")
     if not isinstance(metadata, dict):
         raise BadRequest("`metadata` must be a JSON object", code="invalid_metadata")
-    session = await history.create_session(svc(request).store, title, metadata)
+    session = await history.create_session(svc(request).store, title,
+                                            redact_metadata(metadata))
     return json_response(session, 201)
 
 
@@ -160,10 +163,6 @@ async def run_events(request: web.Request) -> web.StreamResponse:
     return response
 
 
-async def host_status(request: web.Request) -> web.Response:
-    return json_response(svc(request).host.status().as_dict())
-
-
 def add_routes(app: web.Application) -> None:
     r = app.router
     r.add_get("/health", health)
@@ -177,4 +176,3 @@ def add_routes(app: web.Application) -> None:
     r.add_post(PREFIX + "/runs/{run_id}/resume", resume_run)
     r.add_post(PREFIX + "/runs/{run_id}/rerun", rerun_run)
     r.add_get(PREFIX + "/runs/{run_id}/events", run_events)
-    r.add_get(PREFIX + "/host", host_status)

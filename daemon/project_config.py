@@ -62,3 +62,16 @@ def load_project_config(project_dir: Path) -> ProjectConfig:
                          state_backend=state if isinstance(state, str) else None,
                          memory_backend=memory if isinstance(memory, str) else None,
                          raw=dict(table))
+
+
+def backend_warnings(config: ProjectConfig) -> list[dict[str, str]]:
+    """Seed 001: a PostgreSQL backend is flagged from the start; nothing falls back to SQLite."""
+    warnings = []
+    for key, value in (("state_backend", config.state_backend),
+                       ("memory_backend", config.memory_backend)):
+        if value and value.lower() in ("postgresql", "postgres"):
+            warnings.append({
+                "code": "postgresql_backend",
+                "message": f"[tool.llamon].{key} is PostgreSQL: the Host needs that database "
+                           "reachable; the Playground never falls back to SQLite or resets it"})
+    return warnings

@@ -17,9 +17,11 @@ from typing import Any
 
 import aiohttp
 
+from host_manager.capture import ENVELOPE_KEY, envelope
 from host_manager.errors import HostUnavailable
+from host_manager.process import HostProcess
 from host_manager.state import HostState
-from host_manager.supervisor import HostSupervisor
+from host_manager.supervisor import Generation, HostSupervisor
 
 from .a2a_client import A2AClient, A2AUnavailable
 from .a2a_wire import PAUSED_STATES, A2AProtocolError, build_message, parts_to_wire
@@ -27,8 +29,7 @@ from .active_run import ActiveRun
 from .blobs import BlobStore
 from .errors import ProjectError, StoreError
 from .history import update_run
-from .parts import RESERVED_METADATA_KEY
-from .project_config import ProjectConfig, load_project_config
+from .project_config import ProjectConfig, backend_warnings, load_project_config
 from .run_output import OutputCollector, store_parts
 from .run_state import Reason, RunStatus, check_transition
 from .store import Store, utcnow
@@ -37,6 +38,9 @@ log = logging.getLogger(__name__)
 
 A2A_CANCEL_TIMEOUT = 3.0
 LOG_TAIL_LINES = 20
+FINAL_WRITE_PATIENCE = 60.0
+# A cancel for these reasons ends the run and the task; shutdown re-raises instead.
+ENDS_WITHOUT_RERAISE = frozenset({Reason.USER_CANCELLED, Reason.RUNTIME_RESTARTED})
 
 
 class RunFailure(Exception):
@@ -99,7 +103,7 @@ class RunExecutor:
             await self._send(run, config, generation)
         except asyncio.CancelledError:
             await self._on_cancelled(run)
-            if run.cancel_reason == Reason.USER_CANCELLED:
+            if run.cancel_reason in ENDS_WITHOUT_RERAISE:
                 current = asyncio.current_task()
                 if current is not None:
                     current.uncancel()
@@ -123,7 +127,11 @@ class RunExecutor:
                 problem = await asyncio.to_thread(_compile_problem, self._project_dir, rel)
                 if problem is not None:
                     raise RunFailure(Reason.PROJECT_VALIDATION, problem["message"], **problem)
-        self._phase(run, "validate", "completed")
+        warnings = backend_warnings(config)
+        self._host.warnings = warnings
+        for warning in warnings:
+            self._event(run, "diagnostic", {"level": "warning", **warning})
+        self._phase(run, "validate", "completed", warnings=[w["code"] for w in warnings])
         return config
 
     def _save(self, run: ActiveRun) -> None:
@@ -133,20 +141,29 @@ class RunExecutor:
         else:
             self._phase(run, "save", "skipped")
 
-    async def _start_host(self, run: ActiveRun, config: ProjectConfig) -> int:
+    async def _start_host(self, run: ActiveRun, config: ProjectConfig) -> Generation:
+        """Start the Host if it is down; restart it once if this run's save changed it."""
         running = self._host.state == HostState.READY
-        if running:
-            # The save-driven restart (changed files differ from the generation) lives with
-            # the Host supervisor's fingerprints; without changes there is nothing to do.
-            self._phase(run, "restart", "skipped")
-        else:
-            self._phase(run, "start", "started")
-        self._phase(run, "ready", "started")
+        step = "restart" if running else "start"
         try:
+            if running and run.request.changed_files:
+                self._phase(run, "restart", "started", files=run.request.changed_files)
+                restarted = await self._host.restart_for_save(run.request.changed_files)
+                if restarted:
+                    gen = self._host.generation
+                    self._phase(run, "restart", "completed",
+                                generation=gen.number if gen else None)
+                else:
+                    self._phase(run, "restart", "skipped", detail="files unchanged")
+            elif running:
+                self._phase(run, "restart", "skipped")
+            else:
+                self._phase(run, "start", "started")
+            run.host_checked = True
+            self._phase(run, "ready", "started")
             generation = await self._host.ensure_ready()
         except HostUnavailable as exc:
-            if not running:
-                self._phase(run, "start", "failed")
+            self._phase(run, step, "failed", message=exc.message)
             raise RunFailure(exc.reason, exc.message, log_tail=exc.log_tail,
                              recommended_run_command=config.recommended_run_command()) from exc
         if not running:
@@ -154,12 +171,11 @@ class RunExecutor:
         self._phase(run, "ready", "completed", generation=generation.number)
         run.generation = generation.number
         await self._update(run, {"generation": generation.number})
-        return generation.number
+        return generation
 
-    async def _send(self, run: ActiveRun, config: ProjectConfig, generation: int) -> None:
+    async def _send(self, run: ActiveRun, config: ProjectConfig, gen: Generation) -> None:
         self._phase(run, "send", "started")
-        gen = self._host.generation
-        assert gen is not None
+        process = self._host.process
         client = A2AClient(self._http, gen.url)
         collected = OutputCollector()
         try:
@@ -167,7 +183,8 @@ class RunExecutor:
             run.client, run.interface = client, interface
             wire_parts = parts_to_wire(run.request.parts, interface.version, self._blobs.read)
             message = build_message(wire_parts, interface.version, run.context_id, run.task_id)
-            metadata = {**run.request.metadata, RESERVED_METADATA_KEY: {"run_id": run.run_id}}
+            metadata = {**run.request.metadata,
+                        ENVELOPE_KEY: envelope(gen.token, run.run_id, gen.number)}
             async for event in client.stream(interface, message, metadata):
                 if event.type == "error":
                     raise RunFailure(Reason.HOST_ERROR, event.error_message or "Host error",
@@ -177,7 +194,7 @@ class RunExecutor:
                     self._event(run, "output.delta",
                                 {"text": text, "artifact_id": event.artifact_id})
         except (A2AUnavailable, A2AProtocolError) as exc:
-            raise await self._broken_stream(run, config, exc) from exc
+            raise await self._broken_stream(run, config, process, exc) from exc
         except RunFailure as failure:
             failure.detail["output"] = collected
             raise
@@ -190,8 +207,7 @@ class RunExecutor:
             await self._update(run, {"task_id": task_id})
 
     async def _broken_stream(self, run: ActiveRun, config: ProjectConfig,
-                             exc: Exception) -> RunFailure:
-        process = self._host.process
+                             process: HostProcess | None, exc: Exception) -> RunFailure:
         if process is not None:
             # A dead Host is the usual cause: give its exit a moment to be observed.
             await process.wait(0.5)
@@ -227,6 +243,9 @@ class RunExecutor:
         if reason == Reason.USER_CANCELLED:
             await self._cancel_host_task(run)
             await self.finish(run, RunStatus.CANCELLED, reason)
+        elif reason == Reason.RUNTIME_RESTARTED:
+            await self.finish(run, RunStatus.FAILED, reason, failure=RunFailure(
+                reason, "a watched file changed during the run; the Host restarted"))
         else:
             await self.finish(run, RunStatus.INTERRUPTED, reason)
 
@@ -239,6 +258,23 @@ class RunExecutor:
             log.info("run %s: A2A cancel failed: %s", run.run_id, exc)
 
     # -- the end ----------------------------------------------------------------------------
+
+    async def _final_write(self, run: ActiveRun, changes: dict[str, Any],
+                           shas: list[str]) -> None:
+        """The terminal row must land: while history is degraded, retry with a bound (the
+        run lock stays held meanwhile, so no second run starts on a stale record)."""
+        deadline = time.monotonic() + FINAL_WRITE_PATIENCE
+        delay = 0.05
+        while True:
+            try:
+                await update_run(self._store, run.run_id, changes, shas)
+                return
+            except StoreError as exc:
+                if time.monotonic() > deadline:
+                    log.error("run %s: terminal status not recorded: %s", run.run_id, exc)
+                    return
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 1.0)
 
     async def finish(self, run: ActiveRun, status: RunStatus, reason: str | None, *,
                      output: OutputCollector | None = None,
@@ -258,17 +294,19 @@ class RunExecutor:
                     error["code"] = failure.code
                 stored.append(error)
             duration_ms = round((time.monotonic() - run.started_mono) * 1000, 3)
-            changes: dict[str, Any] = {"status": status.value, "reason": reason,
-                                       "ended_at": utcnow(), "duration_ms": duration_ms,
-                                       "output": stored, "error": error,
-                                       "task_id": run.task_id}
             detail = dict(failure.detail) if failure else {}
+            changes: dict[str, Any] = {
+                "status": status.value, "reason": reason, "ended_at": utcnow(),
+                "duration_ms": duration_ms, "output": stored, "task_id": run.task_id,
+                # The run detail keeps what the failed phase said: log tail included.
+                "error": {**error, **{k: detail[k] for k in ("log_tail", "file", "line", "column")
+                                      if k in detail}} if error else None}
             if "recommended_run_command" in detail:
                 changes["recommended_run_command"] = detail["recommended_run_command"]
             check_transition(run.status, status)
             previous = run.status
             run.status = status
-            await self._update(run, changes, shas)
+            await self._final_write(run, changes, shas)
             if stored:
                 self._event(run, "run.output", {"parts": stored})
             if failure is not None:

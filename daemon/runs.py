@@ -17,6 +17,7 @@ from .event_log import EventHub
 from .history import get_run, get_session, insert_run
 from .ids import new_context_id, new_run_id
 from .parts import RunRequest, parse_run_request
+from .redact import redact_metadata
 from .run_executor import RunExecutor
 from .run_state import Reason, RunStatus
 from .store import Store, utcnow
@@ -86,6 +87,9 @@ class RunManager:
                         parent_run_id=parent_run_id)
         self.active = run  # claimed: no await between the check and this line
         try:
+            # Stored metadata is redacted; the Host still gets run.request.metadata as sent.
+            stored_input = {**request.stored_input(),
+                            "metadata": redact_metadata(request.metadata)}
             self._hub.open_log(run.run_id)
             shas = []
             for pending in request.files:
@@ -96,7 +100,7 @@ class RunManager:
             row = {"id": run.run_id, "session_id": session_id, "status": RunStatus.QUEUED.value,
                    "created_at": utcnow(), "context_id": context_id, "task_id": task_id,
                    "parent_run_id": parent_run_id, "rerun_of": rerun_of,
-                   "input": request.stored_input()}
+                   "input": stored_input}
             await insert_run(self._store, row, shas, resumed_parent=parent_run_id)
             self._store.append_event(run.run_id, "run.status",
                                      {"status": RunStatus.QUEUED.value})
@@ -124,6 +128,10 @@ class RunManager:
         await self._stop(run, Reason.USER_CANCELLED, CANCEL_WAIT)
         return {"run_id": run_id, "status": run.status.value}
 
+    async def fail_for_restart(self, run: ActiveRun) -> None:
+        """An outside edit restarts the Host: the active run ends failed/runtime_restarted."""
+        await self._stop(run, Reason.RUNTIME_RESTARTED, CANCEL_WAIT)
+
     async def _stop(self, run: ActiveRun, reason: str, wait: float) -> None:
         if run.cancel_reason is None:
             run.cancel_reason = reason
@@ -135,8 +143,9 @@ class RunManager:
         if not run.finalized:
             # Cancelled before its first step (or stuck): the manager writes the ending.
             assert self.executor is not None
-            status = (RunStatus.CANCELLED if run.cancel_reason == Reason.USER_CANCELLED
-                      else RunStatus.INTERRUPTED)
+            status = {Reason.USER_CANCELLED: RunStatus.CANCELLED,
+                      Reason.RUNTIME_RESTARTED: RunStatus.FAILED}.get(run.cancel_reason,
+                                                                       RunStatus.INTERRUPTED)
             await self.executor.finish(run, status, run.cancel_reason)
 
     async def shutdown(self) -> None:

@@ -12,6 +12,8 @@ from host_manager.supervisor import HostSupervisor
 from .blobs import BlobStore
 from .config import Settings
 from .event_log import EventHub
+from .project_events import ProjectEvents
+from .reload import ReloadCoordinator
 from .runs import RunManager
 from .store import Store
 
@@ -25,6 +27,8 @@ class Services:
     host: HostSupervisor
     runs: RunManager
     http: aiohttp.ClientSession
+    project_events: ProjectEvents
+    reload: ReloadCoordinator
 
 
 SERVICES = web.AppKey("services", Services)

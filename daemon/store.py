@@ -30,6 +30,8 @@ T = TypeVar("T")
 WriteOp = Callable[[aiosqlite.Connection], Awaitable[Any]]
 
 MAX_BATCH = 4096
+RETRY_MIN = 0.05
+RETRY_MAX = 2.0
 
 
 def utcnow() -> str:
@@ -72,9 +74,12 @@ class Store:
     """Opens lazily: nothing under .llamon/ exists until the Playground API is first used."""
 
     def __init__(self, settings: Settings,
-                 on_commit: Callable[[list[EventRecord]], None] | None = None) -> None:
+                 on_commit: Callable[[list[EventRecord]], None] | None = None,
+                 on_degraded: Callable[[StoreError], None] | None = None) -> None:
         self._settings = settings
         self._on_commit = on_commit or (lambda events: None)
+        self._on_degraded = on_degraded or (lambda error: None)
+        self.degraded = False
         self._writer: aiosqlite.Connection | None = None
         self._reader: aiosqlite.Connection | None = None
         self._queue: asyncio.Queue[_PendingEvent | _PendingOp] = asyncio.Queue()
@@ -83,6 +88,7 @@ class Store:
         self._next_seq = 1
         self.unsupported_version: int | None = None
         self.write_failures = 0
+        self.batches_committed = 0
 
     @property
     def is_open(self) -> bool:
@@ -113,7 +119,7 @@ class Store:
             # FULL: a committed event survives power loss too; group commit pays for it.
             await writer.execute("PRAGMA synchronous=FULL")
             await writer.execute("PRAGMA foreign_keys=ON")
-            await writer.execute("PRAGMA busy_timeout=5000")
+            await writer.execute(f"PRAGMA busy_timeout={int(settings.db_busy_timeout_ms)}")
             await _migrate(writer)
             async with writer.execute("SELECT COALESCE(MAX(seq), 0) FROM events") as cur:
                 row = await cur.fetchone()
@@ -169,17 +175,29 @@ class Store:
     async def _write_loop(self) -> None:
         assert self._writer is not None
         conn = self._writer
+        retry: list[_PendingEvent] = []
+        delay = RETRY_MIN
         while True:
-            batch = [await self._queue.get()]
+            batch: list[_PendingEvent | _PendingOp] = list(retry)
+            if not batch:
+                batch.append(await self._queue.get())
             while len(batch) < MAX_BATCH and not self._queue.empty():
                 batch.append(self._queue.get_nowait())
-            await self._commit_batch(conn, batch)
+            retry = await self._commit_batch(conn, batch)
+            if retry:
+                # Degraded: keep the events (in order) and try again after a pause; new
+                # writes queue up behind them.
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, RETRY_MAX)
+            else:
+                delay = RETRY_MIN
 
     async def _commit_batch(self, conn: aiosqlite.Connection,
-                            batch: list[_PendingEvent | _PendingOp]) -> None:
+                            batch: list[_PendingEvent | _PendingOp]) -> list[_PendingEvent]:
+        """Commit one batch; on a write failure return its events to be retried."""
         first_seq = self._next_seq
         committed: list[EventRecord] = []
-        results: list[tuple[_PendingOp, Any, BaseException | None]] = []
+        results: list[tuple[_PendingOp, Any, Exception | None]] = []
         rows: list[tuple[int, str, str, bytes, str]] = []
         now = utcnow()
         try:
@@ -209,6 +227,7 @@ class Store:
             if rows:
                 await _insert_events(conn, rows)
             await conn.execute("COMMIT")
+            self.batches_committed += 1
         except asyncio.CancelledError:
             await _rollback(conn)
             self._next_seq = first_seq
@@ -220,21 +239,28 @@ class Store:
             await _rollback(conn)
             self._next_seq = first_seq
             self.write_failures += 1
-            log.warning("history write failed: %s", exc)
             error = StoreError(f"history write failed: {exc}")
+            if not self.degraded:
+                log.warning("history degraded: %s", exc)
+                self.degraded = True
+                self._on_degraded(error)
             for item in batch:
                 if isinstance(item, _PendingOp) and not item.future.done():
                     item.future.set_exception(error)
-            return
-        for op, value, exc in results:
-            if op.future.done():
+            return [item for item in batch if isinstance(item, _PendingEvent)]
+        if self.degraded:
+            log.warning("history writes work again")
+            self.degraded = False
+        for done, value, problem in results:
+            if done.future.done():
                 continue
-            if exc is not None:
-                op.future.set_exception(exc)
+            if problem is not None:
+                done.future.set_exception(problem)
             else:
-                op.future.set_result(value)
+                done.future.set_result(value)
         if committed:
             self._on_commit(committed)
+        return []
 
     # -- reads ------------------------------------------------------------------------------
 
@@ -246,7 +272,7 @@ class Store:
 
     async def fetch_all(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
         rows = await self.reader.execute_fetchall(sql, tuple(params))
-        return list(rows)  # type: ignore[arg-type]
+        return list(rows)
 
     async def fetch_one(self, sql: str, params: Iterable[Any] = ()) -> sqlite3.Row | None:
         rows = await self.fetch_all(sql, params)

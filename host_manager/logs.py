@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -30,17 +32,34 @@ class HostLogs:
         self._lines: deque[LogLine] = deque(maxlen=capacity)
         self._next = 0
         self._file: IO[str] | None = None
+        self._changed: asyncio.Event | None = None
 
     def append(self, generation: int, stream: str, text: str) -> None:
         line = LogLine(self._next, time.time(), generation, stream, text)
         self._next += 1
         self._lines.append(line)
         self._write_file(line)
+        if self._changed is not None:
+            self._changed.set()
+            self._changed = None
+
+    async def wait_after(self, offset: int, timeout: float) -> bool:
+        """Wait until a line with offset >= `offset` exists; False on timeout."""
+        if self._next > offset:
+            return True
+        if self._changed is None:
+            self._changed = asyncio.Event()
+        try:
+            await asyncio.wait_for(self._changed.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
 
     def _write_file(self, line: LogLine) -> None:
         try:
             if self._file is None:
-                self._file = open(self._path, "a", encoding="utf-8")  # noqa: SIM115
+                fd = os.open(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                self._file = os.fdopen(fd, "a", encoding="utf-8")
             self._file.write(f"{line.time:.3f} g{line.generation} {line.stream} {line.text}\n")
             self._file.flush()
             if self._file.tell() > MAX_FILE_BYTES:

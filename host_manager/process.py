@@ -130,14 +130,14 @@ class HostProcess:
 
 def _create_time(pid: int) -> float:
     try:
-        return psutil.Process(pid).create_time()
+        return float(psutil.Process(pid).create_time())
     except psutil.Error:
         return 0.0
 
 
 def _descendants(pid: int) -> list[psutil.Process]:
     try:
-        return psutil.Process(pid).children(recursive=True)
+        return list(psutil.Process(pid).children(recursive=True))
     except psutil.Error:
         return []
 

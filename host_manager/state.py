@@ -1,4 +1,4 @@
-"""The Host lifecycle: an Enum and the moves it may make."""
+"""The Host lifecycle: an Enum and the moves it may make (one screen, on purpose)."""
 
 from __future__ import annotations
 
@@ -10,17 +10,18 @@ class HostState(enum.StrEnum):
     STARTING = "starting"
     READY = "ready"
     STOPPING = "stopping"
-    EXITED = "exited"  # died on its own; the next run (or a start) brings it back
-    FAILED = "failed"  # never became Ready
+    BACKOFF = "backoff"  # crashed or exited; an automatic restart is pending
+    CRASHLOOP = "crashloop"  # crashed too often: no automatic restart until an edit or a start
 
 
 TRANSITIONS: dict[HostState, frozenset[HostState]] = {
     HostState.STOPPED: frozenset({HostState.STARTING}),
-    HostState.STARTING: frozenset({HostState.READY, HostState.FAILED, HostState.STOPPING}),
-    HostState.READY: frozenset({HostState.STOPPING, HostState.EXITED}),
+    HostState.STARTING: frozenset({HostState.READY, HostState.BACKOFF, HostState.CRASHLOOP,
+                                   HostState.STOPPING}),
+    HostState.READY: frozenset({HostState.STOPPING, HostState.BACKOFF, HostState.CRASHLOOP}),
+    HostState.BACKOFF: frozenset({HostState.STARTING, HostState.STOPPING}),
+    HostState.CRASHLOOP: frozenset({HostState.STARTING, HostState.STOPPING}),
     HostState.STOPPING: frozenset({HostState.STOPPED}),
-    HostState.EXITED: frozenset({HostState.STARTING, HostState.STOPPING}),
-    HostState.FAILED: frozenset({HostState.STARTING, HostState.STOPPING}),
 }
 
 

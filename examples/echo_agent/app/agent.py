@@ -23,6 +23,8 @@ from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
 from a2a.types import Message, Part, Task, TaskState, TaskStatus
 
+from host_manager.capture_host import PlaygroundCapture, open_envelope
+
 DEFAULT_SENTENCE = (
     "The quick brown fox jumps over the lazy dog while echo_agent streams words."
 )
@@ -60,6 +62,19 @@ def split_command(text: str) -> tuple[str, str]:
     return match.group(1).lower(), match.group(2)
 
 
+def evaluations(text: str) -> list[dict[str, Any]]:
+    """Two evaluators over the streamed text, so runs have scores to compare."""
+    words = len(text.split())
+    hello = "hello" in text.lower()
+    return [
+        {"type": "evaluation.result", "evaluator": "word_count", "score": words,
+         "passStatus": "pass" if words <= 50 else "fail", "node": "echo", "scope": "node"},
+        {"type": "evaluation.result", "evaluator": "mentions_hello",
+         "score": 1.0 if hello else 0.0, "passStatus": "pass" if hello else "fail",
+         "reason": "the answer says hello" if hello else "no hello in the answer"},
+    ]
+
+
 def word_chunks(text: str) -> list[str]:
     """Split into one chunk per word, trailing whitespace attached, so that
     ``"".join(chunks) == text`` for text without leading whitespace."""
@@ -69,7 +84,11 @@ def word_chunks(text: str) -> list[str]:
 class EchoAgentExecutor(AgentExecutor):
     """Runs one behaviour per request; see the module docstring."""
 
-    def __init__(self, chunk_delay_s: float = 0.0) -> None:
+    def __init__(self, chunk_delay_s: float = 0.0,
+                 capture: PlaygroundCapture | None = None) -> None:
+        # The Playground's capture channel (None when not run by the Playground): node
+        # traces and evaluator results go back to the daemon for the run that sent them.
+        self._capture = capture if capture is not None else PlaygroundCapture.from_env()
         # Pause between streamed chunks; 0 still yields to the event loop so
         # every chunk goes out as its own SSE frame.
         self._chunk_delay_s = chunk_delay_s
@@ -78,8 +97,9 @@ class EchoAgentExecutor(AgentExecutor):
         self._cancelled: dict[str, asyncio.Event] = {}
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
-        # Request metadata (including the daemon's reserved "llamon.playground"
-        # envelope) is deliberately never read here nor echoed back.
+        # The reserved "llamon.playground" envelope is stripped here, before anything else
+        # sees metadata; the rest is deliberately never echoed back.
+        _, run_id = open_envelope(self._capture, context.metadata)
         task_id = context.task_id or ""
         updater = TaskUpdater(event_queue, task_id, context.context_id or "")
         current = context.current_task
@@ -99,7 +119,11 @@ class EchoAgentExecutor(AgentExecutor):
             await event_queue.enqueue_event(self._new_task(context))
             await updater.start_work()
             if command == "stream":
-                await self._stream_text(updater, rest or DEFAULT_SENTENCE)
+                text = rest or DEFAULT_SENTENCE
+                await self._report(run_id, [{"type": "node.start", "node": "echo"}])
+                await self._stream_text(updater, text)
+                await self._report(run_id, [{"type": "node.end", "node": "echo"},
+                                            *evaluations(text)])
                 await updater.complete()
             elif command == "data":
                 await self._send_report(updater, first_data(context.message))
@@ -123,6 +147,11 @@ class EchoAgentExecutor(AgentExecutor):
                 await updater.complete()
         finally:
             self._cancelled.pop(task_id, None)
+
+    async def _report(self, run_id: str | None, events: list[dict[str, Any]]) -> None:
+        """Send traces for a verified Playground request; anything else reports nothing."""
+        if self._capture is not None and run_id is not None:
+            await self._capture.aemit(run_id, events)
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         # The framework calls this before cancelling execute(): stop the loop

@@ -7,6 +7,8 @@ folder. Environment contract (read once, at start):
 - ``LLAMON_A2A_VERSIONS`` (optional, default "1.0,0.3"): protocol versions the
   card advertises. The endpoint itself always accepts both method families.
 - ``ECHO_CHUNK_DELAY_MS`` (optional, default 0): pause between streamed chunks.
+- ``ECHO_INPUT_SCHEMAS`` (optional, default none): comma-separated schema names the
+  card declares in its ``input_schemas`` capability (``urn:llamon:input-schemas``).
 """
 
 from __future__ import annotations
@@ -23,12 +25,16 @@ from starlette.applications import Starlette
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
 from a2a.server.tasks import InMemoryTaskStore
-from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
+from a2a.types import (AgentCapabilities, AgentCard, AgentExtension, AgentInterface,
+                       AgentSkill)
 
 from app.agent import EchoAgentExecutor
 
 KNOWN_VERSIONS = ("1.0", "0.3")
 RPC_PATH = "/"
+# The llamon `input_schemas` capability: an A2A 1.0 card has no free-form fields, so it
+# is an extension whose params list the schema names (README, "Project format").
+INPUT_SCHEMAS_URI = "urn:llamon:input-schemas"
 
 
 def parse_versions(raw: str) -> list[str]:
@@ -40,7 +46,25 @@ def parse_versions(raw: str) -> list[str]:
     return versions
 
 
-def build_card(port: int, versions: list[str]) -> AgentCard:
+def parse_schemas(raw: str) -> list[str]:
+    """"approval.v1, other.v2" -> ["approval.v1", "other.v2"]; "" -> []."""
+    return [s.strip() for s in raw.split(",") if s.strip()]
+
+
+def capabilities(input_schemas: list[str]) -> AgentCapabilities:
+    extensions = []
+    if input_schemas:
+        extension = AgentExtension(
+            uri=INPUT_SCHEMAS_URI,
+            description="Schema ids this agent accepts as data.schema of a data part",
+        )
+        extension.params.update({"schemas": input_schemas})
+        extensions.append(extension)
+    return AgentCapabilities(streaming=True, extensions=extensions)
+
+
+def build_card(port: int, versions: list[str],
+               input_schemas: list[str] | None = None) -> AgentCard:
     """The public agent card; one JSON-RPC interface per advertised version."""
     url = f"http://127.0.0.1:{port}{RPC_PATH}"
     return AgentCard(
@@ -54,7 +78,7 @@ def build_card(port: int, versions: list[str]) -> AgentCard:
             AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version=v)
             for v in versions
         ],
-        capabilities=AgentCapabilities(streaming=True),
+        capabilities=capabilities(input_schemas or []),
         default_input_modes=["text/plain", "application/json"],
         default_output_modes=["text/plain", "application/json", "application/octet-stream"],
         skills=[
@@ -110,8 +134,10 @@ def main() -> None:
     port = int(port_raw)
     versions = parse_versions(os.environ.get("LLAMON_A2A_VERSIONS", "1.0,0.3"))
     delay_s = int(os.environ.get("ECHO_CHUNK_DELAY_MS", "0")) / 1000
+    schemas = parse_schemas(os.environ.get("ECHO_INPUT_SCHEMAS", ""))
 
-    app = build_app(build_card(port, versions), EchoAgentExecutor(chunk_delay_s=delay_s))
+    card = build_card(port, versions, schemas)
+    app = build_app(card, EchoAgentExecutor(chunk_delay_s=delay_s))
     config = uvicorn.Config(
         app,
         host="127.0.0.1",

@@ -1,0 +1,12 @@
+"""Project introspection (issue 5): read the project's source as text and AST, never import it.
+
+- `graph_ast`: a Flow's graph module → nodes, edges, input contracts, diagnostics.
+- `composer`, `agent_card`: the input composer's tabs, from the graph or the live AgentCard.
+- `source_targets`: where a node's function lives (file, line, column).
+- `snippets`: Copy curl / Copy Python of a run's A2A request.
+"""
+
+from .project_source import ProjectSource, validate_graph
+from .model import Diagnostic
+
+__all__ = ["Diagnostic", "ProjectSource", "validate_graph"]

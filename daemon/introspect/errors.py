@@ -1,0 +1,25 @@
+"""Introspection failures. daemon/http_introspect.py maps them to HTTP answers."""
+
+from __future__ import annotations
+
+from .model import Diagnostic
+
+
+class IntrospectError(Exception):
+    """Base: the project's source cannot answer the question asked."""
+
+
+class NodeNotFound(IntrospectError):
+    """The node id is not a node of the Flow's graph (or the project has no graph)."""
+
+
+class SourceNotFound(IntrospectError):
+    """The node exists but its function cannot be located in the project's source."""
+
+
+class GraphUnavailable(IntrospectError):
+    """The graph module is missing or does not parse; `diagnostics` say where."""
+
+    def __init__(self, message: str, diagnostics: list[Diagnostic]) -> None:
+        super().__init__(message)
+        self.diagnostics = diagnostics

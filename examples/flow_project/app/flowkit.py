@@ -1,0 +1,76 @@
+"""A tiny stand-in for llamon's Flow API, so this example runs with a2a-sdk alone.
+
+Only what the graph module uses: START, END, DataContract and Graph (add_node, add_edge).
+The Playground never imports any of this: it reads app/graph.py as source (README,
+"Project format"). The Host (app/host.py) imports the graph and runs it with `Graph.run`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+START = "__start__"
+END = "__end__"
+
+NodeFunc = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class DataContract:
+    """The input a start node accepts: `schema` travels as `data.schema` in the DataPart."""
+
+    name: str
+    schema: str
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Node:
+    id: str
+    func: NodeFunc
+    input_contracts: list[DataContract]
+
+
+class Graph:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.nodes: dict[str, Node] = {}
+        self.edges: list[tuple[str, str]] = []
+
+    def add_node(self, node_id: str, func: NodeFunc,
+                 input_contracts: list[DataContract] | None = None) -> None:
+        if node_id in self.nodes:
+            raise ValueError(f"node {node_id!r} added twice")
+        self.nodes[node_id] = Node(node_id, func, list(input_contracts or []))
+
+    def add_edge(self, source: str, target: str) -> None:
+        for end in (source, target):
+            if end not in (START, END) and end not in self.nodes:
+                raise ValueError(f"edge uses unknown node {end!r}")
+        self.edges.append((source, target))
+
+    def successor(self, node_id: str) -> str:
+        """The first edge out of a node decides (this stand-in has no conditions)."""
+        return next((t for s, t in self.edges if s == node_id), END)
+
+    def entry_for(self, schema: object) -> tuple[Node, DataContract] | None:
+        """The first node connected from START with an input contract for this schema id."""
+        for source, target in self.edges:
+            if source != START:
+                continue
+            for contract in self.nodes[target].input_contracts:
+                if contract.schema == schema:
+                    return self.nodes[target], contract
+        return None
+
+    def run(self, node_id: str, data: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
+        """Run from `node_id` along the edges until END: (visited node ids, last output)."""
+        visited: list[str] = []
+        current = node_id
+        while current != END:
+            visited.append(current)
+            data = self.nodes[current].func(data)
+            current = self.successor(current)
+        return visited, data

@@ -1,0 +1,110 @@
+"""flow_project Host: serves the approval Flow (app/graph.py) as a real A2A server.
+
+Started by the llamon daemon as ``{python} -m app.host`` with cwd = the project folder.
+Environment: ``LLAMON_HOST_PORT`` (required), the TCP port; we bind 127.0.0.1 only.
+
+A message's first data part picks the start node: the first node connected from START with
+an input contract whose schema id equals ``data["schema"]``. The Flow runs along its edges
+and the task completes with one artifact: a text summary and the last node's output as a
+data part. Input no start node accepts is rejected.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import uvicorn
+from google.protobuf.json_format import MessageToDict
+from starlette.applications import Starlette
+
+from a2a.helpers import new_data_part, new_text_part
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+from a2a.types import (AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Message, Task,
+                       TaskState, TaskStatus)
+
+from app.flowkit import Graph
+from app.graph import graph as approval_graph
+
+RPC_PATH = "/"
+
+
+def first_data(message: Message | None) -> dict[str, Any] | None:
+    for part in message.parts if message is not None else []:
+        if part.HasField("data"):
+            data = MessageToDict(part.data)
+            return data if isinstance(data, dict) else None
+    return None
+
+
+class FlowExecutor(AgentExecutor):
+    def __init__(self, graph: Graph) -> None:
+        self._graph = graph
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        updater = TaskUpdater(event_queue, context.task_id or "", context.context_id or "")
+        if context.current_task is None:
+            history = [context.message] if context.message is not None else []
+            await event_queue.enqueue_event(Task(
+                id=context.task_id, context_id=context.context_id,
+                status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED), history=history))
+        await updater.start_work()
+        data = first_data(context.message)
+        entry = self._graph.entry_for(data.get("schema")) if data is not None else None
+        if data is None or entry is None:
+            schemas = sorted({c.schema for n in self._graph.nodes.values()
+                              for c in n.input_contracts})
+            await updater.reject(updater.new_agent_message([new_text_part(
+                f"send a data part whose schema is one of: {', '.join(schemas)}")]))
+            return
+        node, _contract = entry
+        visited, result = self._graph.run(node.id, data)
+        summary = f"{' -> '.join(visited)}: {result.get('decision', 'done')}"
+        await updater.add_artifact([new_text_part(summary), new_data_part(result)],
+                                   name="result", last_chunk=True)
+        await updater.complete()
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        # Every run finishes in one step; there is nothing to interrupt.
+        await TaskUpdater(event_queue, context.task_id or "", context.context_id or "").cancel()
+
+
+def build_card(port: int, graph: Graph) -> AgentCard:
+    return AgentCard(
+        name=graph.name,
+        description="Example llamon Flow: approve or escalate a request, then notify.",
+        version="0.1.0",
+        supported_interfaces=[AgentInterface(url=f"http://127.0.0.1:{port}{RPC_PATH}",
+                                             protocol_binding="JSONRPC", protocol_version="1.0")],
+        capabilities=AgentCapabilities(streaming=True),
+        default_input_modes=["application/json"],
+        default_output_modes=["text/plain", "application/json"],
+        skills=[AgentSkill(id="approval", name="Approval",
+                           description="Send {\"schema\": \"approval.v1\", ...} or "
+                                       "{\"schema\": \"escalation.v1\", ...} as a data part.",
+                           tags=["flow"])],
+    )
+
+
+def main() -> None:
+    port_raw = os.environ.get("LLAMON_HOST_PORT")
+    if not port_raw:
+        sys.exit("LLAMON_HOST_PORT is required")
+    port = int(port_raw)
+    card = build_card(port, approval_graph)
+    handler = DefaultRequestHandler(agent_executor=FlowExecutor(approval_graph),
+                                    task_store=InMemoryTaskStore(), agent_card=card)
+    app = Starlette(routes=[*create_agent_card_routes(card),
+                            *create_jsonrpc_routes(handler, rpc_url=RPC_PATH)])
+    print(f"flow_project starting on http://127.0.0.1:{port}", flush=True)
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False,
+                timeout_graceful_shutdown=1)
+
+
+if __name__ == "__main__":
+    main()

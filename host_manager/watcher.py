@@ -1,0 +1,67 @@
+"""Watches the project's Host-relevant files and reports quiet-period batches of changes.
+
+watchfiles does the OS-level watching; its filter (WatchRules.accepts) drops .venv/, .git/,
+__pycache__/ and every unwatched file before we are woken. A burst of saves is grouped
+until nothing changed for `quiet` seconds, then reported once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+import watchfiles
+
+from .fingerprint import WatchRules
+
+log = logging.getLogger(__name__)
+
+
+class ProjectWatcher:
+    def __init__(self, rules: WatchRules, on_changes: Callable[[set[str]], Awaitable[None]],
+                 quiet: float = 0.3) -> None:
+        self._rules = rules
+        self._on_changes = on_changes
+        self._quiet = quiet
+        self._queue: asyncio.Queue[set[str]] = asyncio.Queue()
+        self._stop = asyncio.Event()
+
+    def _filter(self, change: watchfiles.Change, path: str) -> bool:
+        return self._rules.accepts(path)
+
+    async def run(self) -> None:
+        """Watch until cancelled; the blocking watch is told to stop before we re-raise."""
+        reader = asyncio.create_task(self._read())
+        try:
+            await self._dispatch()
+        finally:
+            self._stop.set()
+            reader.cancel()
+            await asyncio.gather(reader, return_exceptions=True)
+
+    async def _read(self) -> None:
+        root = str(self._rules.project_dir)
+        async for changes in watchfiles.awatch(root, watch_filter=self._filter, step=20,
+                                               debounce=200, stop_event=self._stop,
+                                               recursive=True):
+            rels = {rel for _, path in changes
+                    if (rel := self._rules.relative(path)) is not None}
+            if rels:
+                self._queue.put_nowait(rels)
+
+    async def _dispatch(self) -> None:
+        while True:
+            batch = await self._queue.get()
+            while True:  # group until quiet
+                try:
+                    batch |= await asyncio.wait_for(self._queue.get(), self._quiet)
+                except TimeoutError:
+                    break
+            try:
+                await self._on_changes(batch)
+            except Exception:  # a failed reaction must not end the watching
+                log.exception("reacting to changes in %s failed", sorted(batch)[:5])
+
+
+__all__ = ["ProjectWatcher"]

@@ -1,0 +1,77 @@
+"""A misbehaving Host, chosen by argv[1]; stdlib only so it starts fast.
+
+  stubborn    serves the agent card, ignores SIGTERM; /sse holds a connection open
+  grandchild  starts a grandchild that inherits stdout, serves the card; GET /exit exits
+  crash       prints a line and exits 1 at once
+  never       prints a line and never serves anything
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+CARD = json.dumps({"name": "tiny", "supportedInterfaces": []}).encode()
+
+
+class Handler(BaseHTTPRequestHandler):
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:  # noqa: N802
+        if self.path == "/.well-known/agent-card.json":
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(CARD)))
+            self.end_headers()
+            self.wfile.write(CARD)
+        elif self.path == "/sse":
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            while True:  # a client that never lets go, like a Studio tab
+                self.wfile.write(b": ping\n\n")
+                self.wfile.flush()
+                time.sleep(0.2)
+        elif self.path == "/exit":
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.flush()
+            os._exit(0)
+        else:
+            self.send_response(404)
+            self.end_headers()
+
+
+def serve() -> None:
+    port = int(os.environ["LLAMON_HOST_PORT"])
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    server.daemon_threads = True
+    print(f"tiny host {sys.argv[1]} on {port}", flush=True)
+    server.serve_forever()
+
+
+def main() -> None:
+    mode = sys.argv[1]
+    if mode == "crash":
+        print("tiny host: crashing on purpose", flush=True)
+        sys.exit(1)
+    if mode == "never":
+        print("tiny host: never going to be ready", flush=True)
+        while True:
+            time.sleep(3600)
+    if mode == "stubborn":
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if mode == "grandchild":
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+        print(f"grandchild pid {child.pid}", flush=True)
+    serve()
+
+
+if __name__ == "__main__":
+    main()

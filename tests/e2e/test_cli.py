@@ -1,0 +1,76 @@
+"""The CLI as a person runs it: up, status, daemon, front."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import orjson
+import psutil
+
+from tests.support.api import Api
+from tests.support.procs import REPO, Proc, Stack, kill_tree, process_tree, wait_for
+
+
+def cli(stack: Stack, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "daemon.cli", *args], env=stack.env, cwd=REPO,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_status_without_daemon_exits_3(stack: Stack) -> None:
+    result = cli(stack, "status", str(stack.project), "--json")
+    assert result.returncode == 3
+    assert orjson.loads(result.stdout)["status"] == "not_running"
+
+
+def test_second_daemon_for_the_same_project_exits_4(daemon: Stack) -> None:
+    result = cli(daemon, "daemon", str(daemon.project))
+    assert result.returncode == 4 and "already serves" in result.stderr
+
+
+def test_front_refuses_a_non_loopback_bind(stack: Stack) -> None:
+    for host in ("0.0.0.0", "192.168.1.10", "example.com"):
+        result = cli(stack, "front", str(stack.project), "--host", host, "--port", "0")
+        assert result.returncode == 2 and "loopback" in result.stderr
+
+
+async def test_up_starts_a_detached_daemon_and_serves_the_front(stack: Stack) -> None:
+    up = Proc([sys.executable, "-m", "daemon.cli", "up", str(stack.project), "--port", "0"],
+              stack.env, stack.runtime_base / "up.log", REPO)
+    daemon_pid = None
+    try:
+        url = wait_for(lambda: next((ln.split("front: ")[1].split()[0].rstrip("/")
+                                     for ln in up.output().splitlines() if "front: http" in ln),
+                                    None), 30, "the URL from `up`")
+        assert "started the daemon" in up.output()
+        api = Api.for_url(url)
+        try:
+            session = await api.session()
+            run = await api.wait_status(await api.start_run(session, "stream via up"))
+            assert run["status"] == "completed"
+        finally:
+            await api.close()
+        status = cli(stack, "status", str(stack.project), "--json")
+        assert status.returncode == 0
+        info = orjson.loads(status.stdout)
+        daemon_pid = info["pid"]
+        assert info["host"]["state"] == "ready" and info["database"] == "open"
+        human = cli(stack, "status", str(stack.project))
+        assert "daemon:     running" in human.stdout
+        # The front stops with `up`; the detached daemon keeps serving.
+        up.signal(2)
+        assert up.wait(15) == 0
+        assert psutil.pid_exists(daemon_pid)
+        again = Proc([sys.executable, "-m", "daemon.cli", "up", str(stack.project), "--port",
+                      "0"], stack.env, stack.runtime_base / "up2.log", REPO)
+        try:
+            wait_for(lambda: "attached to the running daemon" in again.output(), 30,
+                     "`up` to attach")
+        finally:
+            again.stop()
+    finally:
+        up.stop()
+        if daemon_pid is not None:
+            kill_tree(process_tree(daemon_pid), grace=10)
+        discovery = stack.settings.discovery_path
+        wait_for(lambda: not discovery.exists(), 10, "the daemon to clean up")

@@ -1,0 +1,95 @@
+"""Host status, control, logs and the project-wide event stream over the API."""
+
+from __future__ import annotations
+
+import asyncio
+
+import aiohttp
+
+from tests.support.api import Api, parse_sse
+
+P = "/api/playground/v1"
+
+
+async def test_host_control_and_logs(api: Api) -> None:
+    assert (await api.ok("GET", "host"))["state"] == "stopped"
+    started = await api.ok("POST", "host/start")
+    assert started["state"] == "ready" and started["generation"] == 1 and started["pid"]
+    logs = await api.ok("GET", "host/logs")
+    ready = [ln for ln in logs["lines"] if "echo_agent ready on" in ln["text"]]
+    assert ready and ready[0]["generation"] == 1 and ready[0]["stream"] == "stdout"
+    assert logs["overflow"] is False
+    page = await api.ok("GET", f"host/logs?after={logs['next']}&limit=10")
+    assert page["lines"] == []
+    restarted = await api.ok("POST", "host/restart")
+    assert restarted["generation"] == 2 and restarted["restarts"] == 1
+    assert restarted["pid"] != started["pid"]
+    stopped = await api.ok("POST", "host/stop")
+    assert stopped["state"] == "stopped" and stopped["pid"] is None
+    code, doc = await api.call("GET", "host/logs?after=x")
+    assert code == 400 and doc["detail"]["error"] == "invalid_query"
+
+
+async def test_host_control_refused_during_a_run(api: Api) -> None:
+    session = await api.session()
+    run_id = await api.start_run(session, "slow")
+    async for ev in api.stream(run_id):
+        if ev.event == "output.delta":
+            break
+    for action in ("stop", "restart"):
+        code, doc = await api.call("POST", f"host/{action}")
+        assert code == 409 and doc["detail"]["active_run_id"] == run_id
+    await api.ok("DELETE", f"runs/{run_id}")
+
+
+async def test_follow_logs_streams_new_lines(api: Api) -> None:
+    async with api.http.get(P + "/host/logs?follow=1",
+                            timeout=aiohttp.ClientTimeout(total=30)) as resp:
+        assert resp.headers["Content-Type"].startswith("text/event-stream")
+        await api.ok("POST", "host/start")
+        async for event in parse_sse(resp):
+            if "echo_agent ready on" in event.data["text"]:
+                assert event.event == "log" and event.data["generation"] == 1
+                break
+
+
+async def test_project_events_report_host_generations_and_run_status(api: Api) -> None:
+    seen: list[tuple[str, dict]] = []  # type: ignore[type-arg]
+    done = asyncio.Event()
+
+    async def listen() -> None:
+        async with api.http.get(P + "/events", timeout=aiohttp.ClientTimeout(total=60)) as resp:
+            async for event in _events(resp):
+                seen.append(event)
+                if event[0] == "run.status" and event[1]["status"] == "completed":
+                    done.set()
+                    return
+
+    listener = asyncio.create_task(listen())
+    try:
+        session = await api.session()
+        await api.wait_status(await api.start_run(session, "stream watch me"))
+        await asyncio.wait_for(done.wait(), 30)
+    finally:
+        listener.cancel()
+        await asyncio.gather(listener, return_exceptions=True)
+    kinds = [k for k, _ in seen]
+    assert kinds[:2] == ["host.state", "run.active"]
+    host_states = [(d["state"], d["generation"]) for k, d in seen if k == "host.state"]
+    assert ("starting", 1) in host_states and ("ready", 1) in host_states
+    statuses = [d["status"] for k, d in seen if k == "run.status"]
+    assert statuses == ["queued", "preparing", "running", "completed"]
+
+
+async def _events(resp: aiohttp.ClientResponse):  # type: ignore[no-untyped-def]
+    fields: dict[str, str] = {}
+    async for raw in resp.content:
+        line = raw.decode().rstrip("\n")
+        if not line:
+            if "data" in fields:
+                import orjson
+                yield fields.get("event", ""), orjson.loads(fields["data"])
+            fields = {}
+        elif not line.startswith(":"):
+            name, _, value = line.partition(": ")
+            fields[name] = value

@@ -1,0 +1,189 @@
+"""Host supervision with real processes: stop bounds, exits, crash loops, orphans."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import aiohttp
+import orjson
+import psutil
+import pytest
+
+from tests.support.api import Api
+from tests.support.procs import Stack, stack_for, wait_for
+from tests.support.projects import tiny_project
+
+
+async def wait_host(api: Api, predicate, timeout: float = 20.0) -> dict:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while True:
+        status = await api.ok("GET", "host")
+        if predicate(status):
+            return status  # type: ignore[no-any-return]
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"host status never matched: {status}")
+        await asyncio.sleep(0.05)
+
+
+@pytest.fixture
+def tiny_stack(tmp_path: Path, runtime_base: Path, request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    mode, extra_env = request.param
+    project = tiny_project(tmp_path, mode)
+    with stack_for(project, runtime_base, extra_env=extra_env) as s:
+        s.start_daemon()
+        yield s
+
+
+@pytest.mark.parametrize("tiny_stack", [("stubborn", {})], indirect=True)
+async def test_host_ignoring_sigterm_is_killed_while_a_client_holds_a_stream(
+        tiny_stack: Stack) -> None:
+    api = Api.for_socket(str(tiny_stack.settings.socket_path))
+    try:
+        status = await api.ok("POST", "host/start")
+        assert status["state"] == "ready"
+        pid = status["pid"]
+        async with aiohttp.ClientSession() as http:
+            async with http.get(status["url"] + "/sse") as held:
+                assert (await held.content.readline()).startswith(b": ping")
+                # Bounded: the grace is 2 s here; the client timeout fails the test if stop hangs.
+                code, stopped = await asyncio.wait_for(api.call("POST", "host/stop"), 15)
+        assert code == 200 and stopped["state"] == "stopped"
+        assert stopped["last_stop_step"] == "killed"
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie"
+    finally:
+        await api.close()
+
+
+@pytest.mark.parametrize("tiny_stack", [("grandchild", {"LLAMON_PLAYGROUND_BACKOFF_BASE": "30"})],
+                         indirect=True)
+async def test_grandchild_holding_stdout_does_not_hide_the_hosts_exit(tiny_stack: Stack) -> None:
+    api = Api.for_socket(str(tiny_stack.settings.socket_path))
+    try:
+        status = await api.ok("POST", "host/start")
+        logs = await wait_for_log(api, "grandchild pid")
+        grandchild = int(logs.split("grandchild pid ")[1].split()[0])
+        assert psutil.pid_exists(grandchild)
+        async with aiohttp.ClientSession() as http:
+            try:
+                async with http.get(status["url"] + "/exit") as resp:
+                    await resp.read()
+            except aiohttp.ClientError:
+                pass  # it may die before answering
+        after = await wait_host(api, lambda s: s["state"] == "backoff")
+        assert after["last_exit_code"] == 0 and after["generation"] == status["generation"]
+        # The leftover grandchild of the dead Host's group is gone too.
+        wait_for(lambda: not psutil.pid_exists(grandchild)
+                 or psutil.Process(grandchild).status() == "zombie", 10, "grandchild reaped")
+    finally:
+        await api.close()
+
+
+async def wait_for_log(api: Api, needle: str, timeout: float = 10.0) -> str:
+    deadline = time.monotonic() + timeout
+    while True:
+        doc = await api.ok("GET", "host/logs")
+        text = "\n".join(line["text"] for line in doc["lines"])
+        if needle in text:
+            return text
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{needle!r} never appeared in the Host log: {text}")
+        await asyncio.sleep(0.05)
+
+
+CRASHY = {"LLAMON_PLAYGROUND_CRASH_LIMIT": "3", "LLAMON_PLAYGROUND_BACKOFF_BASE": "0.05",
+          "LLAMON_PLAYGROUND_WATCH_QUIET": "0.1"}
+
+
+@pytest.mark.parametrize("tiny_stack", [("crash", CRASHY)], indirect=True)
+async def test_crash_loop_backs_off_then_stops_until_an_edit(tiny_stack: Stack) -> None:
+    api = Api.for_socket(str(tiny_stack.settings.socket_path))
+    try:
+        code, doc = await api.call("POST", "host/start")
+        assert code == 503 and doc["detail"]["error"] == "runtime_unavailable"
+        assert any("crashing on purpose" in line for line in doc["detail"]["log_tail"])
+        looped = await wait_host(api, lambda s: s["state"] == "crashloop")
+        assert looped["generation"] == 3  # three crashes in the window, then no more
+        # An edit of a watched file clears the crashloop: the Host is tried again.
+        (tiny_stack.project / "app" / "__init__.py").write_text("# edited\n")
+        again = await wait_host(api, lambda s: (s["generation"] or 0) > 3)
+        assert again["generation"] >= 4
+    finally:
+        await api.close()
+
+
+@pytest.mark.parametrize("tiny_stack", [("never", {"LLAMON_PLAYGROUND_HOST_START_TIMEOUT": "1",
+                                                    "LLAMON_PLAYGROUND_CRASH_LIMIT": "1"})],
+                         indirect=True)
+async def test_host_never_ready_fails_the_run_runtime_unavailable(tiny_stack: Stack) -> None:
+    api = Api.for_socket(str(tiny_stack.settings.socket_path))
+    try:
+        session = await api.session()
+        run = await api.wait_status(await api.start_run(session, "hello"))
+        assert run["status"] == "failed" and run["reason"] == "runtime_unavailable"
+        assert "did not answer its agent card" in run["error"]["message"]
+        assert run["recommended_run_command"].endswith("tiny_host.py never")
+        assert any("never going to be ready" in line for line in run["error"]["log_tail"])
+        events = await api.events(run["id"])
+        complete = [e.data for e in events
+                    if e.event == "run.phase" and e.data["phase"] == "complete"][-1]
+        assert complete["state"] == "failed"
+        assert complete["recommended_run_command"] == run["recommended_run_command"]
+    finally:
+        await api.close()
+
+
+async def test_postgresql_backend_is_warned_from_the_start(tmp_path: Path,
+                                                           runtime_base: Path) -> None:
+    project = tiny_project(tmp_path, "stubborn", extra='state_backend = "postgresql"\n')
+    with stack_for(project, runtime_base) as stack:
+        stack.start_daemon()
+        api = Api.for_socket(str(stack.settings.socket_path))
+        try:
+            status = await api.ok("GET", "host")
+            assert [w["code"] for w in status["warnings"]] == ["postgresql_backend"]
+            session = await api.session()
+            run_id = await api.start_run(session, "x")
+            events = await api.events(run_id, limit=6)
+            warnings = [e.data for e in events if e.event == "diagnostic"]
+            assert warnings and warnings[0]["code"] == "postgresql_backend"
+            await api.ok("DELETE", f"runs/{run_id}")
+        finally:
+            await api.close()
+
+
+def test_stale_record_of_an_unrelated_process_is_left_alone(stack: Stack) -> None:
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                                 start_new_session=True)
+    try:
+        stack.settings.runtime_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        proc = psutil.Process(bystander.pid)
+        stack.settings.host_record_path.write_bytes(orjson.dumps({
+            "pid": bystander.pid, "create_time": proc.create_time(), "marker": "1:1"}))
+        stack.start_daemon()
+        assert bystander.poll() is None, "a pid from a stale file was signalled"
+    finally:
+        bystander.kill()
+        bystander.wait(10)
+
+
+def test_orphan_host_of_a_dead_daemon_is_stopped_on_boot(stack: Stack) -> None:
+    env = {**os.environ, "LLAMON_PLAYGROUND_HOST": "4242:7"}
+    orphan = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], env=env,
+                              start_new_session=True)
+    try:
+        stack.settings.runtime_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        proc = psutil.Process(orphan.pid)
+        stack.settings.host_record_path.write_bytes(orjson.dumps({
+            "pid": orphan.pid, "create_time": proc.create_time(), "marker": "4242:7"}))
+        stack.start_daemon()
+        assert orphan.wait(10) == -signal.SIGKILL
+    finally:
+        if orphan.poll() is None:
+            orphan.kill()
+            orphan.wait(10)

@@ -1,0 +1,133 @@
+"""Restart on save and on outside edits, with the real watcher and the example Host."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.api import Api
+from tests.support.procs import Stack, stack_for
+
+WATCH_ENV = {"LLAMON_PLAYGROUND_WATCH_QUIET": "0.15"}
+
+
+@pytest.fixture
+def watched(project: Path, runtime_base: Path) -> Iterator[Stack]:
+    with stack_for(project, runtime_base, extra_env=WATCH_ENV) as s:
+        s.start_daemon()
+        yield s
+
+
+async def host(api: Api) -> dict:  # type: ignore[type-arg]
+    return await api.ok("GET", "host")  # type: ignore[no-any-return]
+
+
+async def settle(api: Api, stack: Stack, timeout: float = 15.0) -> dict:  # type: ignore[type-arg]
+    """Save a watched file with identical content (a no-op for the Host) and wait until the
+    watcher has reacted to it: everything changed before is then handled too."""
+    before = (await host(api))["watch"]["batches"]
+    sentinel = stack.project / "app" / "__init__.py"
+    sentinel.write_bytes(sentinel.read_bytes())
+    deadline = time.monotonic() + timeout
+    while True:
+        status = await host(api)
+        if status["watch"]["batches"] > before:
+            return status
+        if time.monotonic() > deadline:
+            raise TimeoutError("the watcher never reacted")
+        await asyncio.sleep(0.05)
+
+
+async def ready_generation(api: Api, session: str) -> int:
+    run = await api.wait_status(await api.start_run(session, "stream warm up"))
+    assert run["status"] == "completed"
+    return int(run["generation"])
+
+
+def edit(path: Path, note: str) -> None:
+    path.write_text(path.read_text() + f"\n# {note}\n")
+
+
+async def test_save_then_run_restarts_once_and_completes(watched: Stack) -> None:
+    api = Api.for_socket(str(watched.settings.socket_path))
+    try:
+        session = await api.session()
+        gen = await ready_generation(api, session)
+        edit(watched.project / "app" / "agent.py", "saved by Studio")
+        run_id = await api.start_run(session, "stream after save",
+                                     changed_files=["app/agent.py"], revision="r1")
+        run = await api.wait_status(run_id)
+        assert run["status"] == "completed" and run["generation"] == gen + 1
+        events = await api.events(run_id)
+        restart = [e.data["state"] for e in events
+                   if e.event == "run.phase" and e.data["phase"] == "restart"]
+        assert restart == ["started", "completed"]
+        status = await settle(api, watched)
+        assert status["generation"] == gen + 1 and status["watch"]["restarts"] == 0
+        # The same save again (content unchanged since this generation) restarts nothing.
+        again = await api.wait_status(await api.start_run(
+            session, "stream again", changed_files=["app/agent.py"]))
+        assert again["status"] == "completed" and again["generation"] == gen + 1
+    finally:
+        await api.close()
+
+
+async def test_outside_edit_mid_run_fails_it_runtime_restarted(watched: Stack) -> None:
+    api = Api.for_socket(str(watched.settings.socket_path))
+    try:
+        session = await api.session()
+        gen = await ready_generation(api, session)
+        run_id = await api.start_run(session, "slow")
+        async for ev in api.stream(run_id):
+            if ev.event == "output.delta":
+                break
+        edit(watched.project / "app" / "agent.py", "edited in another editor")
+        run = await api.wait_status(run_id)
+        assert run["status"] == "failed" and run["reason"] == "runtime_restarted"
+        status = await settle(api, watched)
+        assert status["generation"] == gen + 1 and status["watch"]["restarts"] == 1
+        nxt = await api.wait_status(await api.start_run(session, "stream clean"))
+        assert nxt["status"] == "completed" and nxt["generation"] == gen + 1
+    finally:
+        await api.close()
+
+
+async def test_identical_save_and_venv_churn_restart_nothing(watched: Stack) -> None:
+    api = Api.for_socket(str(watched.settings.socket_path))
+    try:
+        session = await api.session()
+        gen = await ready_generation(api, session)
+        agent = watched.project / "app" / "agent.py"
+        agent.write_bytes(agent.read_bytes())
+        venv = watched.project / ".venv" / "lib" / "site-packages"
+        venv.mkdir(parents=True)
+        for i in range(50):
+            (venv / f"mod{i}.py").write_text(f"x = {i}\n")
+        (watched.project / "notes.txt").write_text("not watched\n")
+        status = await settle(api, watched)
+        assert status["generation"] == gen and status["watch"]["restarts"] == 0
+        assert status["state"] == "ready"
+    finally:
+        await api.close()
+
+
+async def test_burst_of_edits_restarts_once(watched: Stack) -> None:
+    api = Api.for_socket(str(watched.settings.socket_path))
+    try:
+        session = await api.session()
+        gen = await ready_generation(api, session)
+        agent = watched.project / "app" / "agent.py"
+        for i in range(20):
+            edit(agent, f"burst {i}")
+        deadline = time.monotonic() + 20
+        while (await host(api))["watch"]["restarts"] < 1:
+            assert time.monotonic() < deadline, "the burst never restarted the Host"
+            await asyncio.sleep(0.05)
+        status = await settle(api, watched)
+        assert status["watch"]["restarts"] == 1 and status["generation"] == gen + 1
+    finally:
+        await api.close()

@@ -1,0 +1,154 @@
+"""The store on a real SQLite file: group commit, ordering, migrations, the lock backstop."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from daemon.config import build_settings
+from daemon.errors import StoreError, UnsupportedDatabaseVersion
+from daemon.history import create_session, insert_run, interrupt_leftover_runs
+from daemon.migrations import SCHEMA_VERSION
+from daemon.store import EventRecord, Store
+
+
+def make_store(tmp_path: Path, published: list[EventRecord] | None = None) -> Store:
+    settings = build_settings(tmp_path, {"LLAMON_PLAYGROUND_RUNTIME_DIR": str(tmp_path / "rt")})
+    sink = published if published is not None else []
+    return Store(settings, on_commit=sink.extend)
+
+
+async def test_open_is_lazy_and_sets_wal_and_version(tmp_path: Path) -> None:
+    store = make_store(tmp_path)
+    assert not (tmp_path / ".llamon").exists()
+    await store.open()
+    try:
+        conn = sqlite3.connect(tmp_path / ".llamon/playground/playground.sqlite3")
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        conn.close()
+    finally:
+        await store.close()
+
+
+async def test_appends_are_group_committed_in_order_and_published_after_commit(
+        tmp_path: Path) -> None:
+    published: list[EventRecord] = []
+    store = make_store(tmp_path, published)
+    await store.open()
+    try:
+        for i in range(5000):
+            store.append_event("run_a", "output.delta", {"text": f"t{i}"})
+        await store.flush()
+        assert [r.seq for r in published] == list(range(1, 5001))
+        rows = await store.events_after("run_a", 0, limit=10000)
+        assert [r.payload for r in rows] == [r.payload for r in published]
+        assert rows[0].as_dict() == {"seq": 1, "run_id": "run_a", "kind": "output.delta",
+                                     "text": "t0"}
+        # 5000 appends queued without awaiting went into a handful of transactions.
+        assert store.batches_committed <= 5
+    finally:
+        await store.close()
+
+
+async def test_seq_continues_after_reopen(tmp_path: Path) -> None:
+    store = make_store(tmp_path)
+    await store.open()
+    store.append_event("r", "k", {})
+    await store.flush()
+    await store.close()
+    published: list[EventRecord] = []
+    store = make_store(tmp_path, published)
+    await store.open()
+    store.append_event("r", "k", {})
+    await store.flush()
+    await store.close()
+    assert [r.seq for r in published] == [2]
+
+
+async def test_failed_op_rolls_back_only_itself(tmp_path: Path) -> None:
+    published: list[EventRecord] = []
+    store = make_store(tmp_path, published)
+    await store.open()
+    try:
+        async def bad(conn):  # type: ignore[no-untyped-def]
+            await conn.execute("INSERT INTO no_such_table VALUES (1)")
+        store.append_event("r", "k", {"n": 1})
+        with pytest.raises(sqlite3.OperationalError):
+            await store.write(bad)
+        store.append_event("r", "k", {"n": 2})
+        await store.flush()
+        assert [r.as_dict()["n"] for r in await store.events_after("r", 0)] == [1, 2]
+    finally:
+        await store.close()
+
+
+async def test_one_active_run_is_enforced_by_the_database_too(tmp_path: Path) -> None:
+    store = make_store(tmp_path)
+    await store.open()
+    try:
+        session = await create_session(store, "s", {})
+        row = {"session_id": session["id"], "status": "running", "created_at": "now",
+               "context_id": "c", "input": {"parts": []}}
+        await insert_run(store, {"id": "run_1", **row}, [])
+        with pytest.raises(sqlite3.IntegrityError):
+            await insert_run(store, {"id": "run_2", **row, "status": "queued"}, [])
+        assert await interrupt_leftover_runs(store, "daemon_restarted") == ["run_1"]
+        await insert_run(store, {"id": "run_3", **row}, [])
+    finally:
+        await store.close()
+
+
+async def test_newer_database_refused_untouched(tmp_path: Path) -> None:
+    db = tmp_path / ".llamon/playground/playground.sqlite3"
+    db.parent.mkdir(parents=True)
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA user_version = 7")
+    conn.execute("CREATE TABLE t (x)")
+    conn.commit()
+    conn.close()
+    before = db.read_bytes()
+    store = make_store(tmp_path)
+    with pytest.raises(UnsupportedDatabaseVersion):
+        await store.open()
+    assert db.read_bytes() == before and store.unsupported_version == 7
+    with pytest.raises(StoreError):
+        await store.write(lambda conn: asyncio.sleep(0))  # type: ignore[arg-type,return-value]
+
+
+async def test_write_failure_degrades_keeps_events_and_recovers(tmp_path: Path) -> None:
+    """SQLite refuses the commit for real: another connection holds the write lock past
+    the busy timeout. Ops fail at once; events are kept and committed after recovery."""
+    published: list[EventRecord] = []
+    degraded: list[StoreError] = []
+    settings = build_settings(tmp_path, {"LLAMON_PLAYGROUND_RUNTIME_DIR": str(tmp_path / "rt"),
+                                         "LLAMON_PLAYGROUND_DB_BUSY_TIMEOUT_MS": "50"})
+    store = Store(settings, on_commit=published.extend, on_degraded=degraded.append)
+    await store.open()
+    try:
+        blocker = sqlite3.connect(store_path(tmp_path), isolation_level=None)
+        blocker.execute("BEGIN IMMEDIATE")
+        store.append_event("r", "k", {"n": 1})
+        with pytest.raises(StoreError):
+            await store.write(_noop)
+        assert store.degraded and len(degraded) == 1 and published == []
+        blocker.execute("ROLLBACK")
+        blocker.close()
+        store.append_event("r", "k", {"n": 2})
+        await store.flush()
+        assert not store.degraded
+        assert [r.seq for r in published] == [1, 2]
+        assert [r.as_dict()["n"] for r in await store.events_after("r", 0)] == [1, 2]
+    finally:
+        await store.close()
+
+
+def store_path(tmp_path: Path) -> Path:
+    return tmp_path / ".llamon/playground/playground.sqlite3"
+
+
+async def _noop(conn) -> None:  # type: ignore[no-untyped-def]
+    return None
