@@ -40,6 +40,14 @@ class A2AClient:
             raise A2AUnavailable("agent card is not a JSON object")
         return card
 
+    async def probe(self, timeout: float) -> bool:
+        """Does the Host still answer at all? (Its agent card, with a short timeout.)"""
+        try:
+            await self.fetch_card(timeout)
+        except A2AUnavailable:
+            return False
+        return True
+
     async def interface(self) -> Interface:
         return choose_interface(await self.fetch_card(), self.base_url)
 

@@ -79,7 +79,8 @@ async def build_services(settings: Settings, environ: dict[str, str]) -> Service
     runs = RunManager(store, blobs, hub)
     # No total timeout: run streams last as long as the Host streams.
     http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_connect=5))
-    runs.executor = RunExecutor(settings.project_dir, store, blobs, host, http, runs.release)
+    runs.executor = RunExecutor(settings.project_dir, store, blobs, host, http, runs.release,
+                                stall_timeout=settings.host_stall_timeout)
     services = Services(settings, store, blobs, hub, host, runs, http, project_events,
                         ReloadCoordinator(host, runs))
     return services

@@ -49,6 +49,7 @@ class Settings:
     backoff_cap: float = 15.0
     db_busy_timeout_ms: int = 5000
     watch: bool = True
+    host_stall_timeout: float = 30.0
 
     @property
     def runtime_dir(self) -> Path:
@@ -111,4 +112,5 @@ def build_settings(project: str | os.PathLike[str],
         backoff_cap=_float_env(env, "LLAMON_PLAYGROUND_BACKOFF_CAP", 15.0),
         db_busy_timeout_ms=int(_float_env(env, "LLAMON_PLAYGROUND_DB_BUSY_TIMEOUT_MS", 5000)),
         watch=env.get("LLAMON_PLAYGROUND_WATCH", "1") != "0",
+        host_stall_timeout=_float_env(env, "LLAMON_PLAYGROUND_HOST_STALL_TIMEOUT", 30.0),
     )

@@ -24,7 +24,7 @@ from host_manager.state import HostState
 from host_manager.supervisor import Generation, HostSupervisor
 
 from .a2a_client import A2AClient, A2AUnavailable
-from .a2a_wire import PAUSED_STATES, A2AProtocolError, build_message, parts_to_wire
+from .a2a_wire import PAUSED_STATES, A2AEvent, A2AProtocolError, build_message, parts_to_wire
 from .active_run import ActiveRun
 from .blobs import BlobStore
 from .errors import ProjectError, StoreError
@@ -32,6 +32,7 @@ from .history import update_run
 from .project_config import ProjectConfig, backend_warnings, load_project_config
 from .run_output import OutputCollector, store_parts
 from .run_state import Reason, RunStatus, check_transition
+from .stall_watch import StallWatch
 from .store import Store, utcnow
 
 log = logging.getLogger(__name__)
@@ -40,7 +41,9 @@ A2A_CANCEL_TIMEOUT = 3.0
 LOG_TAIL_LINES = 20
 FINAL_WRITE_PATIENCE = 60.0
 # A cancel for these reasons ends the run and the task; shutdown re-raises instead.
-ENDS_WITHOUT_RERAISE = frozenset({Reason.USER_CANCELLED, Reason.RUNTIME_RESTARTED})
+ENDS_WITHOUT_RERAISE = frozenset({Reason.USER_CANCELLED, Reason.RUNTIME_RESTARTED,
+                                  Reason.HOST_UNRESPONSIVE})
+PROBE_TIMEOUT = 2.0
 
 
 class RunFailure(Exception):
@@ -57,7 +60,9 @@ class RunFailure(Exception):
 
 class RunExecutor:
     def __init__(self, project_dir: Path, store: Store, blobs: BlobStore, host: HostSupervisor,
-                 http: aiohttp.ClientSession, release: Callable[[ActiveRun], None]) -> None:
+                 http: aiohttp.ClientSession, release: Callable[[ActiveRun], None],
+                 stall_timeout: float = 30.0) -> None:
+        self._stall_timeout = stall_timeout
         self._project_dir = project_dir
         self._store = store
         self._blobs = blobs
@@ -185,20 +190,36 @@ class RunExecutor:
             message = build_message(wire_parts, interface.version, run.context_id, run.task_id)
             metadata = {**run.request.metadata,
                         ENVELOPE_KEY: envelope(gen.token, run.run_id, gen.number)}
-            async for event in client.stream(interface, message, metadata):
-                if event.type == "error":
-                    raise RunFailure(Reason.HOST_ERROR, event.error_message or "Host error",
-                                     code=str(event.error_code) if event.error_code else None)
-                await self._note_task(run, collected, event.task_id)
-                for text in collected.add(event):
-                    self._event(run, "output.delta",
-                                {"text": text, "artifact_id": event.artifact_id})
+            stall = StallWatch(lambda: client.probe(PROBE_TIMEOUT), self._stall_timeout)
+            watchdog = asyncio.create_task(stall.run(lambda: self._unresponsive(run)))
+            try:
+                async for event in client.stream(interface, message, metadata):
+                    stall.touch()
+                    await self._take(run, collected, event)
+            finally:
+                watchdog.cancel()
+                await asyncio.gather(watchdog, return_exceptions=True)
         except (A2AUnavailable, A2AProtocolError) as exc:
             raise await self._broken_stream(run, config, process, exc) from exc
         except RunFailure as failure:
             failure.detail["output"] = collected
             raise
         await self._complete(run, collected)
+
+    async def _take(self, run: ActiveRun, collected: OutputCollector, event: A2AEvent) -> None:
+        """One streamed event: an error ends the run; text chunks become output.delta."""
+        if event.type == "error":
+            raise RunFailure(Reason.HOST_ERROR, event.error_message or "Host error",
+                             code=str(event.error_code) if event.error_code else None)
+        await self._note_task(run, collected, event.task_id)
+        for text in collected.add(event):
+            self._event(run, "output.delta", {"text": text, "artifact_id": event.artifact_id})
+
+    def _unresponsive(self, run: ActiveRun) -> None:
+        """The stall watch gave up on the Host: end the run (the cancel path writes it)."""
+        if run.cancel_reason is None and run.task is not None and not run.finalized:
+            run.cancel_reason = Reason.HOST_UNRESPONSIVE
+            run.task.cancel()
 
     async def _note_task(self, run: ActiveRun, collected: OutputCollector,
                          task_id: str | None) -> None:
@@ -246,8 +267,23 @@ class RunExecutor:
         elif reason == Reason.RUNTIME_RESTARTED:
             await self.finish(run, RunStatus.FAILED, reason, failure=RunFailure(
                 reason, "a watched file changed during the run; the Host restarted"))
+        elif reason == Reason.HOST_UNRESPONSIVE:
+            await self.finish(run, RunStatus.FAILED, reason, failure=RunFailure(
+                reason, f"the Host sent nothing for {self._stall_timeout:g} s and did not "
+                        "answer its agent card; it is being restarted",
+                log_tail=self._host.logs.tail(LOG_TAIL_LINES)))
+            await self._restart_hung_host(run)
         else:
             await self.finish(run, RunStatus.INTERRUPTED, reason)
+
+    async def _restart_hung_host(self, run: ActiveRun) -> None:
+        """A hung Host would hang the next run too: replace it if it is still the same one."""
+        gen = self._host.generation
+        if gen is not None and gen.number == run.generation:
+            try:
+                await self._host.restart()
+            except HostUnavailable as exc:
+                log.warning("restarting the unresponsive Host failed: %s", exc.message)
 
     async def _cancel_host_task(self, run: ActiveRun) -> None:
         if run.client is None or run.interface is None or not run.task_id:

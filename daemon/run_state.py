@@ -42,6 +42,7 @@ class Reason:
     HOST_EXITED = "host_exited"
     STREAM_BROKEN = "stream_broken"
     HOST_REJECTED = "host_rejected"
+    HOST_UNRESPONSIVE = "host_unresponsive"
     IMPORTED = "imported"
 
 

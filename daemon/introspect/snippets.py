@@ -21,7 +21,7 @@ from ..redact import redact_metadata
 # When no Host runs, the snippets read the port from the environment (a shell that lacks
 # it stops with this message instead of sending to a wrong URL).
 PLACEHOLDER_SHELL_URL = ("http://127.0.0.1:"
-                         "${LLAMON_HOST_PORT:?set LLAMON_HOST_PORT to the Host's port}/")
+                         "${LLAMON_HOST_PORT:?set LLAMON_HOST_PORT to the port of the Host}/")
 HEREDOC = "A2A_REQUEST"
 
 

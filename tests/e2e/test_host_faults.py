@@ -1,0 +1,80 @@
+"""A Host killed or hung mid-run: the run ends with a documented reason; the Host comes back."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.api import Api
+from tests.support.procs import Stack, stack_for
+
+FAST_FAULTS = {"LLAMON_PLAYGROUND_HOST_STALL_TIMEOUT": "1", "LLAMON_PLAYGROUND_BACKOFF_BASE": "0.05"}
+
+
+@pytest.fixture
+def faulty(project: Path, runtime_base: Path) -> Iterator[Stack]:
+    with stack_for(project, runtime_base, extra_env=FAST_FAULTS) as s:
+        s.start_daemon()
+        yield s
+
+
+async def _mid_run(api: Api, session: str) -> tuple[str, int]:
+    run_id = await api.start_run(session, "slow")
+    async for ev in api.stream(run_id):
+        if ev.event == "output.delta":
+            break
+    status = await api.ok("GET", "host")
+    return run_id, int(status["pid"])
+
+
+async def _ready_again(api: Api, generation: int) -> dict:  # type: ignore[type-arg]
+    deadline = time.monotonic() + 20
+    while True:
+        status = await api.ok("GET", "host")
+        if status["state"] == "ready" and status["generation"] > generation:
+            return status  # type: ignore[no-any-return]
+        assert time.monotonic() < deadline, f"the Host did not come back: {status}"
+        await asyncio.sleep(0.05)
+
+
+async def test_host_sigkill_mid_run(faulty: Stack) -> None:
+    api = Api.for_socket(str(faulty.settings.socket_path))
+    try:
+        session = await api.session()
+        run_id, pid = await _mid_run(api, session)
+        os.kill(pid, signal.SIGKILL)
+        run = await api.wait_status(run_id, timeout=20)
+        assert run["status"] == "failed" and run["reason"] == "host_exited"
+        await _ready_again(api, run["generation"])
+        nxt = await api.wait_status(await api.start_run(session, "stream alive"))
+        assert nxt["status"] == "completed"
+    finally:
+        await api.close()
+
+
+async def test_host_sigstop_mid_run(faulty: Stack) -> None:
+    api = Api.for_socket(str(faulty.settings.socket_path))
+    try:
+        session = await api.session()
+        run_id, pid = await _mid_run(api, session)
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            run = await api.wait_status(run_id, timeout=30)
+        finally:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        assert run["status"] == "failed" and run["reason"] == "host_unresponsive"
+        status = await _ready_again(api, run["generation"])
+        assert status["pid"] != pid
+        nxt = await api.wait_status(await api.start_run(session, "stream alive"))
+        assert nxt["status"] == "completed"
+    finally:
+        await api.close()

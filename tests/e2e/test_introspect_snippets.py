@@ -1,0 +1,177 @@
+"""Copy curl / Copy Python, executed for real against the example Hosts after real runs."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.api import Api
+from tests.support.procs import REPO, stack_for
+
+CURL = shutil.which("curl")
+needs_curl = pytest.mark.skipif(CURL is None, reason="curl is not installed")
+SNIPPET_TIMEOUT = 30
+
+
+def frames(stdout: str) -> list[dict[str, Any]]:
+    """JSON-RPC frames from curl's raw SSE (`data: ...`) or the Python snippet's JSON lines."""
+    found = []
+    for line in stdout.splitlines():
+        line = line.removeprefix("data:").strip()
+        if line.startswith("{"):
+            found.append(json.loads(line))
+    return found
+
+
+def streamed_text(found: list[dict[str, Any]]) -> str:
+    assert found and not any("error" in f for f in found), found
+    return "".join(part.get("text", "")
+                   for f in found if "artifactUpdate" in f["result"]
+                   for part in f["result"]["artifactUpdate"]["artifact"]["parts"])
+
+
+def run_curl(snippet: str, env: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    done = subprocess.run(["bash", "-c", snippet], capture_output=True, text=True,
+                          timeout=SNIPPET_TIMEOUT, env={**os.environ, **(env or {})})
+    assert done.returncode == 0, done.stderr
+    return frames(done.stdout)
+
+
+def run_python(snippet: str, tmp_path: Path, env: dict[str, str] | None = None
+               ) -> list[dict[str, Any]]:
+    script = tmp_path / "snippet.py"
+    script.write_text(snippet)
+    # -I -S: no site-packages at all, so the snippet can only use the standard library.
+    done = subprocess.run([sys.executable, "-I", "-S", str(script)], capture_output=True,
+                          text=True, timeout=SNIPPET_TIMEOUT,
+                          env={**os.environ, **(env or {})})
+    assert done.returncode == 0, done.stderr
+    return frames(done.stdout)
+
+
+BLOB = b"hello blob \x00\xff\n"
+SECRET = "sk-abcdefghijklmnopqrstuvwxyz123456"
+
+
+@needs_curl
+async def test_snippets_reproduce_a_run_against_the_echo_host(direct: Api,
+                                                              tmp_path: Path) -> None:
+    session = await direct.session()
+    parts = [
+        {"kind": "text", "text": "stream snippet words here"},
+        {"kind": "data", "data": {"schema": "approval.v1", "requestId": "R-1",
+                                  "note": "it's \"quoted\" $HOME `x` 승인 \\ end"}},
+        {"kind": "file", "name": "a.bin", "mime": "application/octet-stream",
+         "bytes_base64": base64.b64encode(BLOB).decode()},
+        {"kind": "file", "uri": "https://example.invalid/spec.pdf", "name": "spec.pdf",
+         "mime": "application/pdf"},
+    ]
+    metadata = {"userId": "user-1", "apiKey": SECRET}
+    run_id = (await direct.ok("POST", f"sessions/{session}/runs",
+                              {"parts": parts, "metadata": metadata}, 202))["run_id"]
+    run = await direct.wait_status(run_id)
+    assert run["status"] == "completed", run
+
+    snippets = await direct.ok("GET", f"runs/{run_id}/snippets")
+    host = await direct.ok("GET", "host")
+    assert snippets["host_ready"] is True and snippets["host_url"] == host["url"] + "/"
+    for name in ("curl", "python"):
+        text = snippets[name]
+        assert "llamon.playground" not in text and SECRET not in text
+        assert "user-1" in text and run["context_id"] in text
+        assert base64.b64encode(BLOB).decode() in text
+        assert "https://example.invalid/spec.pdf" in text
+        assert "taskId" not in text  # not a resume: the Host starts a new task
+        assert "SendStreamingMessage" in text and "A2A-Version" in text
+
+    for found in (run_curl(snippets["curl"]), run_python(snippets["python"], tmp_path)):
+        assert streamed_text(found) == "snippet words here"
+        assert found[0]["result"]["task"]["contextId"] == run["context_id"]
+        sent = found[0]["result"]["task"]["history"][0]
+        assert [sorted(p) for p in sent["parts"]] == [
+            ["text"], ["data"], ["filename", "mediaType", "raw"],
+            ["filename", "mediaType", "url"]]
+        assert base64.b64decode(sent["parts"][2]["raw"]) == BLOB
+        assert sent["parts"][1]["data"]["note"] == parts[1]["data"]["note"]  # type: ignore
+
+
+@needs_curl
+async def test_resume_snippet_continues_the_task_and_placeholder_url_works(
+        project: Path, runtime_base: Path, tmp_path: Path) -> None:
+    # A file that does not compile: a run naming it in changed_files fails in `validate`,
+    # before it touches the Host. Written before the daemon starts, so no watcher sees it.
+    (project / "app" / "broken.py").write_text("def broken(:\n")
+    broken = ["app/broken.py"]
+    with stack_for(project, runtime_base) as stack:
+        stack.start_daemon()
+        api = Api.for_socket(str(stack.settings.socket_path))
+        try:
+            session = await api.session()
+            early = await api.wait_status(await api.start_run(
+                session, "stream placeholder works", changed_files=broken))
+            assert early["status"] == "failed", early  # in validate, before any send
+            offline = await api.ok("GET", f"runs/{early['id']}/snippets")
+            assert offline["host_ready"] is False and offline["host_url"] is None
+            assert "${LLAMON_HOST_PORT:?" in offline["curl"]
+            assert 'os.environ["LLAMON_HOST_PORT"]' in offline["python"]
+
+            asked = await api.wait_status(await api.start_run(session, "ask"))
+            assert asked["status"] == "input_required" and asked["task_id"]
+            resume = await api.ok("POST", f"runs/{asked['id']}/resume",
+                                  {"parts": [{"kind": "text", "text": "Ada"}],
+                                   "changed_files": broken}, 202)
+            failed = await api.wait_status(resume["run_id"])
+            assert failed["status"] == "failed" and failed["parent_run_id"] == asked["id"]
+
+            snippets = await api.ok("GET", f"runs/{failed['id']}/snippets")
+            assert asked["task_id"] in snippets["curl"]
+            assert asked["task_id"] in snippets["python"]
+            # The parked task is still waiting on the Host: the snippet continues it.
+            found = run_curl(snippets["curl"])
+            assert streamed_text(found) == "Hello, Ada!"
+            assert {f["result"]["statusUpdate"]["taskId"] for f in found
+                    if "statusUpdate" in f["result"]} == {asked["task_id"]}
+
+            # The placeholder snippets run as is once the port is in the environment.
+            port = {"LLAMON_HOST_PORT": (await api.ok("GET", "host"))["url"].rsplit(":", 1)[1]}
+            assert streamed_text(run_python(offline["python"], tmp_path, port)
+                                 ) == "placeholder works"
+            assert streamed_text(run_curl(offline["curl"], port)) == "placeholder works"
+
+            code, doc = await api.call("GET", "runs/run_missing/snippets")
+            assert code == 404 and doc["detail"]["error"] == "run_not_found"
+        finally:
+            await api.close()
+
+
+@needs_curl
+async def test_snippets_send_data_parts_the_flow_host_answers(tmp_path: Path,
+                                                              runtime_base: Path) -> None:
+    project = Path(shutil.copytree(REPO / "examples" / "flow_project", tmp_path / "flow",
+                                   ignore=shutil.ignore_patterns(".llamon", "__pycache__")))
+    with stack_for(project, runtime_base) as stack:
+        stack.start_daemon()
+        api = Api.for_socket(str(stack.settings.socket_path))
+        try:
+            data = {"schema": "approval.v1", "requestId": "R-9", "amount": 250,
+                    "requester": {"name": "Ada"}, "tags": ["q3"]}
+            run_id = (await api.ok("POST", f"sessions/{await api.session()}/runs",
+                                   {"parts": [{"kind": "data", "data": data}]}, 202))["run_id"]
+            assert (await api.wait_status(run_id))["status"] == "completed"
+            snippets = await api.ok("GET", f"runs/{run_id}/snippets")
+            for found in (run_curl(snippets["curl"]), run_python(snippets["python"], tmp_path)):
+                assert streamed_text(found) == "approve -> notify: approved"
+                [result] = [p["data"] for f in found if "artifactUpdate" in f["result"]
+                            for p in f["result"]["artifactUpdate"]["artifact"]["parts"]
+                            if "data" in p]
+                assert result["requestId"] == "R-9" and result["tags"] == ["q3"]
+        finally:
+            await api.close()
