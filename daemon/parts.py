@@ -122,6 +122,9 @@ def _parse_input_file(raw: dict[str, Any], where: str, files: list[PendingFile])
         data = base64.b64decode(encoded, validate=True)
     except (binascii.Error, ValueError) as exc:
         raise _bad(f"{where}.bytes_base64 is not valid base64", "invalid_base64") from exc
+    if len(data) > MAX_INLINE_FILE_BYTES:  # the length check above is only a quick bound
+        raise PayloadTooLarge(f"{where} is larger than {MAX_INLINE_FILE_BYTES} bytes",
+                              code="file_too_large")
     part: dict[str, Any] = {"kind": "file", "sha256": None, "size": len(data), "name": name,
                             "mime": mime, "source": "input"}
     files.append(PendingFile(data, part))

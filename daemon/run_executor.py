@@ -28,6 +28,7 @@ from .a2a_wire import PAUSED_STATES, A2AEvent, A2AProtocolError, build_message, 
 from .active_run import ActiveRun
 from .blobs import BlobStore
 from .errors import ProjectError, StoreError
+from .introspect import validate_graph
 from .history import update_run
 from .project_config import ProjectConfig, backend_warnings, load_project_config
 from .run_output import OutputCollector, store_parts
@@ -131,7 +132,12 @@ class RunExecutor:
             if rel.endswith(".py"):
                 problem = await asyncio.to_thread(_compile_problem, self._project_dir, rel)
                 if problem is not None:
-                    raise RunFailure(Reason.PROJECT_VALIDATION, problem["message"], **problem)
+                    message = problem.pop("message")
+                    raise RunFailure(Reason.PROJECT_VALIDATION, message, **problem)
+        for diagnostic in await asyncio.to_thread(validate_graph, self._project_dir, config):
+            if diagnostic.severity == "error":
+                raise RunFailure(Reason.PROJECT_VALIDATION, diagnostic.message,
+                                 **diagnostic.location())
         warnings = backend_warnings(config)
         self._host.warnings = warnings
         for warning in warnings:

@@ -6,7 +6,7 @@
 - `snippets`: Copy curl / Copy Python of a run's A2A request.
 """
 
-from .project_source import ProjectSource, validate_graph
 from .model import Diagnostic
+from .project_source import ProjectSource, validate_graph
 
 __all__ = ["Diagnostic", "ProjectSource", "validate_graph"]

@@ -27,6 +27,14 @@ def is_contract_call(node: ast.expr) -> bool:
             or (isinstance(func, ast.Attribute) and func.attr == "DataContract"))
 
 
+def literal_str(expr: ast.expr | None, resolve: Resolve) -> str | None:
+    """The string a literal (or a name assigned once to one) holds; None for anything else."""
+    value = resolve(expr) if expr is not None else None
+    if isinstance(value, ast.Constant) and isinstance(value.value, str):
+        return value.value
+    return None
+
+
 class ContractReader:
     """Reads contract calls of one graph module; collects diagnostics as it goes."""
 
@@ -78,12 +86,7 @@ class ContractReader:
         return Contract(name, schema, tuple(fields), self._source.span(call))
 
     def _literal_str(self, expr: ast.expr | None) -> str | None:
-        if expr is None:
-            return None
-        value = self._resolve(expr)
-        if isinstance(value, ast.Constant) and isinstance(value.value, str):
-            return value.value
-        return None
+        return literal_str(expr, self._resolve)
 
     def _fields(self, expr: ast.expr | None, contract: str) -> list[ContractField]:
         if expr is None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ast
 
-from .contracts import ContractReader
+from .contracts import ContractReader, literal_str
 from .model import (END, START, Diagnostic, FuncRef, GraphEdge, GraphModel, GraphNode,
                     Severity, Span)
 from .source_module import SourceModule
@@ -187,12 +187,7 @@ class _GraphReader:
         self.edges.append(GraphEdge(ends[0], ends[1], self.source.span(call)))
 
     def literal_str(self, expr: ast.expr | None) -> str | None:
-        if expr is None:
-            return None
-        value = self.resolve(expr)
-        if isinstance(value, ast.Constant) and isinstance(value.value, str):
-            return value.value
-        return None
+        return literal_str(expr, self.resolve)
 
     def endpoint(self, expr: ast.expr | None) -> str | None:
         if expr is None:

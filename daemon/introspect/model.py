@@ -14,6 +14,10 @@ Severity = Literal["error", "warning", "info"]
 # The field types a DataContract may declare (README, "Project format").
 FIELD_TYPES = ("string", "number", "integer", "boolean", "object", "array")
 
+# Diagnostics after which a graph model is empty: the file was not read or did not parse.
+UNREADABLE = frozenset({"graph_missing", "graph_unreadable", "graph_outside_project",
+                        "syntax_error"})
+
 # Edge endpoints that are not nodes.
 START = "__start__"
 END = "__end__"
@@ -111,9 +115,8 @@ class GraphModel:
 
     @property
     def parsed(self) -> bool:
-        """False when the file is missing or has a syntax error: nothing else is known."""
-        return not any(d.code in ("graph_missing", "syntax_error", "graph_unreadable")
-                       for d in self.diagnostics)
+        """False when the file could not be read or parsed: nothing else is known."""
+        return not any(d.code in UNREADABLE for d in self.diagnostics)
 
     def start_nodes(self) -> list[str]:
         """Nodes connected directly from START, in the order of their edges."""

@@ -107,6 +107,15 @@ async def test_source_targets_match_the_file_and_follow_renames(direct: Api,
     assert doc["detail"]["error"] == "node_not_found"
     assert "approve, escalate, notify" in doc["detail"]["message"]
 
+    # A pyproject.toml that does not parse: a diagnostic or a 422, never a 500.
+    (project / "pyproject.toml").write_text("[tool.llamon\n")
+    answer = await direct.ok("GET", "composer-schema")
+    assert answer["kind"] is None and answer["tabs"] == []
+    assert [(d["code"], d["file"]) for d in answer["diagnostics"]] == [
+        ("project_invalid", "pyproject.toml")]
+    code, doc = await direct.call("GET", "source-targets/approve")
+    assert code == 422 and doc["detail"]["error"] == "project_invalid"
+
 
 async def test_the_composer_draft_runs_on_the_flow_host(api: Api) -> None:
     """Through the front, as Studio: the escalate tab's draft, filled in, is a valid input."""

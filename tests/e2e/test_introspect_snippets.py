@@ -145,6 +145,11 @@ async def test_resume_snippet_continues_the_task_and_placeholder_url_works(
             assert streamed_text(run_python(offline["python"], tmp_path, port)
                                  ) == "placeholder works"
             assert streamed_text(run_curl(offline["curl"], port)) == "placeholder works"
+            # Without the port, the shell stops before sending anywhere.
+            env = {k: v for k, v in os.environ.items() if k != "LLAMON_HOST_PORT"}
+            done = subprocess.run(["bash", "-c", offline["curl"]], capture_output=True,
+                                  text=True, timeout=SNIPPET_TIMEOUT, env=env)
+            assert done.returncode != 0 and "set LLAMON_HOST_PORT" in done.stderr
 
             code, doc = await api.call("GET", "runs/run_missing/snippets")
             assert code == 404 and doc["detail"]["error"] == "run_not_found"

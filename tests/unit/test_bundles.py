@@ -1,0 +1,85 @@
+"""Bundle import against a real SQLite store, in process: row order, event seqs."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from daemon.blobs import BlobStore
+from daemon.bundle_validate import BUNDLE_FORMAT, validate_bundle
+from daemon.bundles import import_bundle
+from daemon.config import build_settings
+from daemon.errors import BadRequest
+from daemon.history import get_run
+from daemon.store import EventRecord, Store
+
+
+def bundle() -> dict[str, Any]:
+    """A child run listed before its parent, with events of both."""
+    def run(run_id: str, parent: str | None) -> dict[str, Any]:
+        return {"id": run_id, "session_id": "s1", "status": "completed",
+                "created_at": "2024-01-01T00:00:00.000Z", "context_id": "c",
+                "parent_run_id": parent, "input": {"parts": [{"kind": "text", "text": "x"}]},
+                "output": [], "scores": []}
+    return {"format": BUNDLE_FORMAT,
+            "sessions": [{"id": "s1", "title": "t", "created_at": "2024-01-01T00:00:00.000Z",
+                          "metadata": {}}],
+            "runs": [run("child", "parent"), run("parent", None)],
+            "events": [{"seq": 7, "run_id": "child", "kind": "run.status",
+                        "payload": {"status": "completed", "seq": 1, "run_id": "forged"}},
+                       {"seq": 3, "run_id": "parent", "kind": "run.status",
+                        "payload": {"status": "completed"}}],
+            "blobs": {}}
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[tuple[Store, list[EventRecord]]]:
+    settings = build_settings(tmp_path, {"LLAMON_PLAYGROUND_RUNTIME_DIR": str(tmp_path / "rt")})
+    published: list[EventRecord] = []
+    s = Store(settings, on_commit=published.extend)
+    await s.open()
+    yield s, published
+    await s.close()
+
+
+async def test_import_orders_parents_first_and_event_seqs_continue(
+        store: tuple[Store, list[EventRecord]], tmp_path: Path) -> None:
+    s, published = store
+    s.append_event("run_before", "k", {})
+    await s.flush()
+    mapping = await import_bundle(s, BlobStore(tmp_path / "files"), bundle())
+    child = await get_run(s, mapping["runs"]["child"])
+    assert child is not None and child["parent_run_id"] == mapping["runs"]["parent"]
+    imported = await s.events_after(mapping["runs"]["child"], 0) + \
+        await s.events_after(mapping["runs"]["parent"], 0)
+    assert sorted(e.seq for e in imported) == [2, 3]
+    # Imported in the bundle's seq order; the payload cannot forge the columns.
+    parent_event = (await s.events_after(mapping["runs"]["parent"], 0))[0]
+    assert parent_event.seq == 2
+    child_event = (await s.events_after(mapping["runs"]["child"], 0))[0]
+    assert child_event.as_dict() == {"seq": 3, "run_id": mapping["runs"]["child"],
+                                     "kind": "run.status", "status": "completed"}
+    # The store's own appends continue after the imported rows, without a collision.
+    s.append_event("run_after", "k", {})
+    await s.flush()
+    assert [e.seq for e in published] == [1, 4] and s.write_failures == 0
+
+
+@pytest.mark.parametrize(("change", "code"), [
+    (lambda b: b["runs"][0].pop("context_id"), "invalid_bundle"),
+    (lambda b: b["runs"][0].update(input={"parts": "x"}), "invalid_bundle"),
+    (lambda b: b["runs"][0]["input"]["parts"].append({"kind": "image"}), "invalid_bundle"),
+    (lambda b: b["runs"][0]["input"]["parts"].append({"kind": "file"}), "invalid_bundle"),
+    (lambda b: b["events"][0].update(seq="7"), "invalid_bundle"),
+    (lambda b: b["sessions"].append(dict(b["sessions"][0])), "invalid_bundle"),
+    (lambda b: b.update(blobs=[]), "invalid_bundle"),
+])
+def test_validator_refuses_malformed_records(change: Any, code: str) -> None:
+    doc = bundle()
+    change(doc)
+    with pytest.raises(BadRequest) as info:
+        validate_bundle(doc)
+    assert info.value.code == code and info.value.extra.get("where")
