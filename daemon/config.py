@@ -8,12 +8,18 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import __version__
 
 ENV_RUNTIME_BASE = "LLAMON_PLAYGROUND_RUNTIME_DIR"
+ENV_TOKEN = "LLAMON_PLAYGROUND_TOKEN"
+ENV_TOKEN_FILE = "LLAMON_PLAYGROUND_TOKEN_FILE"
+ENV_LOG_FORMAT = "LLAMON_PLAYGROUND_LOG_FORMAT"
+# Never handed down to the Host: the front's credentials and systemd's per-unit protocol.
+DAEMON_ONLY_ENV = (ENV_TOKEN, ENV_TOKEN_FILE, "NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID",
+                   "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES")
 
 
 def project_key(project_dir: Path) -> str:
@@ -49,6 +55,14 @@ class Settings:
     backoff_cap: float = 15.0
     db_busy_timeout_ms: int = 5000
     watch: bool = True
+    # The front's token when given by the environment (issue 6); repr=False keeps it out of
+    # any log line or traceback that prints the settings.
+    token: str | None = field(default=None, repr=False)
+    token_file: Path | None = None
+    # systemd's notify protocol (daemon/sd_notify.py); unset outside a Type=notify unit.
+    notify_socket: str | None = None
+    watchdog_usec: int = 0
+    watchdog_pid: int | None = None
     host_stall_timeout: float = 30.0
 
     @property
@@ -76,6 +90,20 @@ class Settings:
         return self.runtime_dir / "host.json"
 
     @property
+    def front_token_path(self) -> Path:
+        return self.runtime_dir / "front.token"
+
+    @property
+    def front_lock_path(self) -> Path:
+        """Held shared by every running front: the token is rotated only when none runs."""
+        return self.runtime_dir / "front.lock"
+
+    @property
+    def front_start_lock_path(self) -> Path:
+        """Held exclusively for the moment a front picks or drops the token."""
+        return self.runtime_dir / "front.start.lock"
+
+    @property
     def state_dir(self) -> Path:
         return self.project_dir / ".llamon" / "playground"
 
@@ -93,6 +121,17 @@ def _float_env(environ: dict[str, str] | os._Environ[str], name: str, default: f
     if raw is None or raw == "":
         return default
     return float(raw)
+
+
+def _int_env(environ: dict[str, str] | os._Environ[str], name: str) -> int | None:
+    raw = environ.get(name, "")
+    return int(raw) if raw.isdigit() else None
+
+
+def log_json(environ: dict[str, str] | os._Environ[str] | None = None) -> bool:
+    """`LLAMON_PLAYGROUND_LOG_FORMAT=json`: one JSON object per log line."""
+    env = os.environ if environ is None else environ
+    return env.get(ENV_LOG_FORMAT, "text").lower() == "json"
 
 
 def build_settings(project: str | os.PathLike[str],

@@ -49,7 +49,7 @@ async def create_session(store: Store, title: str, metadata: dict[str, Any]) -> 
 async def list_sessions(store: Store) -> list[dict[str, Any]]:
     rows = await store.fetch_all(
         "SELECT s.*, (SELECT COUNT(*) FROM runs r WHERE r.session_id = s.id) AS run_count "
-        "FROM sessions s ORDER BY s.created_at, s.rowid")
+        "FROM sessions s ORDER BY s.rowid")  # insertion order: immune to clock jumps
     return [{**session_to_dict(r), "run_count": r["run_count"]} for r in rows]
 
 
@@ -65,7 +65,7 @@ async def get_run(store: Store, run_id: str) -> dict[str, Any] | None:
 
 async def list_runs(store: Store, session_id: str) -> list[dict[str, Any]]:
     rows = await store.fetch_all(
-        "SELECT * FROM runs WHERE session_id = ? ORDER BY created_at, rowid", (session_id,))
+        "SELECT * FROM runs WHERE session_id = ? ORDER BY rowid", (session_id,))
     return [run_to_dict(r) for r in rows]
 
 

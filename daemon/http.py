@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import logging
 import os
+import sqlite3
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
 
 from . import history
-from .errors import ApiError, BadRequest, Conflict, NotFound
+from .errors import ApiError, BadRequest, Conflict, NotFound, StoreError
 from .http_util import error_response, json_response, read_json
 from .redact import redact_metadata
 from .run_state import TERMINAL_STATUSES
@@ -37,6 +38,11 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
             code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status, "http_error")
             return error_response(exc.status, code, exc.reason)
         raise
+    except (StoreError, sqlite3.Error, OSError) as exc:
+        # The disk or the database refused: say so, keep serving, change nothing.
+        log.warning("history unavailable on %s %s: %s", request.method, request.path, exc)
+        return error_response(503, "history_unavailable",
+                              f"the history database cannot be used right now: {exc}")
     except Exception:
         log.exception("unhandled error on %s %s", request.method, request.path)
         return error_response(500, "internal_error", "the daemon failed to answer; see its log")
@@ -126,9 +132,15 @@ async def create_run(request: web.Request) -> web.Response:
 
 async def get_run(request: web.Request) -> web.Response:
     run_id = request.match_info["run_id"]
-    run = await history.get_run(svc(request).store, run_id)
+    s = svc(request)
+    run = await history.get_run(s.store, run_id)
     if run is None:
         raise NotFound(f"no run {run_id}", code="run_not_found")
+    active = s.runs.active
+    if active is not None and active.run_id == run_id and run["status"] != active.status:
+        # History is behind (degraded writes): the daemon's own view is the truth.
+        run["status"] = active.status.value
+        run["history_behind"] = True
     return json_response(run)
 
 

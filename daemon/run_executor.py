@@ -301,6 +301,11 @@ class RunExecutor:
 
     # -- the end ----------------------------------------------------------------------------
 
+    def _degraded(self, run: ActiveRun, exc: Exception) -> None:
+        log.warning("run %s: a file output could not be stored: %s", run.run_id, exc)
+        self._event(run, "diagnostic", {"level": "warning", "code": "history_degraded",
+                                        "message": f"a file output could not be stored: {exc}"})
+
     async def _final_write(self, run: ActiveRun, changes: dict[str, Any],
                            shas: list[str]) -> None:
         """The terminal row must land: while history is degraded, retry with a bound (the
@@ -328,7 +333,8 @@ class RunExecutor:
         try:
             if output is None and failure is not None:
                 output = failure.detail.pop("output", None)
-            stored, shas = await store_parts(output.wire_parts() if output else [], self._blobs)
+            stored, shas = await store_parts(output.wire_parts() if output else [], self._blobs,
+                                             on_blob_error=lambda exc: self._degraded(run, exc))
             error = None
             if failure is not None:
                 error = {"kind": "error", "message": failure.message}

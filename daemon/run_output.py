@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Callable
 from typing import Any
 
 from .a2a_wire import A2AEvent, WirePart
@@ -59,9 +61,14 @@ def _join_text(parts: list[WirePart]) -> list[WirePart]:
     return joined
 
 
-async def store_parts(parts: list[WirePart], blobs: BlobStore) -> tuple[list[dict[str, Any]],
-                                                                          list[str]]:
-    """WireParts → stored tagged parts; raw file bytes go into the blob store."""
+async def store_parts(parts: list[WirePart], blobs: BlobStore,
+                      on_blob_error: Callable[[OSError], None] | None = None
+                      ) -> tuple[list[dict[str, Any]], list[str]]:
+    """WireParts → stored tagged parts; raw file bytes go into the blob store.
+
+    A blob that cannot be written (disk full, read-only) keeps its metadata and hash with
+    `availability: "unavailable"`; the run's own outcome does not change.
+    """
     stored: list[dict[str, Any]] = []
     shas: list[str] = []
     for part in parts:
@@ -71,11 +78,16 @@ async def store_parts(parts: list[WirePart], blobs: BlobStore) -> tuple[list[dic
             data = part.data if isinstance(part.data, dict) else {"value": part.data}
             stored.append({"kind": "data", "data": data})
         elif part.raw is not None:
-            sha = await blobs.put(part.raw)
-            shas.append(sha)
-            stored.append({"kind": "file", "sha256": sha, "size": len(part.raw),
-                           "name": part.name, "mime": part.mime or "application/octet-stream",
-                           "source": "output"})
+            doc = {"kind": "file", "sha256": hashlib.sha256(part.raw).hexdigest(),
+                   "size": len(part.raw), "name": part.name,
+                   "mime": part.mime or "application/octet-stream", "source": "output"}
+            try:
+                shas.append(await blobs.put(part.raw))
+            except OSError as exc:
+                doc["availability"] = "unavailable"
+                if on_blob_error is not None:
+                    on_blob_error(exc)
+            stored.append(doc)
         elif part.uri is not None:
             stored.append({"kind": "file", "uri": part.uri, "name": part.name, "mime": part.mime,
                            "availability": "external", "replay": "unavailable_for_replay"})

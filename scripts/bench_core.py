@@ -9,6 +9,7 @@ right next to it (the machines have 2 noisy cores, so absolute numbers drift bet
                         vs  direct minus direct (the measuring noise floor); and POST->first delta
   run_create_202        POST /sessions/{id}/runs latency through the front  vs  direct
   request_relay         GET / POST /sessions requests/s through the front  vs  direct
+                        (+ GET /health as a control: no SQLite on the daemon side)
 
 The processes (daemon, fronts, the example Host) are started through tests/support/procs.Stack
 and torn down in `finally`; only loopback TCP and Unix sockets are used.
@@ -223,10 +224,6 @@ def cpu_seconds(pids: list[int]) -> float:
         except psutil.Error:
             pass
     return total
-
-
-def host_pids(stack: Stack) -> list[int]:
-    return [p.pid for p in stack.daemon.descendants()] if stack.daemon else []
 
 
 # -- raw SSE client (timestamps each arrival; measures the server, not a client parser) ---------

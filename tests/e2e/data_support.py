@@ -6,14 +6,17 @@ import base64
 import hashlib
 import io
 import json
+import shutil
 import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from tests.support.api import Api
-from tests.support.procs import Stack
+from tests.support.procs import Stack, short_tmpdir, stack_for
 
 
 def b64(data: bytes) -> str:
@@ -118,3 +121,20 @@ async def post_big(api: Api, path: str, body: Any) -> tuple[int, Any]:
     async with api.http.post(f"/api/playground/v1/{path}", data=io.BytesIO(raw),
                              headers={"Content-Type": "application/json"}) as resp:
         return resp.status, orjson.loads(await resp.read())
+
+
+@asynccontextmanager
+async def serving(project: Path) -> AsyncIterator[tuple[Stack, Api]]:
+    """A daemon of our own for `project` (a second project folder, or a customised copy),
+    with a client on its socket; torn down like the fixtures' stacks."""
+    runtime = short_tmpdir("lp")
+    try:
+        with stack_for(project, runtime) as stack:
+            stack.start_daemon()
+            api = Api.for_socket(str(stack.settings.socket_path))
+            try:
+                yield stack, api
+            finally:
+                await api.close()
+    finally:
+        shutil.rmtree(runtime, ignore_errors=True)

@@ -8,9 +8,10 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.data_support import b64, blob_names, finished_run, inline_file, sha, text
+from tests.e2e.data_support import (b64, blob_names, finished_run, inline_file, serving, sha,
+                                    text)
 from tests.support.api import Api
-from tests.support.procs import Stack, copy_example, short_tmpdir, stack_for
+from tests.support.procs import Stack, copy_example
 
 FORMAT = "llamon.playground.bundle/1"
 
@@ -53,29 +54,23 @@ async def test_bundle_round_trip_across_two_project_folders(api: Api, daemon: St
     assert {e["run_id"] for e in bundle["events"]} == {r["id"] for r in bundle["runs"]}
 
     other = copy_example(tmp_path / "other")
-    runtime = short_tmpdir("lp")
-    with stack_for(other, runtime) as stack:
-        stack.start_daemon()
-        remote = Api.for_socket(str(stack.settings.socket_path))
-        try:
-            mapping = await remote.ok("POST", "bundles/import", {"bundle": bundle}, 201)
-            assert set(mapping["sessions"]) == {first, second}
-            assert set(mapping["runs"]) == {r["id"] for r in bundle["runs"]}
-            assert not set(mapping["runs"].values()) & set(mapping["runs"])  # fresh IDs
-            assert blob_names(stack.settings.files_dir) == set(bundle["blobs"])
-            for digest, blob in bundle["blobs"].items():
-                async with remote.http.get(f"/api/playground/v1/files/{digest}") as resp:
-                    assert resp.status == 200 and len(await resp.read()) == blob["size"]
-            imported_child = await remote.run(mapping["runs"][child["id"]])
-            assert imported_child["parent_run_id"] == mapping["runs"][asked["id"]]
-            assert (await remote.run(mapping["runs"][asked["id"]]))["resumed_by"] == \
-                imported_child["id"]
-            events = await remote.events(imported_child["id"])  # SSE replays and closes
-            assert events[-1].data["status"] == "completed"
+    async with serving(other) as (stack, remote):
+        mapping = await remote.ok("POST", "bundles/import", {"bundle": bundle}, 201)
+        assert set(mapping["sessions"]) == {first, second}
+        assert set(mapping["runs"]) == {r["id"] for r in bundle["runs"]}
+        assert not set(mapping["runs"].values()) & set(mapping["runs"])  # fresh IDs
+        assert blob_names(stack.settings.files_dir) == set(bundle["blobs"])
+        for digest, blob in bundle["blobs"].items():
+            async with remote.http.get(f"/api/playground/v1/files/{digest}") as resp:
+                assert resp.status == 200 and len(await resp.read()) == blob["size"]
+        imported_child = await remote.run(mapping["runs"][child["id"]])
+        assert imported_child["parent_run_id"] == mapping["runs"][asked["id"]]
+        assert (await remote.run(mapping["runs"][asked["id"]]))["resumed_by"] == \
+            imported_child["id"]
+        events = await remote.events(imported_child["id"])  # SSE replays and closes
+        assert events[-1].data["status"] == "completed"
 
-            again = await remote.ok("POST", "bundles/export", {})
-        finally:
-            await remote.close()
+        again = await remote.ok("POST", "bundles/export", {})
     ids = {**mapping["sessions"], **mapping["runs"]}
     assert normalized(again, {}) == normalized(bundle, ids)
 
@@ -97,8 +92,8 @@ async def test_export_of_a_run_brings_its_ancestors_and_session_only(api: Api) -
                        ({"session_ids": ["ses_nope"]}, "session_not_found")]:
         status, doc = await api.call("POST", "bundles/export", body)
         assert status == 404 and doc["detail"]["error"] == code
-    for body in [{"run_ids": "run_x"}, {"surprise": []}, [1]]:
-        status, doc = await api.call("POST", "bundles/export", body)
+    for junk in [{"run_ids": "run_x"}, {"surprise": []}, [1]]:
+        status, doc = await api.call("POST", "bundles/export", junk)
         assert status == 400 and doc["detail"]["error"] in ("invalid_request", "unknown_field")
 
 
@@ -133,19 +128,14 @@ async def test_a_newer_database_is_409_and_never_modified(tmp_path: Path) -> Non
     conn.close()
     before = db.read_bytes()
     empty = {"format": FORMAT, "sessions": [], "runs": [], "events": [], "blobs": {}}
-    with stack_for(project, short_tmpdir("lp")) as stack:
-        stack.start_daemon()
-        direct = Api.for_socket(str(stack.settings.socket_path))
-        try:
-            for method, path, body in [("POST", "bundles/import", {"bundle": empty}),
-                                       ("POST", "bundles/export", {}),
-                                       ("DELETE", "sessions", None),
-                                       ("GET", "compare?left=run_a&right=run_b", None),
-                                       ("GET", f"files/{'0' * 64}", None)]:
-                code, doc = await direct.call(method, path, body)
-                assert code == 409, (path, doc)
-                assert doc["detail"]["error"] == "unsupported_database_version"
-        finally:
-            await direct.close()
+    async with serving(project) as (_, direct):
+        for method, path, body in [("POST", "bundles/import", {"bundle": empty}),
+                                   ("POST", "bundles/export", {}),
+                                   ("DELETE", "sessions", None),
+                                   ("GET", "compare?left=run_a&right=run_b", None),
+                                   ("GET", f"files/{'0' * 64}", None)]:
+            code, doc = await direct.call(method, path, body)
+            assert code == 409, (path, doc)
+            assert doc["detail"]["error"] == "unsupported_database_version"
     assert db.read_bytes() == before
     assert not db.with_name(db.name + "-wal").exists()

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.data_support import (blob_names, finished_run, inline_file, make_spy_project,
-                                    post_big, sha, spy_records, text)
+                                    post_big, serving, sha, spy_records, text)
 from tests.support.api import Api
-from tests.support.procs import Stack, copy_example, short_tmpdir, stack_for
+from tests.support.procs import Stack, copy_example
 
 
 async def test_inline_file_round_trip_through_the_files_route(api: Api, daemon: Stack) -> None:
@@ -86,29 +86,23 @@ async def test_a_uri_file_is_never_fetched(tmp_path: Path,
                                            loopback_listener: tuple[str, list[bytes]]) -> None:
     uri, hits = loopback_listener
     project = make_spy_project(copy_example(tmp_path))
-    runtime = short_tmpdir("lp")
-    with stack_for(project, runtime) as stack:
-        stack.start_daemon()
-        api = Api.for_socket(str(stack.settings.socket_path))
-        try:
-            session = await api.session()
-            run = await finished_run(api, session, [
-                text("stream look at this"),
-                {"kind": "file", "uri": uri, "name": "report.pdf", "mime": "application/pdf"}])
-            assert run["status"] == "completed"
-            assert run["input"]["parts"][1] == {
-                "kind": "file", "uri": uri, "name": "report.pdf", "mime": "application/pdf",
-                "availability": "external", "replay": "unavailable_for_replay"}
-            # The Host got the URI itself, not the file.
-            sent = spy_records(project)[-1]["parts"][1]
-            assert sent["url"] == uri and "raw" not in sent
-            other = await finished_run(api, session, [text("stream other")])
-            await api.ok("GET", f"compare?left={run['id']}&right={other['id']}")
-            bundle = await api.ok("POST", "bundles/export", {"run_ids": [run["id"]]})
-            assert bundle["blobs"] == {}
-            mapping = await api.ok("POST", "bundles/import", {"bundle": bundle}, 201)
-            imported = await api.run(mapping["runs"][run["id"]])
-            assert imported["input"]["parts"][1]["uri"] == uri
-        finally:
-            await api.close()
+    async with serving(project) as (stack, api):
+        session = await api.session()
+        run = await finished_run(api, session, [
+            text("stream look at this"),
+            {"kind": "file", "uri": uri, "name": "report.pdf", "mime": "application/pdf"}])
+        assert run["status"] == "completed"
+        assert run["input"]["parts"][1] == {
+            "kind": "file", "uri": uri, "name": "report.pdf", "mime": "application/pdf",
+            "availability": "external", "replay": "unavailable_for_replay"}
+        # The Host got the URI itself, not the file.
+        sent = spy_records(project)[-1]["parts"][1]
+        assert sent["url"] == uri and "raw" not in sent
+        other = await finished_run(api, session, [text("stream other")])
+        await api.ok("GET", f"compare?left={run['id']}&right={other['id']}")
+        bundle = await api.ok("POST", "bundles/export", {"run_ids": [run["id"]]})
+        assert bundle["blobs"] == {}
+        mapping = await api.ok("POST", "bundles/import", {"bundle": bundle}, 201)
+        imported = await api.run(mapping["runs"][run["id"]])
+        assert imported["input"]["parts"][1]["uri"] == uri
     assert hits == []

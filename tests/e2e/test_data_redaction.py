@@ -8,9 +8,9 @@ from pathlib import Path
 
 import orjson
 
-from tests.e2e.data_support import finished_run, make_spy_project, spy_records, text
+from tests.e2e.data_support import finished_run, make_spy_project, serving, spy_records, text
 from tests.support.api import Api
-from tests.support.procs import Stack, copy_example, short_tmpdir, stack_for
+from tests.support.procs import Stack, copy_example
 
 SESSION_METADATA = {"owner": "me", "credentials": {"user": "u", "pw": "CANARY-S1"},
                     "Session-Cookie": "CANARY-S2"}
@@ -35,26 +35,21 @@ def raw_history(stack: Stack) -> bytes:
 async def test_metadata_secrets_are_redacted_in_storage_and_exports(tmp_path: Path) -> None:
     project = make_spy_project(copy_example(tmp_path))
     (project / ".env").write_text("LLAMON_TEST_SECRET=CANARY-ENV\n")
-    with stack_for(project, short_tmpdir("lp")) as stack:
-        stack.start_daemon()
-        api = Api.for_socket(str(stack.settings.socket_path))
-        try:
-            session = (await api.ok("POST", "sessions", {"title": "t",
-                                                         "metadata": SESSION_METADATA}, 201))
-            run = await finished_run(api, session["id"], [text("stream hello")],
-                                     metadata=RUN_METADATA)
-            assert run["status"] == "completed"
-            stored = run["input"]["metadata"]
-            assert stored["userId"] == "user-1" and stored["auth"] == "[REDACTED]"
-            assert stored["headers"] == {"X-Api-Key": "[REDACTED]", "Accept": "text/plain"}
-            assert stored["callback"] == "https://hooks.example/cb?page=2&token=[REDACTED]"
-            assert stored["notes"] == [{"text": "use [REDACTED] please"}]
-            assert stored["levels"] == {"a": {"b": {"c": {"PrivateKey": "[REDACTED]"}}}}
-            assert session["metadata"] == {"owner": "me", "credentials": "[REDACTED]",
-                                           "Session-Cookie": "[REDACTED]"}
-            bundle = await api.ok("POST", "bundles/export", {})
-        finally:
-            await api.close()
+    async with serving(project) as (stack, api):
+        session = (await api.ok("POST", "sessions", {"title": "t",
+                                                     "metadata": SESSION_METADATA}, 201))
+        run = await finished_run(api, session["id"], [text("stream hello")],
+                                 metadata=RUN_METADATA)
+        assert run["status"] == "completed"
+        stored = run["input"]["metadata"]
+        assert stored["userId"] == "user-1" and stored["auth"] == "[REDACTED]"
+        assert stored["headers"] == {"X-Api-Key": "[REDACTED]", "Accept": "text/plain"}
+        assert stored["callback"] == "https://hooks.example/cb?page=2&token=[REDACTED]"
+        assert stored["notes"] == [{"text": "use [REDACTED] please"}]
+        assert stored["levels"] == {"a": {"b": {"c": {"PrivateKey": "[REDACTED]"}}}}
+        assert session["metadata"] == {"owner": "me", "credentials": "[REDACTED]",
+                                       "Session-Cookie": "[REDACTED]"}
+        bundle = await api.ok("POST", "bundles/export", {})
         history = raw_history(stack)
     # The Host got the metadata exactly as sent.
     received = spy_records(project)[-1]["metadata"]

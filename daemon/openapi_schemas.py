@@ -1,0 +1,120 @@
+"""JSON Schemas (OpenAPI 3.1 dialect) of the Playground API's bodies and answers.
+
+What every answer is sure to hold is `required`; everything else is described but optional,
+and objects stay open (clients ignore unknown keys; the API only ever adds keys).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Schema = dict[str, Any]
+
+STR: Schema = {"type": "string"}
+INT: Schema = {"type": "integer"}
+NUM: Schema = {"type": "number"}
+BOOL: Schema = {"type": "boolean"}
+OBJ: Schema = {"type": "object"}
+ANY: Schema = {}
+
+
+def ref(name: str) -> Schema:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def nullable(schema: Schema) -> Schema:
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
+def arr(items: Schema, **extra: Any) -> Schema:
+    return {"type": "array", "items": items, **extra}
+
+
+def obj(required: tuple[str, ...] = (), closed: bool = False, **props: Schema) -> Schema:
+    schema: Schema = {"type": "object", "properties": props}
+    if required:
+        schema["required"] = list(required)
+    if closed:
+        schema["additionalProperties"] = False
+    return schema
+
+
+RUN_STATUSES = ["queued", "preparing", "running", "input_required", "completed", "failed",
+                "cancelled", "interrupted"]
+
+SCHEMAS: dict[str, Schema] = {
+    "Error": obj(("detail",), detail=obj(("error", "message"), error=STR, message=STR)),
+    # -- parts and requests
+    "InputPart": {"type": "object", "required": ["kind"], "oneOf": [
+        obj(("kind", "text"), kind={"const": "text"}, text=STR),
+        obj(("kind", "data"), kind={"const": "data"}, data=OBJ),
+        obj(("kind", "bytes_base64"), kind={"const": "file"}, bytes_base64=STR, name=STR,
+            mime=STR),
+        obj(("kind", "uri"), kind={"const": "file"}, uri={"type": "string", "minLength": 1},
+            name=STR, mime=STR),
+    ]},
+    "Part": obj(("kind",), kind=STR, text=STR, data=ANY, sha256=nullable(STR),
+                size=nullable(INT), name=nullable(STR), mime=nullable(STR),
+                source=nullable(STR), uri=STR, availability=STR, replay=STR, status=STR,
+                reason=nullable(STR), message=STR, code=nullable(STR)),
+    "RunRequest": obj(("parts",), closed=True,
+                      parts=arr(ref("InputPart"), minItems=1, maxItems=256),
+                      metadata=nullable(OBJ),
+                      changed_files=nullable(arr(STR, maxItems=1000)),
+                      revision=nullable({"type": "string", "maxLength": 256})),
+    "RerunRequest": obj(closed=True, metadata=nullable(OBJ),
+                        revision=nullable({"type": "string", "maxLength": 256})),
+    "SessionCreate": obj(closed=True, title={"type": "string", "maxLength": 500},
+                         metadata=nullable(OBJ)),
+    "ExportRequest": obj(closed=True, session_ids=nullable(arr(STR)),
+                         run_ids=nullable(arr(STR))),
+    # -- answers
+    "Session": obj(("id", "title", "context_id", "created_at", "metadata"), id=STR, title=STR,
+                   context_id=STR, created_at=STR, metadata=OBJ, run_count=INT),
+    "SessionList": obj(("sessions",), sessions=arr(ref("Session"))),
+    "Run": obj(("id", "session_id", "status", "created_at", "context_id", "input", "output",
+                "scores"),
+               id=STR, session_id=STR, status={"enum": RUN_STATUSES}, reason=nullable(STR),
+               created_at=STR, started_at=nullable(STR), ended_at=nullable(STR),
+               duration_ms=nullable(NUM), context_id=STR, task_id=nullable(STR),
+               parent_run_id=nullable(STR), rerun_of=nullable(STR), resumed_by=nullable(STR),
+               input=obj(("parts",), parts=arr(ref("Part"))), output=arr(ref("Part")),
+               error=nullable(OBJ), scores=arr(OBJ), generation=nullable(INT),
+               recommended_run_command=nullable(STR), label=nullable(STR),
+               score_summary=obj(evaluators=INT, failed=INT)),
+    "RunList": obj(("runs",), runs=arr(ref("Run"))),
+    "RunAccepted": obj(("run_id", "status"), run_id=STR, status={"enum": RUN_STATUSES}),
+    "SessionDeleted": obj(("deleted", "blobs_removed"), deleted=STR, blobs_removed=INT),
+    "HistoryDeleted": obj(("deleted", "blobs_removed"),
+                          deleted=obj(sessions=INT, runs=INT, events=INT), blobs_removed=INT),
+    "HostStatus": obj(("state",), state=STR, generation=nullable(INT), pid=nullable(INT),
+                      url=nullable(STR), started_at=nullable(NUM), ready_at=nullable(NUM),
+                      restarts=INT, crashes=INT, last_exit_code=nullable(INT),
+                      last_stop_step=nullable(STR), backoff_until=nullable(NUM),
+                      warnings=arr(ANY), watch=obj(batches=INT, restarts=INT)),
+    "HostError": obj(("detail",), detail=obj(("error", "message"), error=STR, message=STR,
+                                             log_tail=ANY)),
+    "HostLogs": obj(("lines", "overflow", "next"), overflow=BOOL, next=INT,
+                    lines=arr(obj(("offset", "text"), offset=INT, time=NUM,
+                                  generation=nullable(INT), stream=STR, text=STR))),
+    "Health": obj(("status", "version", "pid", "project", "database", "host"),
+                  status={"const": "ok"}, version=STR, pid=INT, project=STR, database=STR,
+                  host=ref("HostStatus"), active_run_id=nullable(STR),
+                  history_degraded=ANY),
+    "Compare": obj(("left", "right", "automatic_verdict"), left=OBJ, right=OBJ,
+                   duration_delta_ms=nullable(NUM), text=OBJ, data=OBJ, files=arr(OBJ),
+                   scores=ANY, input=OBJ, automatic_verdict={"type": "null"}),
+    "Bundle": obj(("format",), format={"const": "llamon.playground.bundle/1"},
+                  exported_at=STR, privacy_warning=STR, sessions=arr(OBJ), runs=arr(OBJ),
+                  events=arr(OBJ), blobs=ANY),
+    "BundleImported": obj(("sessions", "runs"), sessions=OBJ, runs=OBJ),
+    "ComposerSchema": obj(("mode", "tabs"), kind=nullable(STR), mode={"enum": ["data", "text"]},
+                          host_ready=BOOL, tabs=arr(OBJ), text=nullable(OBJ),
+                          diagnostics=arr(OBJ)),
+    "SourceTarget": obj(("node_id", "file", "line", "column"), node_id=STR, file=STR,
+                        function=nullable(STR), qualname=nullable(STR), line=INT, column=INT,
+                        end_line=INT, end_column=INT),
+    "Snippets": obj(("run_id",), run_id=STR, host_ready=BOOL),
+    "Landing": obj(("service", "api", "openapi"), service=STR, api=STR, openapi=STR),
+    "OpenApiDocument": obj(("openapi", "paths"), openapi=STR, paths=OBJ),
+}

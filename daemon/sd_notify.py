@@ -1,0 +1,67 @@
+"""systemd's notify protocol, in the few lines it needs (no dependency).
+
+The unit is `Type=notify` with `NotifyAccess=main`: the daemon itself sends READY=1 once its
+socket listens and boot recovery is done, STOPPING=1 when it starts shutting down, and
+WATCHDOG=1 from its event loop at half of WatchdogSec, so a wedged loop gets restarted.
+Outside systemd (no NOTIFY_SOCKET) every call is a no-op.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+
+from .config import Settings
+
+log = logging.getLogger(__name__)
+
+
+class Notifier:
+    def __init__(self, address: str | None, watchdog_usec: int = 0,
+                 watchdog_pid: int | None = None) -> None:
+        # "@name" is an abstract socket; systemd passes it that way.
+        self._address = "\0" + address[1:] if address and address.startswith("@") else address
+        self._watchdog_usec = watchdog_usec
+        self._watchdog_pid = watchdog_pid
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Notifier:
+        return cls(settings.notify_socket, settings.watchdog_usec, settings.watchdog_pid)
+
+    def send(self, *assignments: str) -> bool:
+        """Send `KEY=VALUE` lines in one datagram; False when there is nowhere to send."""
+        if not self._address:
+            return False
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC) as sock:
+                sock.sendto("\n".join(assignments).encode(), self._address)
+        except OSError as exc:  # systemd went away or the path is wrong: say so, go on
+            log.warning("sd_notify to %r failed: %s", self._address, exc)
+            return False
+        return True
+
+    def ready(self, status: str) -> bool:
+        return self.send("READY=1", f"STATUS={status}", f"MAINPID={os.getpid()}")
+
+    def stopping(self) -> bool:
+        return self.send("STOPPING=1", "STATUS=stopping")
+
+    @property
+    def watchdog_interval(self) -> float | None:
+        """Seconds between WATCHDOG=1 pings (half the timeout), None when not watched."""
+        if not self._address or self._watchdog_usec <= 0:
+            return None
+        if self._watchdog_pid is not None and self._watchdog_pid != os.getpid():
+            return None  # the watchdog is meant for another process of the unit
+        return self._watchdog_usec / 2 / 1_000_000
+
+    async def watchdog_loop(self) -> None:
+        """Ping from the event loop itself: if the loop stalls, the pings stop."""
+        interval = self.watchdog_interval
+        if interval is None:
+            return
+        while True:
+            self.send("WATCHDOG=1")
+            await asyncio.sleep(interval)

@@ -1,0 +1,142 @@
+"""Drill: the disk under history stops taking writes mid-run, then takes them again.
+
+Real faults: the project's .llamon/ (and, separately, the file store) live on their own
+small tmpfs mounts that the test fills up (ENOSPC / SQLITE_FULL). Root ignores file modes,
+so chmod would not do, and a read-only remount is refused while the daemon holds files
+open for writing; a full disk is what a laptop really runs into. Mounting needs
+CAP_SYS_ADMIN: the drill is skipped, saying so, where that is refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.drills.checks import check_database
+from tests.support.api import Api
+from tests.support.procs import Stack, stack_for
+
+pytestmark = pytest.mark.drill
+
+
+def _mount(cmd: list[str]) -> None:
+    subprocess.run(cmd, check=True, capture_output=True, timeout=20)
+
+
+@pytest.fixture
+def mounts(project: Path) -> Iterator[dict[str, Path]]:
+    state = project / ".llamon"
+    files = state / "playground" / "files"
+    state.mkdir()
+    try:
+        _mount(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(state)])
+    except (subprocess.CalledProcessError, FileNotFoundError) as exc:
+        pytest.skip(f"cannot mount a tmpfs here ({exc}); the disk drill needs CAP_SYS_ADMIN")
+    files.mkdir(parents=True)
+    _mount(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(files)])
+    try:
+        yield {"state": state, "files": files}
+    finally:
+        for target in (files, state):
+            subprocess.run(["umount", "-l", str(target)], capture_output=True, timeout=20)
+
+
+def fill(mount: Path) -> None:
+    """Write a filler file until the mount is full."""
+    chunk = b"\0" * (1 << 20)
+    with open(mount / "filler", "wb") as fh:
+        try:
+            while True:
+                fh.write(chunk)
+                fh.flush()
+        except OSError:
+            pass
+
+
+def drain(mount: Path) -> None:
+    (mount / "filler").unlink(missing_ok=True)
+
+
+async def wait_health(api: Api, degraded: bool, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while (await api.ok("GET", "/health"))["history_degraded"] != degraded:
+        assert time.monotonic() < deadline, f"history_degraded never became {degraded}"
+        await asyncio.sleep(0.05)
+
+
+@pytest.fixture
+def disk_stack(project: Path, runtime_base: Path, mounts) -> Iterator[Stack]:  # type: ignore[no-untyped-def]
+    env = {"ECHO_CHUNK_DELAY_MS": "20", "LLAMON_PLAYGROUND_DB_BUSY_TIMEOUT_MS": "100"}
+    with stack_for(project, runtime_base, extra_env=env) as s:
+        s.start_daemon()
+        yield s
+
+
+async def test_database_disk_full_mid_run(disk_stack: Stack, mounts) -> None:  # type: ignore[no-untyped-def]
+    api = Api.for_socket(str(disk_stack.settings.socket_path))
+    words = " ".join(f"w{i}" for i in range(60))
+    try:
+        session = await api.session()
+        run_id = await api.start_run(session, "stream " + words)
+        received: list[int] = []
+        stream = api.stream(run_id)
+        async for ev in stream:
+            received.append(ev.id)
+            if ev.event == "output.delta":
+                break
+        fill(mounts["state"])
+        try:
+            await wait_health(api, True)
+            code, doc = await api.call("POST", "sessions", {})
+            assert code == 503 and doc["detail"]["error"] == "history_unavailable"
+            assert (await api.ok("GET", "sessions"))["sessions"], "reads keep working"
+            live = await api.run(run_id)
+            assert live["status"] in ("running", "completed")
+        finally:
+            drain(mounts["state"])
+        async for ev in stream:
+            received.append(ev.id)
+        await wait_health(api, False)
+        run = await api.wait_status(run_id)
+        assert run["status"] == "completed"
+        assert run["output"] == [{"kind": "text", "text": words}]
+        events = await api.events(run_id)
+        assert "history_degraded" in [e.data.get("code") for e in events if e.event == "diagnostic"]
+        assert [e.id for e in events] == received
+        nxt = await api.wait_status(await api.start_run(session, "stream after"))
+        assert nxt["status"] == "completed"
+    finally:
+        await api.close()
+    figures = check_database(disk_stack.settings.db_path, {run_id: received})
+    print(f"database disk full mid-run: run completed, history_degraded reported, "
+          f"{len(received)} events delivered once, integrity ok ({figures})")
+
+
+async def test_file_store_unwritable_mid_run(disk_stack: Stack, mounts) -> None:  # type: ignore[no-untyped-def]
+    api = Api.for_socket(str(disk_stack.settings.socket_path))
+    try:
+        session = await api.session()
+        await api.wait_status(await api.start_run(session, "stream warm"))
+        fill(mounts["files"])
+        try:
+            run = await api.wait_status(await api.start_run(session, "data"))
+        finally:
+            drain(mounts["files"])
+        assert run["status"] == "completed"
+        local = [p for p in run["output"] if p["kind"] == "file" and "sha256" in p][0]
+        assert local["availability"] == "unavailable" and local["size"] == 22
+        events = await api.events(run["id"])
+        assert "history_degraded" in [e.data.get("code") for e in events if e.event == "diagnostic"]
+        again = await api.wait_status(await api.start_run(session, "data"))
+        stored = [p for p in again["output"] if p["kind"] == "file" and "sha256" in p][0]
+        assert "availability" not in stored
+        assert (disk_stack.settings.files_dir / stored["sha256"]).exists()
+        print("file store full mid-run: run completed, the file part kept its hash with "
+              "availability unavailable, history_degraded reported; the next run stored it")
+    finally:
+        await api.close()

@@ -1,0 +1,61 @@
+"""Drill: an editor storm during a run: at most one restart per quiet period."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.support.api import Api
+from tests.support.procs import stack_for
+
+pytestmark = pytest.mark.drill
+
+
+async def test_two_hundred_saves_in_two_seconds(project: Path, runtime_base: Path, scale,
+                                                rng: random.Random) -> None:  # type: ignore[no-untyped-def]
+    saves = scale.n(200, 1000)
+    env = {"LLAMON_PLAYGROUND_WATCH_QUIET": "0.5"}
+    with stack_for(project, runtime_base, extra_env=env) as stack:
+        stack.start_daemon()
+        api = Api.for_socket(str(stack.settings.socket_path))
+        try:
+            session = await api.session()
+            first = await api.wait_status(await api.start_run(session, "stream warm"))
+            run_id = await api.start_run(session, "slow")
+            async for ev in api.stream(run_id):
+                if ev.event == "output.delta":
+                    break
+            watched = [stack.project / "app" / "agent.py", stack.project / "app" / "extra.py"]
+            unwatched = [stack.project / "notes.txt", stack.project / ".venv" / "x.py",
+                         stack.project / "app" / "__pycache__" / "y.pyc"]
+            for path in unwatched:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            started = time.monotonic()
+            for i in range(saves):
+                target = rng.choice(watched + unwatched)
+                with open(target, "a") as fh:
+                    fh.write(f"# save {i}\n")
+                # Spread the saves over ~2 s, always shorter than the quiet period apart.
+                await asyncio.sleep(max(0.0, started + 2.0 * (i + 1) / saves - time.monotonic()))
+            run = await api.wait_status(run_id, timeout=30)
+            assert run["status"] == "failed" and run["reason"] == "runtime_restarted"
+            sentinel = stack.project / "app" / "__init__.py"
+            before = (await api.ok("GET", "host"))["watch"]["batches"]
+            sentinel.write_bytes(sentinel.read_bytes())
+            deadline = time.monotonic() + 20
+            while (status := await api.ok("GET", "host"))["watch"]["batches"] <= before:
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.05)
+            assert status["watch"]["restarts"] == 1, status
+            assert status["generation"] == first["generation"] + 1
+            clean = await api.wait_status(await api.start_run(session, "stream clean"))
+            assert clean["status"] == "completed"
+            print(f"{saves} saves in {time.monotonic() - started:.1f} s across watched and "
+                  f"unwatched files: 1 restart, the run ended runtime_restarted once, the next "
+                  "run completed")
+        finally:
+            await api.close()
