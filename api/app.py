@@ -4,22 +4,46 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import signal
+import sys
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 
 import aiohttp
 from aiohttp import web
 
 from daemon.config import Settings
+from daemon.request_context import echo_request_id
+from daemon.stop_signal import wait_for_stop_signal
 
+from .auth import TokenAuth
+from .door import DOOR, Door, door_middleware
 from .guard import check_bind_address
 from .relay import UPSTREAM, relay
+from .token_store import TokenLease, acquire_token
 
 log = logging.getLogger(__name__)
+API = "/api/playground/v1"
+NO_AUTH_WARNING = ("WARNING: --no-auth: the front asks for no token; any local process or web "
+                   "page that reaches {url} can use the Playground and run the project's code")
 
 
-def make_front_app(settings: Settings) -> web.Application:
-    app = web.Application(client_max_size=settings.max_request_bytes)
+@dataclass(frozen=True)
+class FrontOptions:
+    host: str = "127.0.0.1"
+    port: int = 8765
+    auth: bool = True
+    show_token_url: bool = False  # `up` prints the URL with the token; a service never does
+
+
+async def landing(request: web.Request) -> web.Response:
+    return web.json_response({"service": "llamon Playground", "api": API,
+                              "openapi": API + "/openapi.json", "health": "/health"})
+
+
+def make_front_app(settings: Settings, door: Door) -> web.Application:
+    app = web.Application(middlewares=[door_middleware], client_max_size=settings.max_request_bytes)
+    app[DOOR] = door
+    app.on_response_prepare.append(echo_request_id)
 
     async def upstream_ctx(app: web.Application) -> AsyncIterator[None]:
         # A fresh connection per failure: when the daemon restarts, the pool reconnects.
@@ -32,35 +56,54 @@ def make_front_app(settings: Settings) -> web.Application:
         await session.close()
 
     app.cleanup_ctx.append(upstream_ctx)
-    app.router.add_route("*", "/api/playground/v1/{tail:.*}", relay)
+    app.router.add_get("/", landing)
+    app.router.add_route("*", API + "/{tail:.*}", relay)
     app.router.add_route("GET", "/health", relay)
     return app
 
 
-async def run_front(settings: Settings, host: str, port: int,
+async def run_front(settings: Settings, options: FrontOptions,
                     ready: asyncio.Event | None = None) -> None:
-    check_bind_address(host)
-    app = make_front_app(settings)
-    runner = web.AppRunner(app, handle_signals=False, access_log=None, handler_cancellation=True,
-                           shutdown_timeout=1.0)
+    check_bind_address(options.host)
+    lease: TokenLease | None = acquire_token(settings) if options.auth else None
+    try:
+        door = Door(settings, TokenAuth(lease.token) if lease else None)
+        await _serve(settings, options, door, ready)
+    finally:
+        if lease is not None:
+            lease.release()
+
+
+async def _serve(settings: Settings, options: FrontOptions, door: Door,
+                 ready: asyncio.Event | None) -> None:
+    runner = web.AppRunner(make_front_app(settings, door), handle_signals=False,
+                           access_log=None, handler_cancellation=True, shutdown_timeout=1.0)
     await runner.setup()
     try:
-        site = web.TCPSite(runner, host, port, reuse_address=True)
+        site = web.TCPSite(runner, options.host, options.port, reuse_address=True)
         await site.start()
-        bound = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        url_host = f"[{host}]" if ":" in host else host
-        print(f"llamon Playground front: http://{url_host}:{bound}/  "
-              f"(project {settings.project_dir})", flush=True)
-        if ready is not None:
-            ready.set()
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
-        try:
-            await stop.wait()
-        finally:
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                loop.remove_signal_handler(sig)
+        door.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+
+        def announce() -> None:  # once SIGTERM/SIGINT already stop us cleanly
+            url_host = f"[{options.host}]" if ":" in options.host else options.host
+            url = f"http://{url_host}:{door.port}/"
+            # Tools parse this line: keep its shape (the URL never carries the token).
+            print(f"llamon Playground front: {url}  (project {settings.project_dir})",
+                  flush=True)
+            _announce_auth(settings, door, url, options)
+            if ready is not None:
+                ready.set()
+        await wait_for_stop_signal(announce)
     finally:
         await runner.cleanup()
+
+
+def _announce_auth(settings: Settings, door: Door, url: str, options: FrontOptions) -> None:
+    if door.auth is None:
+        print(NO_AUTH_WARNING.format(url=url), file=sys.stderr, flush=True)
+        log.warning("token auth is off (--no-auth)")
+    elif options.show_token_url:
+        print(f"open in a browser: {url}?token={door.auth.token}", flush=True)
+    else:
+        print(f"token: `llamon-playground token {settings.project_dir}` "
+              f"(kept in {settings.front_token_path})", flush=True)

@@ -1,14 +1,36 @@
-"""What the front allows in: loopback binds only."""
+"""What the front lets in before anything else looks at a request (issue 6, the door).
+
+- It listens on loopback only.
+- `Host` must name loopback with the front's own port: a DNS-rebinding page, whose Host is
+  its own name, gets 403 even though the browser reached 127.0.0.1.
+- State-changing requests (POST, PUT, PATCH, DELETE) coming from another site (a foreign
+  `Origin`, or `Sec-Fetch-Site: cross-site`) get 403, and must be `application/json` (else
+  415): an HTML form can send only text/plain, urlencoded or multipart without a CORS
+  preflight, and the front answers no preflight (no Access-Control-Allow-* at all).
+"""
 
 from __future__ import annotations
 
 import ipaddress
 
+from aiohttp import web
+
 LOOPBACK_NAMES = {"localhost"}
+HOST_NAMES = ("127.0.0.1", "localhost", "[::1]")
+STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+MAX_HOST_LENGTH = 64
 
 
 class NonLoopbackBind(Exception):
     """The front was asked to listen somewhere other than loopback."""
+
+
+class Refused(Exception):
+    """A request the door turns away: status, stable error code, message."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
 
 
 def check_bind_address(host: str) -> None:
@@ -20,3 +42,38 @@ def check_bind_address(host: str) -> None:
         raise NonLoopbackBind(f"{host!r} is not a loopback address") from exc
     if not address.is_loopback:
         raise NonLoopbackBind(f"{host} is not a loopback address; the front serves loopback only")
+
+
+def allowed_hosts(port: int) -> frozenset[str]:
+    names = {f"{name}:{port}" for name in HOST_NAMES}
+    if port == 80:  # browsers leave the default port out
+        names.update(HOST_NAMES)
+    return frozenset(names)
+
+
+def check_host(value: str | None, port: int) -> None:
+    """Exact match against the loopback names with our port; anything else is refused."""
+    if value is None or len(value) > MAX_HOST_LENGTH or value.lower() not in allowed_hosts(port):
+        shown = "none" if value is None else repr(value[:MAX_HOST_LENGTH])
+        raise Refused(403, "host_not_allowed",
+                      f"Host {shown} is not this front; use http://127.0.0.1:{port}/")
+
+
+def check_site(request: web.Request, port: int) -> None:
+    if request.method not in STATE_CHANGING:
+        return
+    if request.headers.get("Sec-Fetch-Site", "").lower() == "cross-site":
+        raise Refused(403, "cross_site_request", "cross-site requests may not change state")
+    origin = request.headers.get("Origin")
+    if origin is not None and origin.lower() not in {f"http://{h}" for h in allowed_hosts(port)}:
+        raise Refused(403, "origin_not_allowed",
+                      f"Origin {origin[:MAX_HOST_LENGTH]!r} may not change state here")
+
+
+def check_content_type(request: web.Request) -> None:
+    if request.method not in STATE_CHANGING:
+        return
+    media = request.headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
+    if media != "application/json":
+        raise Refused(415, "unsupported_media_type",
+                      f"{request.method} requests must be Content-Type: application/json")

@@ -3,6 +3,9 @@
 Nothing is buffered whole: the request body streams up, the answer streams down chunk by
 chunk (SSE included). A client that disconnects cancels this handler (handler_cancellation),
 which closes the upstream connection; the daemon never cancels a run for that.
+
+Only named headers cross: the client's Authorization and Cookie (the front's token) never
+reach the daemon, and nothing like Access-Control-Allow-Origin comes back.
 """
 
 from __future__ import annotations
@@ -13,12 +16,18 @@ import aiohttp
 import orjson
 from aiohttp import web
 
+from daemon.request_context import HEADER as REQUEST_ID_HEADER
+from daemon.request_context import REQUEST_ID
+
+from .door import DOOR
+from .limits import BodyTooLarge, body_limit, limited
+
 log = logging.getLogger(__name__)
 
 UPSTREAM = web.AppKey("upstream", aiohttp.ClientSession)
 REQUEST_HEADERS = ("Content-Type", "Accept", "Last-Event-ID", "Content-Length")
 RESPONSE_HEADERS = ("Content-Type", "Cache-Control", "Content-Disposition", "X-Accel-Buffering",
-                    "Location")
+                    "Location", "X-Content-Type-Options", "Content-Security-Policy")
 
 
 def daemon_unavailable(message: str) -> web.Response:
@@ -29,12 +38,23 @@ def daemon_unavailable(message: str) -> web.Response:
 async def relay(request: web.Request) -> web.StreamResponse:
     upstream = request.app[UPSTREAM]
     headers = {h: request.headers[h] for h in REQUEST_HEADERS if h in request.headers}
-    data = request.content if request.body_exists else None
+    headers[REQUEST_ID_HEADER] = request[REQUEST_ID]
+    data = None
+    if request.body_exists:
+        # A declared length was checked by the door; a chunked body is counted on the way.
+        data = request.content if request.content_length is not None else limited(
+            request.content, body_limit(request.app[DOOR].settings, request.method,
+                                        request.path))
     try:
         up = await upstream.request(request.method, request.rel_url, headers=headers, data=data,
                                     allow_redirects=False)
-    except (aiohttp.ClientConnectorError, aiohttp.ServerDisconnectedError, FileNotFoundError,
-            ConnectionRefusedError) as exc:
+    except aiohttp.ClientConnectionError as exc:
+        if isinstance(exc.__cause__, BodyTooLarge):  # aiohttp wraps what the body raised
+            raise exc.__cause__ from None
+        if isinstance(exc, (aiohttp.ClientConnectorError, aiohttp.ServerDisconnectedError)):
+            return daemon_unavailable(f"the Playground daemon is not reachable: {exc}")
+        raise
+    except (FileNotFoundError, ConnectionRefusedError) as exc:
         return daemon_unavailable(f"the Playground daemon is not reachable: {exc}")
     try:
         response = web.StreamResponse(status=up.status, reason=up.reason)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import signal
 from contextlib import suppress
 
 import aiohttp
@@ -23,6 +22,9 @@ from .config import Settings
 from .errors import ProjectError, UnsupportedDatabaseVersion
 from .event_log import EventHub
 from .history import interrupt_leftover_runs
+from .logging_setup import set_context_fallback
+from .openapi import add_openapi_routes
+from .peercred import peer_cred_middleware
 from .project_events import ProjectEvents
 from .reload import ReloadCoordinator
 from .http import add_routes, errors_middleware
@@ -34,8 +36,11 @@ from .project_config import backend_warnings, load_project_config
 from .run_executor import RunExecutor
 from .run_state import Reason
 from .runs import RunManager
+from .request_context import add_request_context
 from .runtime_dir import acquire_lock, remove_discovery, write_discovery
+from .sd_notify import Notifier
 from .services import SERVICES, Services
+from .stop_signal import wait_for_stop_signal
 from .store import EventRecord, Store
 
 log = logging.getLogger(__name__)
@@ -122,25 +127,39 @@ async def shutdown(services: Services) -> None:
 
 
 def make_app(services: Services) -> web.Application:
-    app = web.Application(middlewares=[errors_middleware],
+    # A foreign uid is refused before anything else runs (issue 6, socket trust).
+    app = web.Application(middlewares=[peer_cred_middleware],
                           client_max_size=services.settings.max_request_bytes)
+    add_request_context(app)
+    app.middlewares.append(errors_middleware)
     app[SERVICES] = services
     add_routes(app)
     add_data_routes(app)
     add_host_routes(app)
     add_capture_routes(app)
     add_introspect_routes(app)
+    add_openapi_routes(app)
     return app
+
+
+def _log_context(services: Services) -> dict[str, object]:
+    """What a log line outside a request is about: the active run and Host generation."""
+    active, gen = services.runs.active, services.host.generation
+    return {"run_id": active.run_id if active else None,
+            "generation": gen.number if gen else None}
 
 
 async def serve(settings: Settings, environ: dict[str, str]) -> None:
     """Run the daemon until SIGTERM/SIGINT; then stop cleanly."""
     lock = acquire_lock(settings)
+    notifier = Notifier.from_settings(settings)
     try:
         # A Host left by a daemon that died goes before anything starts (identity-checked).
         reap_orphan(settings.host_record_path, ENV_MARKER)
         services = await build_services(settings, environ)
+        set_context_fallback(lambda: _log_context(services))
         watcher: asyncio.Task[None] | None = None
+        watchdog: asyncio.Task[None] | None = None
         try:
             await recover(services)
             app = make_app(services)
@@ -162,13 +181,20 @@ async def serve(settings: Settings, environ: dict[str, str]) -> None:
                     services.host.config.rules, services.reload.on_changes,
                     quiet=settings.watch_quiet).run(), name="watcher")
             log.info("daemon for %s listening on %s", settings.project_dir, settings.socket_path)
+            if notifier.watchdog_interval is not None:
+                watchdog = asyncio.create_task(notifier.watchdog_loop(), name="watchdog")
             try:
-                await _wait_for_stop_signal()
+                # READY=1: the socket listens, boot recovery is done, and a stop signal
+                # already gets a clean shutdown (systemd may stop us the next instant).
+                await wait_for_stop_signal(
+                    armed=lambda: notifier.ready(f"serving {settings.project_dir}"))
             finally:
                 log.info("daemon stopping")
-                if watcher is not None:
-                    watcher.cancel()
-                    await asyncio.gather(watcher, return_exceptions=True)
+                notifier.stopping()
+                for task in (watcher, watchdog):
+                    if task is not None:
+                        task.cancel()
+                        await asyncio.gather(task, return_exceptions=True)
                 await shutdown(services)
                 await runner.cleanup()
         finally:
@@ -177,15 +203,3 @@ async def serve(settings: Settings, environ: dict[str, str]) -> None:
     finally:
         remove_discovery(settings)
         lock.release()
-
-
-async def _wait_for_stop_signal() -> None:
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    try:
-        await stop.wait()
-    finally:
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.remove_signal_handler(sig)

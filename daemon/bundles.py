@@ -79,7 +79,7 @@ async def export_bundle(db_path: Path, blobs: BlobStore, session_ids: list[str] 
 def _export_sync(db_path: Path, blobs: BlobStore, session_ids: list[str] | None,
                  run_ids: list[str] | None) -> dict[str, Any]:
     # Its own read-only connection: one snapshot for every read, off the shared reader.
-    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, isolation_level=None)
+    conn = sqlite3.connect(f"{db_path.as_uri()}?mode=ro", uri=True, isolation_level=None)
     conn.row_factory = sqlite3.Row
     try:
         conn.execute("BEGIN")

@@ -1,25 +1,30 @@
-"""`llamon-playground`: run the daemon and the front, and ask a daemon how it is.
+"""`llamon-playground`: run the daemon and the front, ask a daemon how it is, drive it.
 
-Exit codes: 0 ok, 1 error, 2 usage, 3 daemon not running, 4 conflict (another daemon).
+Exit codes: 0 ok, 1 error, 2 usage, 3 daemon not running, 4 conflict (another daemon, an
+active run). The commands that drive a running daemon live in cli_control.py.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import os
 import sys
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from .config import build_settings
+from .cli_control import (EXIT_CONFLICT, EXIT_ERROR, EXIT_NOT_RUNNING, EXIT_OK, EXIT_USAGE,
+                          add_control_commands)
+from .config import DAEMON_ONLY_ENV, Settings, build_settings, log_json
 from .errors import AlreadyRunning
+from .logging_setup import setup_logging
 
-EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_RUNNING, EXIT_CONFLICT = 0, 1, 2, 3, 4
+if TYPE_CHECKING:  # the front's modules load only for the commands that run a front
+    from api.app import FrontOptions
+
 BUNDLED_EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "echo_agent"
 
 
@@ -40,47 +45,64 @@ def _project(arg: str | None) -> Path:
     return path
 
 
-def _setup_logging(verbose: bool) -> None:
-    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+def _settings(arg: str | None) -> Settings:
+    return build_settings(_project(arg))
 
 
 def cmd_daemon(args: argparse.Namespace) -> int:
     from .app import serve
     settings = build_settings(_project(args.project))
+    # The Host inherits the daemon's environment: not the front's token, not systemd's.
+    environ = {k: v for k, v in os.environ.items() if k not in DAEMON_ONLY_ENV}
     try:
-        asyncio.run(serve(settings, dict(os.environ)))
+        asyncio.run(serve(settings, environ))
     except AlreadyRunning as exc:
         print(f"llamon-playground: {exc}", file=sys.stderr)
         return EXIT_CONFLICT
+    except PermissionError as exc:  # a runtime dir that is not ours, or a symlink
+        print(f"llamon-playground: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    return EXIT_OK
+
+
+def _front_options(args: argparse.Namespace, show_token_url: bool) -> FrontOptions:
+    from api.app import FrontOptions
+    return FrontOptions(host=args.host, port=args.port, auth=not args.no_auth,
+                        show_token_url=show_token_url)
+
+
+def _run_front(settings: Settings, options: FrontOptions) -> int:
+    """The front until SIGTERM/SIGINT, with its refusals as exit codes."""
+    from api.app import run_front
+    from api.guard import NonLoopbackBind
+    from api.token_store import TokenError
+    try:
+        asyncio.run(run_front(settings, options))
+    except (NonLoopbackBind, TokenError) as exc:
+        print(f"llamon-playground: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except PermissionError as exc:
+        print(f"llamon-playground: {exc}", file=sys.stderr)
+        return EXIT_ERROR
     return EXIT_OK
 
 
 def cmd_front(args: argparse.Namespace) -> int:
-    from api.app import run_front
-    from api.guard import NonLoopbackBind
-    settings = build_settings(_project(args.project))
-    try:
-        asyncio.run(run_front(settings, args.host, args.port))
-    except NonLoopbackBind as exc:
-        print(f"llamon-playground: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    return EXIT_OK
+    return _run_front(_settings(args.project), _front_options(args, show_token_url=False))
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    from api.app import run_front
     from api.guard import NonLoopbackBind, check_bind_address
 
     from .client import DaemonNotRunning, health, spawn_daemon, wait_healthy
-    settings = build_settings(_project(args.project))
+    settings = _settings(args.project)
     try:
         check_bind_address(args.host)
     except NonLoopbackBind as exc:
         print(f"llamon-playground: {exc}", file=sys.stderr)
         return EXIT_USAGE
 
-    async def main() -> None:
+    async def attach() -> None:
         try:
             info = await health(settings)
             print(f"attached to the running daemon (pid {info.get('pid')})", flush=True)
@@ -89,14 +111,14 @@ def cmd_up(args: argparse.Namespace) -> int:
             info = await wait_healthy(settings, proc)
             print(f"started the daemon (pid {info.get('pid')}); log: "
                   f"{settings.runtime_dir / 'daemon.log'}", flush=True)
-        await run_front(settings, args.host, args.port)
 
     try:
-        asyncio.run(main())
+        asyncio.run(attach())
     except DaemonNotRunning as exc:
         print(f"llamon-playground: {exc}", file=sys.stderr)
         return EXIT_NOT_RUNNING
-    return EXIT_OK
+    # A person runs `up`: it prints the URL with the token (a service's front never does).
+    return _run_front(settings, _front_options(args, show_token_url=True))
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -132,12 +154,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="llamon-playground",
                                      description="llamon Playground daemon and front")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument("--log-json", action="store_true",
+                        help="log one JSON object per line (also LLAMON_PLAYGROUND_LOG_FORMAT=json)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     up = sub.add_parser("up", help="start or attach to the daemon, run the front in the foreground")
     up.add_argument("project", nargs="?")
     up.add_argument("--port", type=int, default=8765)
     up.add_argument("--host", default="127.0.0.1")
+    up.add_argument("--no-auth", action="store_true", help="no token (scripted local use only)")
     up.set_defaults(func=cmd_up)
 
     daemon = sub.add_parser("daemon", help="run the daemon in the foreground")
@@ -148,19 +173,22 @@ def build_parser() -> argparse.ArgumentParser:
     front.add_argument("project", nargs="?")
     front.add_argument("--port", type=int, default=8765)
     front.add_argument("--host", default="127.0.0.1")
+    front.add_argument("--no-auth", action="store_true",
+                       help="no token (scripted local use only; prints a warning)")
     front.set_defaults(func=cmd_front)
 
     status = sub.add_parser("status", help="daemon, Host and active run of a project")
     status.add_argument("project", nargs="?")
     status.add_argument("--json", action="store_true")
     status.set_defaults(func=cmd_status)
+    add_control_commands(sub, _settings)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    _setup_logging(args.verbose)
+    setup_logging(verbose=args.verbose, json_lines=args.log_json or log_json())
     return int(args.func(args))
 
 

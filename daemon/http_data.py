@@ -27,6 +27,9 @@ PREFIX = "/api/playground/v1"
 # A bundle carries its files as base64 (4/3 of their size), so it needs more than the
 # default 16 MiB body limit; the validator's own limits (160 MiB of blobs) fit inside.
 MAX_IMPORT_BYTES = 256 * 1024 * 1024
+# Import and "delete all" both add or unlink blobs around their transaction; taking turns
+# keeps one from unlinking a blob the other has just written and is about to reference.
+BLOB_CHANGES = web.AppKey("data_blob_changes", asyncio.Lock)
 _MIME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*$")
 
 
@@ -89,24 +92,32 @@ async def export(request: web.Request) -> web.Response:
 async def import_(request: web.Request) -> web.Response:
     s = _svc(request)
     body = await read_json(request, MAX_IMPORT_BYTES)
-    return json_response(await import_bundle(s.store, s.blobs, body), 201)
+    async with request.app[BLOB_CHANGES]:
+        mapping = await import_bundle(s.store, s.blobs, body)
+    return json_response(mapping, 201)
 
 
 async def delete_all(request: web.Request) -> web.Response:
     s = _svc(request)
-    active = s.runs.active
-    if active is not None:
-        raise Conflict("a run is active; cancel it or wait for it to end",
-                       code="active_run_conflict", active_run_id=active.run_id)
-    counts, shas = await history.delete_all_history(s.store)
-    # After the commit, and only blobs nothing references by now (a run may have started).
-    orphans = await history.unreferenced(s.store, shas)
-    for sha in orphans:
-        s.blobs.unlink(sha)
+    async with request.app[BLOB_CHANGES]:
+        active = s.runs.active  # checked with no await before the delete is queued
+        if active is not None:
+            raise Conflict("a run is active; cancel it or wait for it to end",
+                           code="active_run_conflict", active_run_id=active.run_id)
+        counts, shas = await history.delete_all_history(s.store)
+        # After the commit, and only blobs nothing references by now: a run may have
+        # started meanwhile, and its input files may be written but not yet recorded.
+        orphans = await history.unreferenced(s.store, shas)
+        starting = s.runs.active
+        keep = {p.get("sha256") for p in starting.request.parts} if starting else set()
+        orphans = [sha for sha in orphans if sha not in keep]
+        for sha in orphans:
+            s.blobs.unlink(sha)
     return json_response({"deleted": counts, "blobs_removed": len(orphans)})
 
 
 def add_data_routes(app: web.Application) -> None:
+    app[BLOB_CHANGES] = asyncio.Lock()
     r = app.router
     r.add_get(PREFIX + "/files/{sha256}", get_file)
     r.add_get(PREFIX + "/compare", compare)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 
 from aiohttp import web
 
@@ -30,14 +31,19 @@ async def host_status(request: web.Request) -> web.Response:
     return json_response(full_status(svc(request)))
 
 
-async def host_start(request: web.Request) -> web.Response:
-    s = svc(request)
+async def _started(s: Services, action: Awaitable[object]) -> web.Response:
+    """Run a start/restart; a Host that cannot come up answers 503 with its log tail."""
     try:
-        await s.host.start()
+        await action
     except HostUnavailable as exc:
         return json_response({"detail": {"error": exc.reason, "message": exc.message,
                                          "log_tail": exc.log_tail}}, 503)
     return json_response(full_status(s))
+
+
+async def host_start(request: web.Request) -> web.Response:
+    s = svc(request)
+    return await _started(s, s.host.start())
 
 
 async def host_stop(request: web.Request) -> web.Response:
@@ -50,12 +56,7 @@ async def host_stop(request: web.Request) -> web.Response:
 async def host_restart(request: web.Request) -> web.Response:
     s = svc(request)
     _refuse_during_run(s, "restart")
-    try:
-        await s.host.restart()
-    except HostUnavailable as exc:
-        return json_response({"detail": {"error": exc.reason, "message": exc.message,
-                                         "log_tail": exc.log_tail}}, 503)
-    return json_response(full_status(s))
+    return await _started(s, s.host.restart())
 
 
 def _refuse_during_run(s: Services, action: str) -> None:

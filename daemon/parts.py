@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import BadRequest, PayloadTooLarge
+from .json_depth import check_depth
 
 RESERVED_METADATA_KEY = "llamon.playground"
 MAX_PARTS = 256
@@ -90,6 +91,7 @@ def _parse_input_part(raw: Any, index: int, files: list[PendingFile]) -> dict[st
         data = raw.get("data")
         if not isinstance(data, dict):
             raise _bad(f"{where}.data must be a JSON object", "invalid_part")
+        check_depth(data, f"{where}.data")  # what is stored must also fit in a bundle
         return {"kind": "data", "data": data}
     if kind == "file":
         return _parse_input_file(raw, where, files)

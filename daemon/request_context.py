@@ -18,6 +18,7 @@ from .logging_setup import log_context
 HEADER = "X-Request-Id"
 REQUEST_ID = web.RequestKey("request_id", str)
 _SANE = re.compile(r"[A-Za-z0-9._:-]{1,64}")
+_RUN_IN_PATH = re.compile(r"/runs/([A-Za-z0-9_-]{1,64})(?:/|$)")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -29,6 +30,15 @@ def request_id_of(request: web.Request) -> str:
     """The client's id when it is short and plain (it ends up in logs), else a new one."""
     given = request.headers.get(HEADER, "")
     return given if _SANE.fullmatch(given) else new_request_id()
+
+
+def run_id_in(request: web.Request) -> str | None:
+    """The run a request is about: its route's `{run_id}`, else `/runs/<id>` in the path (the
+    front relays everything through one catch-all route)."""
+    run_id = request.match_info.get("run_id")
+    if run_id is None and (match := _RUN_IN_PATH.search(request.path)):
+        run_id = match[1]
+    return run_id
 
 
 async def echo_request_id(request: web.Request, response: web.StreamResponse) -> None:
@@ -43,7 +53,7 @@ async def request_context_middleware(request: web.Request,
                                      handler: Handler) -> web.StreamResponse:
     rid = request_id_of(request)
     request[REQUEST_ID] = rid
-    with log_context(request_id=rid, run_id=request.match_info.get("run_id")):
+    with log_context(request_id=rid, run_id=run_id_in(request)):
         return await handler(request)
 
 

@@ -24,7 +24,14 @@ from host_manager.state import HostState
 from host_manager.supervisor import Generation, HostSupervisor
 
 from .a2a_client import A2AClient, A2AUnavailable
-from .a2a_wire import PAUSED_STATES, A2AEvent, A2AProtocolError, build_message, parts_to_wire
+from .a2a_wire import (
+    PAUSED_STATES,
+    A2AEvent,
+    A2AProtocolError,
+    Interface,
+    build_message,
+    parts_to_wire,
+)
 from .active_run import ActiveRun
 from .blobs import BlobStore
 from .errors import ProjectError, StoreError
@@ -64,6 +71,7 @@ class RunExecutor:
                  http: aiohttp.ClientSession, release: Callable[[ActiveRun], None],
                  stall_timeout: float = 30.0) -> None:
         self._stall_timeout = stall_timeout
+        self._interfaces: dict[int, Interface] = {}
         self._project_dir = project_dir
         self._store = store
         self._blobs = blobs
@@ -190,7 +198,11 @@ class RunExecutor:
         client = A2AClient(self._http, gen.url)
         collected = OutputCollector()
         try:
-            interface = await client.interface()
+            interface = self._interfaces.get(gen.number)
+            if interface is None:
+                # One card fetch per Host generation: its interfaces don't change while it runs.
+                interface = await client.interface()
+                self._interfaces = {gen.number: interface}
             run.client, run.interface = client, interface
             wire_parts = parts_to_wire(run.request.parts, interface.version, self._blobs.read)
             message = build_message(wire_parts, interface.version, run.context_id, run.task_id)

@@ -13,6 +13,10 @@ right next to it (the machines have 2 noisy cores, so absolute numbers drift bet
 
 The processes (daemon, fronts, the example Host) are started through tests/support/procs.Stack
 and torn down in `finally`; only loopback TCP and Unix sockets are used.
+
+More sections, registered below (extra_sections) and run after these:
+  bench_host.py   host_restart (.api, .save), daemon_idle_cpu, daemon_rss
+  bench_load.py   sse_fanout_200, history_1m, replay_100k, slow_client
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import json
 import os
 import platform
 import re
+import resource
 import shutil
 import signal
 import sqlite3
@@ -40,6 +45,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
+# Run as a script, this module is __main__: the sections in bench_host / bench_load import it
+# as `bench_core`, and must get this very module (not a second copy).
+sys.modules.setdefault("bench_core", sys.modules[__name__])
 
 import aiohttp  # noqa: E402
 import orjson  # noqa: E402
@@ -50,6 +58,8 @@ from daemon.ids import new_run_id  # noqa: E402
 from daemon.store import Store, utcnow  # noqa: E402
 from tests.support.api import Api  # noqa: E402
 from tests.support.procs import Stack, copy_example, process_tree, short_tmpdir  # noqa: E402
+
+from bench_common import front_headers  # noqa: E402
 
 P = "/api/playground/v1"
 EVENTS_DDL = """
@@ -166,6 +176,7 @@ class Owned:
         self.stacks: list[Stack] = []
         self.dirs: list[Path] = []
         self.pids: set[int] = set()
+        self.child_cpu = 0.0  # CPU seconds our daemons, fronts and Hosts used (noise accounting)
 
     def tmpdir(self, prefix: str) -> Path:
         path = short_tmpdir(prefix)
@@ -189,6 +200,8 @@ class Owned:
         self.note(stack)
         stack.remember_hosts()
         self.pids.update(stack.hosts_seen)
+        procs = ([stack.daemon] if stack.daemon else []) + stack.fronts
+        self.child_cpu += cpu_seconds([p.pid for proc in procs for p in process_tree(proc.pid)])
         try:
             stack.close()
         finally:
@@ -213,6 +226,18 @@ class Owned:
             except psutil.Error:
                 pass
         return alive
+
+
+def busy_seconds() -> float:
+    """CPU seconds the whole machine spent not idle, summed over all CPUs."""
+    t = psutil.cpu_times()
+    return sum(t) - t.idle - getattr(t, "iowait", 0.0)
+
+
+def reaped_children_cpu() -> float:
+    """CPU seconds of this process's descendants that have exited and were waited for."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 
 def cpu_seconds(pids: list[int]) -> float:
@@ -323,12 +348,14 @@ class RawSse(asyncio.Protocol):
         return out
 
 
-async def open_raw_sse(target: tuple[str, Any], run_id: str) -> RawSse:
-    kind, where = target
+async def open_raw_sse(target: tuple[Any, ...], run_id: str) -> RawSse:
+    """target: ("tcp", port[, headers]) for the front, ("unix", socket path) for the daemon."""
+    kind, where, *rest = target
+    extra = "".join(f"{k}: {v}\r\n" for k, v in (rest[0] if rest else {}).items())
     loop = asyncio.get_running_loop()
     host = f"127.0.0.1:{where}" if kind == "tcp" else "daemon"
     request = (f"GET {P}/runs/{run_id}/events HTTP/1.1\r\nHost: {host}\r\n"
-               "Accept: text/event-stream\r\nConnection: close\r\n\r\n").encode()
+               f"Accept: text/event-stream\r\n{extra}Connection: close\r\n\r\n").encode()
     proto = RawSse(request)
     if kind == "tcp":
         await loop.create_connection(lambda: proto, "127.0.0.1", where)
@@ -481,7 +508,7 @@ async def bench_sse(cfg: Config, owned: Owned) -> list[Figure]:
     stack = owned.stack(project, runtime)
     stack.start_daemon()
     _, url = stack.start_front()
-    api = Api.for_url(url)
+    api = Api(aiohttp.ClientSession(base_url=url, headers=front_headers(stack)))
     try:
         doc = await api.ok("POST", "sessions", {"title": "bench sse"}, 201)
     finally:
@@ -504,7 +531,7 @@ async def bench_sse(cfg: Config, owned: Owned) -> list[Figure]:
     direct = aiohttp.ClientSession(
         connector=aiohttp.UnixConnector(path=str(stack.settings.socket_path)),
         base_url="http://daemon")
-    via_front = aiohttp.ClientSession(base_url=url)
+    via_front = aiohttp.ClientSession(base_url=url, headers=front_headers(stack))
     rates: dict[str, list[float]] = {"front": [], "direct": []}
     cpu: dict[str, list[dict[str, float]]] = {"front": [], "direct": []}
     try:
@@ -565,7 +592,8 @@ class Live:
         self.stack.start_daemon()
         _, self.url = self.stack.start_front()
         self.port = int(self.url.rsplit(":", 1)[1])
-        self.front_api = Api.for_url(self.url)
+        self.front_api = Api(aiohttp.ClientSession(base_url=self.url,
+                                                   headers=front_headers(self.stack)))
         self.direct_api = Api.for_socket(str(self.stack.settings.socket_path))
         self.session_id = await self.front_api.session()
         t0 = time.perf_counter()
@@ -578,9 +606,9 @@ class Live:
         assert api is not None
         return api
 
-    def target(self, way: str) -> tuple[str, Any]:
+    def target(self, way: str) -> tuple[Any, ...]:
         assert self.stack is not None
-        return ("tcp", self.port) if way == "front" else (
+        return ("tcp", self.port, front_headers(self.stack)) if way == "front" else (
             "unix", str(self.stack.settings.socket_path))
 
     async def run_to_end(self, api: Api, text: str) -> str:
@@ -790,13 +818,35 @@ async def bench_request_relay(cfg: Config, live: Live) -> list[Figure]:
 BENCHES = ("store_append", "sse_front_vs_direct", "delta_latency", "run_create_202",
            "request_relay")
 
+SECTION_TIMEOUT_S = 300  # each section of bench_host / bench_load, at most
+Section = tuple[str, Callable[[bool, "Owned"], Awaitable[list[Figure]]], tuple[str, ...]]
+
+
+def extra_sections() -> list[Section]:
+    """Sections kept in their own modules: (name, runner(quick, owned), the --only names)."""
+    import bench_host
+    import bench_load
+    return [*bench_host.SECTIONS, *bench_load.SECTIONS]
+
+
+def extra_configs(quick: bool) -> dict[str, Any]:
+    import bench_host
+    import bench_load
+    return {"host": vars(bench_host.HostBenchConfig.make(quick)),
+            "load": vars(bench_load.LoadBenchConfig.make(quick))}
+
+
+def all_names() -> tuple[str, ...]:
+    return BENCHES + tuple(n for _, _, picks in extra_sections() for n in picks)
+
 
 async def run_all(cfg: Config, only: set[str], owned: Owned,
                   errors: list[dict[str, str]]) -> list[Figure]:
     figures: list[Figure] = []
 
-    async def guarded(name: str, fn: Callable[[], Awaitable[list[Figure]]]) -> None:
-        if name not in only:
+    async def guarded(name: str, fn: Callable[[], Awaitable[list[Figure]]],
+                      picks: tuple[str, ...] | None = None) -> None:
+        if not only & set(picks or (name,)):
             return
         log(f"{name} ...")
         t0 = time.perf_counter()
@@ -823,6 +873,9 @@ async def run_all(cfg: Config, only: set[str], owned: Owned,
                 await guarded("request_relay", lambda: bench_request_relay(cfg, live))
         finally:
             await live.close()
+    for name, runner, picks in extra_sections():
+        await guarded(name, lambda runner=runner: asyncio.wait_for(  # type: ignore[misc]
+            runner(cfg.quick, owned), SECTION_TIMEOUT_S), picks)
     return figures
 
 
@@ -889,15 +942,16 @@ def render(figures: list[Figure], header: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="scripts/bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="~30 s version (fewer samples)")
+    parser.add_argument("--quick", action="store_true", help="~1 min version (fewer samples)")
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON to FILE")
-    parser.add_argument("--only", metavar="NAME", action="append", choices=BENCHES,
-                        help="run only this benchmark (repeatable)")
+    names = all_names()
+    parser.add_argument("--only", metavar="NAME", action="append", choices=names,
+                        help="run only this benchmark (repeatable): " + ", ".join(names))
     parser.add_argument("--strict", action="store_true",
                         help="exit 2 when a target is missed (default: only errors fail)")
     args = parser.parse_args(argv)
     cfg = Config.make(args.quick)
-    only = set(args.only or BENCHES)
+    only = set(args.only or names)
 
     def on_term(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt(f"signal {signum}")
@@ -911,6 +965,8 @@ def main(argv: list[str] | None = None) -> int:
     print(header, file=sys.stderr, flush=True)
     owned = Owned()
     errors: list[dict[str, str]] = []
+    load_before = os.getloadavg()
+    busy0, own0, reaped0 = busy_seconds(), time.process_time(), reaped_children_cpu()
     t0 = time.perf_counter()
     figures: list[Figure] = []
     try:
@@ -918,9 +974,21 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         leftovers = owned.close_all()
     duration = time.perf_counter() - t0
+    # Other people's work on the same cores makes every figure noisier: say how much there was.
+    # Our children: what the live trees had used when closed, or (better, once everything is
+    # reaped) the CPU of every descendant that was waited for, Hosts of past generations and
+    # processes started outside a Stack included.
+    ours = max(owned.child_cpu, reaped_children_cpu() - reaped0)
+    foreign = max(0.0, (busy_seconds() - busy0) - (time.process_time() - own0) - ours)
+    foreign_cores = foreign / duration
+    load_after = os.getloadavg()
+    noise = (f"other processes used {foreign_cores:.2f} of {nproc()} cores on average; "
+             f"loadavg {load_before[0]:.2f} -> {load_after[0]:.2f}")
     if leftovers:
         errors.append({"benchmark": "teardown", "error": f"processes still alive: {leftovers}"})
     print(render(figures, header + f"  took {duration:.0f} s"))
+    print(f"noise: {noise}" + ("  (busy machine: treat figures with care)"
+                               if foreign_cores > 0.25 else ""))
     for e in errors:
         print(f"ERROR {e['benchmark']}: {e['error']}")
     if args.json:
@@ -929,7 +997,10 @@ def main(argv: list[str] | None = None) -> int:
                "python": platform.python_version(), "sqlite": sqlite3.sqlite_version,
                "aiohttp": aiohttp.__version__, "platform": platform.platform(),
                "duration_s": round(duration, 1),
-               "config": {k: v for k, v in vars(cfg).items()},
+               "noise": {"foreign_cpu_cores": round(foreign_cores, 3),
+                         "loadavg_before": load_before[0], "loadavg_after": load_after[0]},
+               "config": {**{k: v for k, v in vars(cfg).items()},
+                          "sections": extra_configs(cfg.quick)},
                "figures": [f.as_json() for f in figures], "errors": errors}
         Path(args.json).write_text(json.dumps(doc, indent=2) + "\n")
     if errors:

@@ -20,6 +20,7 @@ import pytest
 from tests.drills.checks import check_database
 from tests.support.api import Api
 from tests.support.procs import Stack, stack_for
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.drill
 
@@ -62,11 +63,10 @@ def drain(mount: Path) -> None:
     (mount / "filler").unlink(missing_ok=True)
 
 
-async def wait_health(api: Api, degraded: bool, timeout: float = 20) -> None:
-    deadline = time.monotonic() + timeout
-    while (await api.ok("GET", "/health"))["history_degraded"] != degraded:
-        assert time.monotonic() < deadline, f"history_degraded never became {degraded}"
-        await asyncio.sleep(0.05)
+async def wait_health(api: Api, degraded: bool) -> None:
+    await eventually(lambda: api.ok("GET", "/health"),
+                     lambda h: h["history_degraded"] == degraded,
+                     f"history_degraded to become {degraded}")
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ import pytest
 
 from tests.support.api import Api
 from tests.support.procs import stack_for
+from tests.support.waiting import watcher_settled
 
 pytestmark = pytest.mark.drill
 
@@ -43,13 +44,7 @@ async def test_two_hundred_saves_in_two_seconds(project: Path, runtime_base: Pat
                 await asyncio.sleep(max(0.0, started + 2.0 * (i + 1) / saves - time.monotonic()))
             run = await api.wait_status(run_id, timeout=30)
             assert run["status"] == "failed" and run["reason"] == "runtime_restarted"
-            sentinel = stack.project / "app" / "__init__.py"
-            before = (await api.ok("GET", "host"))["watch"]["batches"]
-            sentinel.write_bytes(sentinel.read_bytes())
-            deadline = time.monotonic() + 20
-            while (status := await api.ok("GET", "host"))["watch"]["batches"] <= before:
-                assert time.monotonic() < deadline
-                await asyncio.sleep(0.05)
+            status = await watcher_settled(api, stack.project / "app" / "__init__.py")
             assert status["watch"]["restarts"] == 1, status
             assert status["generation"] == first["generation"] + 1
             clean = await api.wait_status(await api.start_run(session, "stream clean"))

@@ -46,7 +46,7 @@ def text(value: str) -> dict[str, Any]:
 
 def db_rows(stack: Stack) -> dict[str, list[tuple[Any, ...]]]:
     """Every row of every history table (read-only connection: changes nothing)."""
-    conn = sqlite3.connect(f"file:{stack.settings.db_path}?mode=ro", uri=True)
+    conn = sqlite3.connect(f"{stack.settings.db_path.as_uri()}?mode=ro", uri=True)
     try:
         return {table: sorted(conn.execute(f"SELECT * FROM {table}").fetchall(), key=repr)
                 for table in ("sessions", "runs", "events", "run_files")}
@@ -73,8 +73,10 @@ def blob_names(files_dir: Path) -> set[str]:
     return {p.name for p in files_dir.iterdir()}
 
 
-SPY_HOST = '''"""Test-only Host: the echo agent, recording what each A2A request carried."""
+SPY_HOST = '''"""Test-only Host: the echo agent, recording what each A2A request carried
+(and the capture token its environment holds, for canary searches)."""
 import json
+import os
 from pathlib import Path
 
 from google.protobuf.json_format import MessageToDict
@@ -86,7 +88,8 @@ from app.agent import EchoAgentExecutor
 class SpyExecutor(EchoAgentExecutor):
     async def execute(self, context, event_queue):
         message = MessageToDict(context.message) if context.message else {}
-        record = {"metadata": context.metadata, "parts": message.get("parts", [])}
+        record = {"metadata": context.metadata, "parts": message.get("parts", []),
+                  "capture_token": os.environ.get("LLAMON_CAPTURE_TOKEN")}
         with Path("spy.jsonl").open("a") as fh:
             fh.write(json.dumps(record) + "\\n")
         await super().execute(context, event_queue)

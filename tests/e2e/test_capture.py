@@ -10,6 +10,7 @@ import pytest
 
 from tests.support.api import Api
 from tests.support.procs import Stack, stack_for
+from tests.support.waiting import eventually
 
 CAPTURE = "/capture/v1/events"
 
@@ -130,9 +131,5 @@ async def test_history_write_failure_is_a_diagnostic_and_the_run_goes_on(
 
 
 async def _wait_degraded(api: Api) -> None:
-    import asyncio
-    import time
-    deadline = time.monotonic() + 10
-    while not (await api.ok("GET", "/health")).get("history_degraded"):
-        assert time.monotonic() < deadline, "history never reported degraded"
-        await asyncio.sleep(0.02)
+    await eventually(lambda: api.ok("GET", "/health"), lambda h: h["history_degraded"],
+                     "history to report degraded", timeout=10, interval=0.02)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import aiohttp
 import orjson
 import psutil
 
@@ -43,7 +44,12 @@ async def test_up_starts_a_detached_daemon_and_serves_the_front(stack: Stack) ->
                                      for ln in up.output().splitlines() if "front: http" in ln),
                                     None), 30, "the URL from `up`")
         assert "started the daemon" in up.output()
-        api = Api.for_url(url)
+        # `up` prints the URL that opens the door; its token authenticates the client.
+        token = wait_for(lambda: next((ln.split("?token=")[1].strip()
+                                       for ln in up.output().splitlines() if "?token=" in ln),
+                                      None), 30, "the token URL from `up`")
+        api = Api(aiohttp.ClientSession(base_url=url,
+                                        headers={"Authorization": f"Bearer {token}"}))
         try:
             session = await api.session()
             run = await api.wait_status(await api.start_run(session, "stream via up"))

@@ -2,49 +2,34 @@
 
 from __future__ import annotations
 
-import sqlite3
-
-import orjson
-
 from tests.e2e.data_support import finished_run, inline_file, sha, text
 from tests.support.api import Api
-from tests.support.procs import Stack
 
 
-def set_scores(stack: Stack, run_id: str, scores: list[dict[str, object]]) -> None:
-    """Stands in for the capture channel: evaluator results land in the run's scores."""
-    conn = sqlite3.connect(stack.settings.db_path, timeout=10)
-    try:
-        with conn:
-            conn.execute("UPDATE runs SET scores = ? WHERE id = ?",
-                         (orjson.dumps(scores).decode(), run_id))
-    finally:
-        conn.close()
-
-
-async def test_compare_two_real_runs(api: Api, daemon: Stack) -> None:
+async def test_compare_two_real_runs(api: Api) -> None:
     first = await api.session()
-    left = await finished_run(api, first, [text("stream a b c"), inline_file(b"one", "f.txt")])
-    right = await finished_run(api, first, [text("stream a x c"), inline_file(b"two", "f.txt")])
-    set_scores(daemon, left["id"], [{"evaluator": "exact", "score": 1.0, "passStatus": "pass"},
-                                    {"evaluator": "only_left", "score": 0.4}])
-    set_scores(daemon, right["id"], [{"evaluator": "exact", "score": 0.25,
-                                      "passStatus": "fail", "reason": "x != b"}])
+    # The example Host reports two evaluators for `stream` through the capture channel:
+    # word_count (score = words, on node "echo") and mentions_hello (1.0 / 0.0).
+    left = await finished_run(api, first, [text("stream hello a b"),
+                                           inline_file(b"one", "f.txt")])
+    right = await finished_run(api, first, [text("stream a x b c"),
+                                            inline_file(b"two", "f.txt")])
 
     got = await api.ok("GET", f"compare?left={left['id']}&right={right['id']}")
     assert got["automatic_verdict"] is None
     assert (got["left"]["status"], got["right"]["status"]) == ("completed", "completed")
     assert got["duration_delta_ms"] == round(right["duration_ms"] - left["duration_ms"], 9)
-    assert got["text"]["left"] == "a b c" and got["text"]["right"] == "a x c"
-    assert "-a b c\n+a x c\n" in got["text"]["unified_diff"]
+    assert got["text"]["left"] == "hello a b" and got["text"]["right"] == "a x b c"
+    assert "-hello a b\n+a x b c\n" in got["text"]["unified_diff"]
     assert got["input"]["files"][0]["same_content"] is False
     assert got["input"]["files"][0]["left"]["sha256"] == sha(b"one")
     assert got["input"]["files"][0]["changed"] == ["sha256"]
     assert got["scores"] == [
-        {"evaluator": "exact", "scope": None, "node": None, "left": 1.0, "right": 0.25,
-         "delta": -0.75, "left_pass_status": "pass", "right_pass_status": "fail"},
-        {"evaluator": "only_left", "scope": None, "node": None, "left": 0.4, "right": None,
-         "delta": None, "left_pass_status": None, "right_pass_status": None}]
+        {"evaluator": "word_count", "scope": "node", "node": "echo", "left": 3, "right": 4,
+         "delta": 1.0, "left_pass_status": "pass", "right_pass_status": "pass"},
+        {"evaluator": "mentions_hello", "scope": None, "node": None, "left": 1.0,
+         "right": 0.0, "delta": -1.0, "left_pass_status": "pass",
+         "right_pass_status": "fail"}]
 
     # Runs of different sessions compare fine: data (the report echoes its input) and files.
     second = await api.session()
@@ -66,7 +51,10 @@ async def test_compare_two_real_runs(api: Api, daemon: Stack) -> None:
     assert [row["same_content"] for row in got["files"]] == [False, False]
     assert got["files"][0]["right"] is None
     assert got["data"]["changes"][0]["path"] == "" and got["data"]["changes"][0]["op"] == "remove"
-    assert got["text"]["left"] == "" and got["text"]["right"] == "a b c"
+    assert got["text"]["left"] == "" and got["text"]["right"] == "hello a b"
+    # `data` reports no evaluators: that side is null, never zero, and so is the delta.
+    assert [(r["evaluator"], r["left"], r["right"], r["delta"]) for r in got["scores"]] == [
+        ("word_count", None, 3, None), ("mentions_hello", None, 1.0, None)]
 
 
 async def test_compare_unknown_or_missing_ids(api: Api) -> None:

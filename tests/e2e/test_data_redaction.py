@@ -1,6 +1,7 @@
 """Redaction (issue 4): secrets in user metadata never reach the database or an export,
 while the Host still receives the metadata as sent. Checked with canaries: every secret
-value contains CANARY, and the raw bytes of the database, its WAL and exports are searched."""
+value (and the `.env` file) contains CANARY, the capture token is read from the Host's
+environment, and the raw bytes of the database, its WAL and the export are searched."""
 
 from __future__ import annotations
 
@@ -52,9 +53,13 @@ async def test_metadata_secrets_are_redacted_in_storage_and_exports(tmp_path: Pa
         bundle = await api.ok("POST", "bundles/export", {})
         history = raw_history(stack)
     # The Host got the metadata exactly as sent.
-    received = spy_records(project)[-1]["metadata"]
+    record = spy_records(project)[-1]
+    received = record["metadata"]
     assert {k: v for k, v in received.items() if k != "llamon.playground"} == RUN_METADATA
-    assert b"CANARY" not in history
+    token = record["capture_token"].encode()
+    assert len(token) >= 32
     exported = orjson.dumps(bundle)
-    assert b"CANARY" not in exported and b'"llamon.playground"' not in exported
+    for canary in (b"CANARY", token):
+        assert canary not in history and canary not in exported
+    assert b'"llamon.playground"' not in exported
     assert "user content" in bundle["privacy_warning"]

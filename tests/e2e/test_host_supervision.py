@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import aiohttp
@@ -18,17 +17,7 @@ import pytest
 from tests.support.api import Api
 from tests.support.procs import Stack, stack_for, wait_for
 from tests.support.projects import tiny_project
-
-
-async def wait_host(api: Api, predicate, timeout: float = 20.0) -> dict:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while True:
-        status = await api.ok("GET", "host")
-        if predicate(status):
-            return status  # type: ignore[no-any-return]
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"host status never matched: {status}")
-        await asyncio.sleep(0.05)
+from tests.support.waiting import eventually, host_status
 
 
 @pytest.fixture
@@ -75,7 +64,7 @@ async def test_grandchild_holding_stdout_does_not_hide_the_hosts_exit(tiny_stack
                     await resp.read()
             except aiohttp.ClientError:
                 pass  # it may die before answering
-        after = await wait_host(api, lambda s: s["state"] == "backoff")
+        after = await host_status(api, lambda s: s["state"] == "backoff", "backoff")
         assert after["last_exit_code"] == 0 and after["generation"] == status["generation"]
         # The leftover grandchild of the dead Host's group is gone too.
         wait_for(lambda: not psutil.pid_exists(grandchild)
@@ -84,16 +73,11 @@ async def test_grandchild_holding_stdout_does_not_hide_the_hosts_exit(tiny_stack
         await api.close()
 
 
-async def wait_for_log(api: Api, needle: str, timeout: float = 10.0) -> str:
-    deadline = time.monotonic() + timeout
-    while True:
-        doc = await api.ok("GET", "host/logs")
-        text = "\n".join(line["text"] for line in doc["lines"])
-        if needle in text:
-            return text
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{needle!r} never appeared in the Host log: {text}")
-        await asyncio.sleep(0.05)
+async def wait_for_log(api: Api, needle: str) -> str:
+    doc = await eventually(lambda: api.ok("GET", "host/logs"),
+                           lambda d: any(needle in ln["text"] for ln in d["lines"]),
+                           f"{needle!r} in the Host log")
+    return "\n".join(line["text"] for line in doc["lines"])
 
 
 CRASHY = {"LLAMON_PLAYGROUND_CRASH_LIMIT": "3", "LLAMON_PLAYGROUND_BACKOFF_BASE": "0.05",
@@ -107,11 +91,11 @@ async def test_crash_loop_backs_off_then_stops_until_an_edit(tiny_stack: Stack) 
         code, doc = await api.call("POST", "host/start")
         assert code == 503 and doc["detail"]["error"] == "runtime_unavailable"
         assert any("crashing on purpose" in line for line in doc["detail"]["log_tail"])
-        looped = await wait_host(api, lambda s: s["state"] == "crashloop")
+        looped = await host_status(api, lambda s: s["state"] == "crashloop", "crashloop")
         assert looped["generation"] == 3  # three crashes in the window, then no more
         # An edit of a watched file clears the crashloop: the Host is tried again.
         (tiny_stack.project / "app" / "__init__.py").write_text("# edited\n")
-        again = await wait_host(api, lambda s: (s["generation"] or 0) > 3)
+        again = await host_status(api, lambda s: (s["generation"] or 0) > 3, "a new start")
         assert again["generation"] >= 4
     finally:
         await api.close()

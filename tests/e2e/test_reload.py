@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,6 +9,7 @@ import pytest
 
 from tests.support.api import Api
 from tests.support.procs import Stack, stack_for
+from tests.support.waiting import host_status, watcher_settled
 
 WATCH_ENV = {"LLAMON_PLAYGROUND_WATCH_QUIET": "0.15"}
 
@@ -26,20 +25,8 @@ async def host(api: Api) -> dict:  # type: ignore[type-arg]
     return await api.ok("GET", "host")  # type: ignore[no-any-return]
 
 
-async def settle(api: Api, stack: Stack, timeout: float = 15.0) -> dict:  # type: ignore[type-arg]
-    """Save a watched file with identical content (a no-op for the Host) and wait until the
-    watcher has reacted to it: everything changed before is then handled too."""
-    before = (await host(api))["watch"]["batches"]
-    sentinel = stack.project / "app" / "__init__.py"
-    sentinel.write_bytes(sentinel.read_bytes())
-    deadline = time.monotonic() + timeout
-    while True:
-        status = await host(api)
-        if status["watch"]["batches"] > before:
-            return status
-        if time.monotonic() > deadline:
-            raise TimeoutError("the watcher never reacted")
-        await asyncio.sleep(0.05)
+async def settle(api: Api, stack: Stack) -> dict:  # type: ignore[type-arg]
+    return await watcher_settled(api, stack.project / "app" / "__init__.py")
 
 
 async def ready_generation(api: Api, session: str) -> int:
@@ -123,10 +110,7 @@ async def test_burst_of_edits_restarts_once(watched: Stack) -> None:
         agent = watched.project / "app" / "agent.py"
         for i in range(20):
             edit(agent, f"burst {i}")
-        deadline = time.monotonic() + 20
-        while (await host(api))["watch"]["restarts"] < 1:
-            assert time.monotonic() < deadline, "the burst never restarted the Host"
-            await asyncio.sleep(0.05)
+        await host_status(api, lambda s: s["watch"]["restarts"] >= 1, "the burst's restart")
         status = await settle(api, watched)
         assert status["watch"]["restarts"] == 1 and status["generation"] == gen + 1
     finally:

@@ -12,6 +12,9 @@ import orjson
 
 P = "/api/playground/v1"
 TERMINAL = {"input_required", "completed", "failed", "cancelled", "interrupted"}
+# The front asks for a token (issue 6). Stack.start_front records each front's token here
+# by URL, so Api.for_url(url) authenticates without every test passing the token along.
+FRONT_TOKENS: dict[str, str] = {}
 
 
 @dataclass
@@ -26,8 +29,10 @@ class Api:
         self.http = http
 
     @classmethod
-    def for_url(cls, base_url: str) -> Api:
-        return cls(aiohttp.ClientSession(base_url=base_url))
+    def for_url(cls, base_url: str, token: str | None = None) -> Api:
+        token = token or FRONT_TOKENS.get(base_url.rstrip("/"))
+        headers = {"Authorization": f"Bearer {token}"} if token else None
+        return cls(aiohttp.ClientSession(base_url=base_url, headers=headers))
 
     @classmethod
     def for_socket(cls, path: str) -> Api:

@@ -7,12 +7,14 @@ group, found as a descendant), waits with a deadline, then kills. Nothing is kil
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,6 +23,7 @@ from typing import Any
 import psutil
 
 from daemon.config import Settings, build_settings
+from tests.support.api import FRONT_TOKENS
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "echo_agent"
@@ -118,8 +121,11 @@ class Stack:
                  ) -> None:
         self.project = project
         self.runtime_base = runtime_base
+        # Every front of this stack opens its door with this token (issue 6).
+        self.token = secrets.token_urlsafe(32)
         self.env = {**os.environ, "LLAMON_PLAYGROUND_RUNTIME_DIR": str(runtime_base),
-                    "LLAMON_PLAYGROUND_HOST_STOP_GRACE": "2", **(extra_env or {})}
+                    "LLAMON_PLAYGROUND_HOST_STOP_GRACE": "2",
+                    "LLAMON_PLAYGROUND_TOKEN": self.token, **(extra_env or {})}
         self.settings: Settings = build_settings(project, self.env)
         self.daemon: Proc | None = None
         self.fronts: list[Proc] = []
@@ -129,7 +135,7 @@ class Stack:
         if self.daemon is not None:  # a restart: reap the previous one (and its log file)
             self.remember_hosts()
             self.daemon.stop()
-        log = self.runtime_base / f"daemon-{len(list(self.runtime_base.glob('daemon-*')))}.log"
+        log = self.runtime_base / f"daemon-{uuid.uuid4().hex[:8]}.log"
         self.daemon = Proc([sys.executable, "-m", "daemon.cli", "daemon", str(self.project)],
                            self.env, log, REPO)
         wait_for(self._healthy, 30, "the daemon's socket")
@@ -152,7 +158,8 @@ class Stack:
                 return False
 
     def start_front(self) -> tuple[Proc, str]:
-        log = self.runtime_base / f"front-{len(self.fronts)}.log"
+        # Unique: another Stack on the same runtime dir must never read this front's URL.
+        log = self.runtime_base / f"front-{uuid.uuid4().hex[:8]}.log"
         front = Proc([sys.executable, "-m", "daemon.cli", "front", str(self.project),
                       "--port", "0"], self.env, log, REPO)
         self.fronts.append(front)
@@ -164,7 +171,9 @@ class Stack:
                 if "front: http://" in line:
                     return line.split("front: ")[1].split()[0].rstrip("/")
             return None
-        return front, wait_for(url, 30, "the front's URL")
+        found = wait_for(url, 30, "the front's URL")
+        FRONT_TOKENS[found] = self.env["LLAMON_PLAYGROUND_TOKEN"]
+        return front, found
 
     def remember_hosts(self) -> None:
         if self.daemon is not None:

@@ -14,6 +14,8 @@ from daemon.bundles import import_bundle
 from daemon.config import build_settings
 from daemon.errors import BadRequest
 from daemon.history import get_run
+from daemon.json_depth import MAX_DEPTH
+from daemon.parts import parse_run_request
 from daemon.store import EventRecord, Store
 
 
@@ -83,3 +85,14 @@ def test_validator_refuses_malformed_records(change: Any, code: str) -> None:
     with pytest.raises(BadRequest) as info:
         validate_bundle(doc)
     assert info.value.code == code and info.value.extra.get("where")
+
+
+def test_a_run_request_stores_nothing_a_bundle_could_not_carry() -> None:
+    """Data parts nested deeper than the bundle limit are refused when the run is created."""
+    deep: Any = {}
+    for _ in range(MAX_DEPTH):  # {} is one level: this nests MAX_DEPTH + 1 deep
+        deep = {"k": deep}
+    with pytest.raises(BadRequest) as info:
+        parse_run_request({"parts": [{"kind": "data", "data": deep}]})
+    assert info.value.code == "nesting_too_deep"
+    parse_run_request({"parts": [{"kind": "data", "data": deep["k"]}]})

@@ -1,0 +1,68 @@
+"""Token auth of the front, as Jupyter Server does it.
+
+A request is let in with `Authorization: Bearer <token>`, or with the cookie that opening
+`/?token=<token>` (the URL `up` prints) sets. `?token=` is honoured on `/` only, so the
+token never rides along in API URLs (or in the Referer they cause). Every comparison is
+constant-time. The cookie holds an HMAC of the token, not the token: a new token makes old
+cookies worthless. Cookies ignore ports, so its name carries the front's port.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from dataclasses import dataclass, field
+
+from aiohttp import web
+
+from daemon.logging_setup import register_secret
+
+COOKIE_PREFIX = "llamon-playground-"
+
+
+def same(given: str, expected: str) -> bool:
+    return hmac.compare_digest(given.encode("utf-8", "surrogateescape"), expected.encode())
+
+
+@dataclass
+class TokenAuth:
+    token: str
+    cookie_value: str = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.cookie_value = hmac.new(self.token.encode(), b"llamon-playground cookie v1",
+                                     hashlib.sha256).hexdigest()
+        register_secret(self.token)
+        register_secret(self.cookie_value)
+
+    def __repr__(self) -> str:
+        return "TokenAuth(<token>)"
+
+    @staticmethod
+    def cookie_name(port: int) -> str:
+        return f"{COOKIE_PREFIX}{port}"
+
+    def allows(self, request: web.Request, port: int) -> bool:
+        header = request.headers.get("Authorization")
+        if header is not None:  # a credential that is given is judged, never skipped
+            scheme, _, value = header.partition(" ")
+            return scheme.lower() == "bearer" and same(value.strip(), self.token)
+        cookie = request.cookies.get(self.cookie_name(port))
+        return cookie is not None and same(cookie, self.cookie_value)
+
+    def login(self, request: web.Request, port: int) -> web.StreamResponse | None:
+        """`GET /?token=...`: a redirect that sets the cookie, or None (then 401)."""
+        given = request.query.get("token")
+        if given is None or not same(given, self.token):
+            return None
+        # 303 to a clean "/": the token leaves the address bar.
+        response = web.Response(status=303, headers={"Location": "/"})
+        response.set_cookie(self.cookie_name(port), self.cookie_value, path="/",
+                            httponly=True, samesite="Strict")
+        response.headers["Cache-Control"] = "no-store"
+        response.headers["Referrer-Policy"] = "no-referrer"
+        return response
+
+    @staticmethod
+    def is_login(request: web.Request) -> bool:
+        return request.method == "GET" and request.path == "/" and "token" in request.query

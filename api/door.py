@@ -1,0 +1,100 @@
+"""The front's one middleware: every request, SSE and file downloads included, passes here.
+
+In order: a request id; `Host` (403); the token (401); the site of a state-changing request
+(403) and its Content-Type (415); the declared body size (413). Then the route. Errors keep
+the API's shape `{"detail": {"error", "message"}}`, and one log line per request says
+method, path (never the query string: it may hold `?token=`), status and time.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from aiohttp import web
+
+from daemon.config import Settings
+from daemon.http_util import error_response
+from daemon.logging_setup import log_context
+from daemon.request_context import REQUEST_ID, request_id_of, run_id_in
+
+from .auth import TokenAuth
+from .guard import Refused, check_content_type, check_host, check_site
+from .limits import BodyTooLarge, body_limit, check_declared
+
+log = logging.getLogger(__name__)
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@dataclass
+class Door:
+    """What the door needs to know; `port` is filled in once the front has bound."""
+
+    settings: Settings
+    auth: TokenAuth | None
+    port: int = 0
+
+    def admit(self, request: web.Request) -> web.StreamResponse | None:
+        """Raise Refused, or return an answer of the door's own (the login redirect)."""
+        check_host(request.headers.get("Host"), self.port)
+        if self.auth is not None:
+            if self.auth.is_login(request):
+                answer = self.auth.login(request, self.port)
+                if answer is None:
+                    raise Refused(401, "unauthorized", "wrong token")
+                return answer
+            if not self.auth.allows(request, self.port):
+                raise Refused(401, "unauthorized", "a token is needed: `Authorization: Bearer "
+                              "<token>`, or open the URL `up` printed")
+        check_site(request, self.port)
+        check_content_type(request)
+        check_declared(request.content_length,
+                       body_limit(self.settings, request.method, request.path))
+        return None
+
+
+DOOR = web.AppKey("door", Door)
+
+
+def refusal(status: int, code: str, message: str) -> web.Response:
+    response = error_response(status, code, message)
+    if status == 401:
+        response.headers["WWW-Authenticate"] = 'Bearer realm="llamon-playground"'
+    return response
+
+
+@web.middleware
+async def door_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    rid = request_id_of(request)
+    request[REQUEST_ID] = rid
+    started = time.monotonic()
+    with log_context(request_id=rid, run_id=run_id_in(request)):
+        response = await _answer(request, handler)
+        status = response.status
+        level = (logging.DEBUG if status < 400 else logging.INFO if status < 500
+                 else logging.WARNING)
+        log.log(level, "%s %s -> %d (%.1f ms)", request.method, request.path, status,
+                (time.monotonic() - started) * 1000)
+        return response
+
+
+async def _answer(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        early = request.app[DOOR].admit(request)
+        return early if early is not None else await handler(request)
+    except Refused as exc:
+        return refusal(exc.status, exc.code, exc.message)
+    except BodyTooLarge as exc:
+        response = refusal(413, "payload_too_large", str(exc))
+        response.force_close()  # don't linger reading a body we refuse
+        return response
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status, "http_error")
+        return refusal(exc.status, code, exc.reason)
+    except Exception:
+        log.exception("the front failed on %s %s", request.method, request.path)
+        return refusal(500, "internal_error", "the front failed to answer; see its log")

@@ -1,0 +1,53 @@
+"""Request body limits per route, enforced by the front before anything is parsed.
+
+Most routes take a small JSON body. A run may carry inline files (10 MB each, as base64),
+and a bundle import carries every blob of the bundle, so those two get more. A declared
+Content-Length over the limit is refused at once; a chunked body is counted while it is
+relayed and cut off at the limit.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+
+from aiohttp import StreamReader
+
+from daemon.config import Settings
+
+MIB = 1024 * 1024
+SMALL_BODY = 1 * MIB
+IMPORT_BODY = 256 * MIB  # = daemon.http_data.MAX_IMPORT_BYTES (a unit test keeps them equal)
+P = "/api/playground/v1"
+_RUN_BODY = re.compile(rf"{P}/(sessions/[^/]+/runs|runs/[^/]+/resume)")
+_IMPORT = f"{P}/bundles/import"
+
+
+class BodyTooLarge(Exception):
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"the request body is larger than {limit} bytes")
+        self.limit = limit
+
+
+def body_limit(settings: Settings, method: str, path: str) -> int:
+    if method == "POST":
+        if path == _IMPORT:
+            return IMPORT_BODY
+        if _RUN_BODY.fullmatch(path):
+            return settings.max_request_bytes
+    return SMALL_BODY
+
+
+def check_declared(content_length: int | None, limit: int) -> None:
+    if content_length is not None and content_length > limit:
+        raise BodyTooLarge(limit)
+
+
+async def limited(content: StreamReader, limit: int) -> AsyncIterator[bytes]:
+    """The body as it arrives, raising BodyTooLarge past `limit` bytes."""
+    size = 0
+    async for chunk in content.iter_any():
+        size += len(chunk)
+        if size > limit:
+            raise BodyTooLarge(limit)
+        yield chunk

@@ -1,0 +1,146 @@
+"""Where the front's token comes from and where it is kept.
+
+One token per project, shared by every front that serves it at the same time, so the one
+`llamon-playground token` prints opens them all. It is rotated when a front starts and no
+other front runs (a fresh ≥128-bit secret per "session" of fronts, as Jupyter makes one per
+server), unless the environment gives one (`LLAMON_PLAYGROUND_TOKEN`, or a file named by
+`LLAMON_PLAYGROUND_TOKEN_FILE`). It lives in `<runtime dir>/front.token`, 0600 in the 0700
+runtime directory, and goes when the last front stops.
+
+Running fronts hold `front.lock` shared; picking or dropping the token happens under the
+exclusive `front.start.lock`, so "am I the only front?" has one answer at a time.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import secrets
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from daemon.config import Settings
+from daemon.runtime_dir import ensure_private_dir
+
+TOKEN_BYTES = 32  # 256 bits
+MIN_GIVEN_LENGTH = 16
+
+
+class TokenError(Exception):
+    """A token given by the environment or a file cannot be used."""
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(TOKEN_BYTES)
+
+
+def given_token(settings: Settings) -> str | None:
+    """The token the environment gives, checked; None when it gives none."""
+    if settings.token is not None:
+        value, origin = settings.token, "LLAMON_PLAYGROUND_TOKEN"
+    elif settings.token_file is not None:
+        try:
+            value = settings.token_file.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise TokenError(f"cannot read the token file {settings.token_file}: {exc}") from exc
+        origin = str(settings.token_file)
+    else:
+        return None
+    if len(value) < MIN_GIVEN_LENGTH or not value.isascii() or not value.isprintable() \
+            or any(c.isspace() for c in value):
+        raise TokenError(f"the token from {origin} must be at least {MIN_GIVEN_LENGTH} "
+                         "printable ASCII characters without spaces")
+    return value
+
+
+@contextmanager
+def _exclusive(path: Path) -> Iterator[None]:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _try_exclusive(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _read(path: Path) -> str | None:
+    """The stored token, only from a plain 0600 file of ours (anything else is replaced)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid() \
+                or stat.S_IMODE(st.st_mode) != 0o600:
+            return None
+        value = fh.read(4096).decode("ascii", errors="replace").strip()
+    return value or None
+
+
+def _write(path: Path, token: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
+                 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(token.encode() + b"\n")
+    os.replace(tmp, path)
+
+
+@dataclass
+class TokenLease:
+    """The token of a running front; `release` when the front stops."""
+
+    token: str
+    settings: Settings
+    _fd: int
+
+    def release(self) -> None:
+        if self._fd < 0:
+            return
+        with _exclusive(self.settings.front_start_lock_path):
+            if _try_exclusive(self._fd):  # no other front holds it: we were the last one
+                self.settings.front_token_path.unlink(missing_ok=True)
+            os.close(self._fd)
+            self._fd = -1
+
+
+def acquire_token(settings: Settings) -> TokenLease:
+    given = given_token(settings)
+    ensure_private_dir(settings.runtime_base)
+    ensure_private_dir(settings.runtime_dir)
+    path = settings.front_token_path
+    with _exclusive(settings.front_start_lock_path):
+        fd = os.open(settings.front_lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        alone = _try_exclusive(fd)
+        stored = _read(path)
+        token = given or (None if alone else stored) or new_token()
+        if token != stored:
+            _write(path, token)
+        fcntl.flock(fd, fcntl.LOCK_SH)  # under the start lock: no one sees the switch
+    return TokenLease(token, settings, fd)
+
+
+def running_token(settings: Settings) -> str | None:
+    """The token of the project's running fronts (None when no front runs)."""
+    if not settings.front_lock_path.exists():
+        return None
+    with _exclusive(settings.front_start_lock_path):
+        fd = os.open(settings.front_lock_path, os.O_RDWR | os.O_CLOEXEC)
+        try:
+            if _try_exclusive(fd):
+                return None  # a front was killed and left its token behind: stale
+            return _read(settings.front_token_path)
+        finally:
+            os.close(fd)

@@ -1,0 +1,165 @@
+"""The control commands end to end, with their exit codes: 0 ok, 1 error, 2 usage, 3 daemon
+not running, 4 conflict. They talk to the daemon's socket; no front runs here."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from collections.abc import Iterator
+
+import orjson
+import pytest
+
+from daemon.client import DaemonClient
+from tests.support.api import Api
+from tests.support.door import cli, running_daemon
+from tests.support.procs import REPO, Proc, Stack, wait_for
+
+
+@pytest.fixture(scope="module")
+def ctl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    yield from running_daemon(tmp_path_factory, "ctl", {"ECHO_CHUNK_DELAY_MS": "5"})
+
+
+def ok(stack: Stack, *args: str, opts: tuple[str, ...] = ()) -> str:
+    """`llamon-playground ARGS PROJECT OPTS`, which must succeed."""
+    result = cli(stack, *args, str(stack.project), *opts)
+    assert result.returncode == 0, (args, result.stdout, result.stderr)
+    return result.stdout
+
+
+def as_json(stack: Stack, *args: str, opts: tuple[str, ...] = ()) -> object:
+    return orjson.loads(ok(stack, *args, opts=(*opts, "--json")))
+
+
+def new_session(stack: Stack) -> str:
+    return ok(stack, "new-session", opts=("--title", "cli")).strip()
+
+
+@pytest.mark.parametrize("args", [("host", "status"), ("host", "start"), ("host", "logs"),
+                                  ("runs",), ("cancel", "run_x"), ("send", "ses_x", "hi"),
+                                  ("new-session",), ("stop",)])
+def test_without_a_daemon_every_command_exits_3(stack: Stack, args: tuple[str, ...]) -> None:
+    result = cli(stack, *args, str(stack.project))
+    assert result.returncode == 3 and "no daemon serves" in result.stderr
+
+
+@pytest.mark.parametrize("args", [("cancel",), ("host", "frobnicate"), ("runs", "--bogus"),
+                                  ("send", "only-a-session")])
+def test_usage_errors_exit_2(stack: Stack, args: tuple[str, ...]) -> None:
+    assert cli(stack, *args).returncode == 2
+
+
+def test_host_start_restart_stop_and_status(ctl: Stack) -> None:
+    started = as_json(ctl, "host", "start")
+    assert isinstance(started, dict) and started["state"] == "ready"
+    restarted = as_json(ctl, "host", "restart")
+    assert isinstance(restarted, dict) and restarted["generation"] == started["generation"] + 1
+    assert "state:      ready" in ok(ctl, "host", "status")
+    stopped = as_json(ctl, "host", "stop")
+    assert isinstance(stopped, dict) and stopped["state"] == "stopped"
+
+
+def test_host_logs_prints_and_follows_the_hosts_output(ctl: Stack) -> None:
+    ok(ctl, "host", "start")
+    assert "echo_agent ready on http://127.0.0.1:" in ok(ctl, "host", "logs")
+    lines = [orjson.loads(ln) for ln in ok(ctl, "host", "logs", opts=("--json",)).splitlines()]
+    assert lines and all({"offset", "text", "generation"} <= set(ln) for ln in lines)
+    follow = Proc([sys.executable, "-m", "daemon.cli", "host", "logs", str(ctl.project), "-f"],
+                  ctl.env, ctl.runtime_base / "logs-f.log", REPO)
+    try:
+        before = wait_for(lambda: follow.output().count("echo_agent ready"), 30, "the backlog")
+        ok(ctl, "host", "restart")  # a new generation prints its ready line: followed live
+        wait_for(lambda: follow.output().count("echo_agent ready") > before, 30, "a new line")
+        follow.signal(signal.SIGINT)
+        assert follow.wait(10) == 0
+    finally:
+        follow.stop()
+
+
+def test_send_follow_prints_the_answer_as_it_streams(ctl: Stack) -> None:
+    session = new_session(ctl)
+    result = cli(ctl, "send", session, "stream alpha beta gamma", str(ctl.project), "--follow")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "alpha beta gamma\n"
+    assert result.stderr.strip().endswith("completed")
+
+
+def test_send_follow_json_prints_every_event(ctl: Stack) -> None:
+    session = new_session(ctl)
+    result = cli(ctl, "send", session, "stream one two", str(ctl.project), "--follow", "--json")
+    assert result.returncode == 0
+    docs = [orjson.loads(ln) for ln in result.stdout.splitlines()]
+    assert set(docs[0]) == {"run_id", "status"}  # the 202 answer, then the events
+    assert [d["text"] for d in docs if d.get("kind") == "output.delta"] == ["one ", "two"]
+    assert docs[-1]["kind"] == "run.status" and docs[-1]["status"] == "completed"
+
+
+def test_send_follow_of_a_failing_run_exits_1(ctl: Stack) -> None:
+    result = cli(ctl, "send", new_session(ctl), "fail", str(ctl.project), "--follow")
+    assert result.returncode == 1 and result.stderr.strip().endswith("failed")
+
+
+def test_conflicts_exit_4_and_cancel_waits(ctl: Stack) -> None:
+    session = new_session(ctl)
+    started = as_json(ctl, "send", session, "slow")
+    assert isinstance(started, dict)
+    run_id = started["run_id"]
+    busy = cli(ctl, "send", session, "stream again", str(ctl.project), "--json")
+    assert busy.returncode == 4
+    assert orjson.loads(busy.stdout)["detail"] == {
+        "error": "active_run_conflict", "active_run_id": run_id,
+        "message": orjson.loads(busy.stdout)["detail"]["message"]}
+    assert cli(ctl, "host", "stop", str(ctl.project)).returncode == 4
+    cancelled = cli(ctl, "cancel", run_id, str(ctl.project), "--wait")
+    assert cancelled.returncode == 0 and cancelled.stdout.strip() == f"{run_id} cancelled"
+    again = cli(ctl, "cancel", run_id, str(ctl.project))
+    assert again.returncode == 4 and "run_not_active" in again.stderr
+    unknown = cli(ctl, "cancel", "run_nope", str(ctl.project))
+    assert unknown.returncode == 1 and "run_not_found" in unknown.stderr
+
+
+def test_runs_lists_all_or_one_session(ctl: Stack) -> None:
+    first, second = new_session(ctl), new_session(ctl)
+    for session in (first, second):
+        assert cli(ctl, "send", session, "stream x", str(ctl.project), "--follow").returncode == 0
+    listed = as_json(ctl, "runs")
+    assert isinstance(listed, dict)
+    assert {first, second} <= {run["session_id"] for run in listed["runs"]}
+    one = as_json(ctl, "runs", opts=("--session", first))
+    assert isinstance(one, dict) and {r["session_id"] for r in one["runs"]} == {first}
+    assert first in ok(ctl, "runs")
+    missing = cli(ctl, "runs", str(ctl.project), "--session", "ses_nope")
+    assert missing.returncode == 1 and "session_not_found" in missing.stderr
+
+
+async def test_a_studio_like_process_attaches_with_the_client(ctl: Stack) -> None:
+    async with DaemonClient(ctl.settings) as client:
+        session = await client.call("POST", "/sessions", {"title": "studio"})
+        answer = await client.call("POST", f"/sessions/{session['id']}/runs",
+                                   {"parts": [{"kind": "text", "text": "stream hi there"}]})
+        kinds = [ev.event async for ev in client.stream(f"/runs/{answer['run_id']}/events")]
+        assert kinds[-1] == "run.status" and "output.delta" in kinds
+        run = await client.call("GET", f"/runs/{answer['run_id']}")
+        assert run["status"] == "completed"
+
+
+async def test_stop_shuts_the_daemon_down_gracefully(daemon: Stack) -> None:
+    api = Api.for_socket(str(daemon.settings.socket_path))
+    try:
+        run_id = await api.start_run(await api.session(), "slow")
+        async for event in api.stream(run_id):
+            if event.event == "output.delta":
+                break
+    finally:
+        await api.close()
+    result = cli(daemon, "stop", str(daemon.project))
+    assert result.returncode == 0 and "stopped the daemon" in result.stdout
+    assert daemon.daemon is not None and daemon.daemon.wait(10) == 0
+    assert not daemon.settings.discovery_path.exists()
+    assert cli(daemon, "stop", str(daemon.project)).returncode == 3
+    daemon.start_daemon()
+    runs = as_json(daemon, "runs")
+    assert isinstance(runs, dict)
+    assert [(r["status"], r["reason"]) for r in runs["runs"]] == [("interrupted",
+                                                                   "studio_shutdown")]

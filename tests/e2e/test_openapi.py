@@ -1,0 +1,63 @@
+"""The OpenAPI document, served and fuzzed: schemathesis against a live front and daemon."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from daemon.openapi import PREFIX, build_document
+from tests.support.door import Front, start_front
+from tests.support.procs import Stack
+
+HOOKS = Path(__file__).with_name("schemathesis_hooks.py")
+ST = Path(sys.executable).with_name("st")
+# Small and seeded: the whole suite shares two cores. /events never ends (it is the
+# project's live stream), so the fuzzer leaves it to test_host_api and test_guard.
+BOUNDS = ["--max-examples", "5", "--seed", "6", "--no-shrink", "--request-timeout", "30",
+          "--generation-database", "none", "--exclude-path", f"{PREFIX}/events"]
+CONFORMANCE = ("not_a_server_error,status_code_conformance,content_type_conformance,"
+               "response_schema_conformance")
+
+
+@pytest.fixture
+def live(daemon: Stack) -> Front:
+    return start_front(daemon)
+
+
+async def fetch_document(front: Front, where: Path) -> Path:
+    async with front.session() as http, http.get(f"{PREFIX}/openapi.json") as resp:
+        assert resp.status == 200
+        doc = await resp.json()
+    assert doc == orjson.loads(orjson.dumps(build_document()))
+    path = where / "openapi.json"
+    path.write_bytes(orjson.dumps(doc))
+    return path
+
+
+def schemathesis(front: Front, schema: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(ST), "run", str(schema), "--url", front.url, "--no-color", *BOUNDS, *args],
+        cwd=schema.parent, capture_output=True, text=True, timeout=300,
+        env={"SCHEMATHESIS_HOOKS": str(HOOKS), "PATH": "/usr/bin:/bin"})
+
+
+async def test_schemathesis_with_the_token_finds_no_5xx_and_no_schema_mismatch(
+        live: Front, tmp_path: Path) -> None:
+    schema = await fetch_document(live, tmp_path)
+    result = schemathesis(live, schema, "--checks", CONFORMANCE,
+                          "--header", f"Authorization: Bearer {live.token}",
+                          "--header", "Content-Type: application/json")
+    assert result.returncode == 0, result.stdout[-8000:] + result.stderr[-2000:]
+    assert " passed" in result.stdout and "failed" not in result.stdout.split("SUMMARY")[-1]
+
+
+async def test_schemathesis_without_the_token_gets_401_everywhere(live: Front,
+                                                                  tmp_path: Path) -> None:
+    schema = await fetch_document(live, tmp_path)
+    result = schemathesis(live, schema, "--checks", "answers_401",
+                          "--header", "Content-Type: application/json")
+    assert result.returncode == 0, result.stdout[-8000:] + result.stderr[-2000:]

@@ -1,0 +1,106 @@
+"""The daemon socket's trust: a private runtime directory, and only our uid as a peer."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.support.door import cli
+from tests.support.procs import Stack
+
+NOBODY = 65534
+# Runs under another uid with the system Python (the venv may not be readable to it).
+PEER_CLIENT = """
+import socket, sys
+sock = socket.socket(socket.AF_UNIX)
+sock.connect(sys.argv[1])
+sock.sendall(b"GET /health HTTP/1.1\\r\\nHost: d\\r\\nConnection: close\\r\\n\\r\\n")
+data = b""
+while chunk := sock.recv(65536):
+    data += chunk
+print(data.decode(errors="replace"))
+"""
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(os.lstat(path).st_mode)
+
+
+def test_runtime_dir_is_ours_and_private_and_the_socket_0600(daemon: Stack) -> None:
+    s = daemon.settings
+    for path in (s.runtime_base, s.runtime_dir):
+        st = os.lstat(path)
+        assert stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and mode(path) == 0o700
+    assert stat.S_ISSOCK(os.lstat(s.socket_path).st_mode) and mode(s.socket_path) == 0o600
+
+
+def test_a_loose_runtime_dir_is_tightened_to_0700(stack: Stack) -> None:
+    stack.settings.runtime_dir.mkdir(parents=True)
+    os.chmod(stack.settings.runtime_dir, 0o755)
+    stack.start_daemon()
+    assert mode(stack.settings.runtime_dir) == 0o700
+
+
+@pytest.mark.parametrize("which", ["runtime_dir", "runtime_base"])
+@pytest.mark.parametrize("command", ["daemon", "front"])
+def test_a_symlinked_runtime_dir_is_refused(stack: Stack, tmp_path: Path, which: str,
+                                            command: str) -> None:
+    target = tmp_path / "elsewhere"
+    target.mkdir(mode=0o700)
+    link = stack.settings.runtime_dir if which == "runtime_dir" else stack.settings.runtime_base
+    if which == "runtime_base":
+        shutil.rmtree(link)
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(target)
+    try:
+        result = cli(stack, command, str(stack.project), *(["--port", "0"] if command == "front"
+                                                           else []), timeout=30)
+        assert result.returncode == 1 and "not a real directory" in result.stderr
+        assert not any(target.iterdir())  # nothing was created through the link
+    finally:
+        link.unlink()
+
+
+@pytest.mark.parametrize("command", ["daemon", "front"])
+def test_a_runtime_dir_of_another_user_is_refused(stack: Stack, command: str) -> None:
+    stack.settings.runtime_dir.mkdir(parents=True, mode=0o700)
+    os.chown(stack.settings.runtime_dir, NOBODY, NOBODY)
+    result = cli(stack, command, str(stack.project), *(["--port", "0"] if command == "front"
+                                                       else []), timeout=30)
+    assert result.returncode == 1 and f"belongs to uid {NOBODY}" in result.stderr
+
+
+def test_clients_refuse_a_runtime_dir_of_another_user(stack: Stack) -> None:
+    stack.settings.runtime_dir.mkdir(parents=True, mode=0o700)
+    os.chown(stack.settings.runtime_dir, NOBODY, NOBODY)
+    result = cli(stack, "runs", str(stack.project))
+    assert result.returncode == 3 and "not a directory of ours" in result.stderr
+
+
+def as_uid(uid: int | None, socket_path: Path) -> str:
+    prefix = [] if uid is None else ["setpriv", f"--reuid={uid}", f"--regid={uid}",
+                                     "--clear-groups"]
+    done = subprocess.run([*prefix, "/usr/bin/python3", "-c", PEER_CLIENT, str(socket_path)],
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.mark.skipif(os.getuid() != 0 or shutil.which("setpriv") is None,
+                    reason="needs root and setpriv to run a client under another uid")
+def test_a_peer_of_another_uid_is_refused(daemon: Stack) -> None:
+    s = daemon.settings
+    # Loosen what normally keeps others out, to reach the second lock: SO_PEERCRED.
+    for path in (s.runtime_base, s.runtime_dir):
+        os.chmod(path, 0o711)
+    os.chmod(s.socket_path, 0o666)
+    foreign = as_uid(NOBODY, s.socket_path)
+    assert foreign.startswith("HTTP/1.1 403") and "peer_not_allowed" in foreign
+    assert as_uid(None, s.socket_path).startswith("HTTP/1.1 200")
+    assert daemon.daemon is not None
+    assert f"refused a request from uid {NOBODY}" in daemon.daemon.output()

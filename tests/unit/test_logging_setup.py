@@ -1,0 +1,71 @@
+"""Structured log lines: context fields, JSON on request, and secrets scrubbed out."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+
+from daemon import logging_setup
+from daemon.config import build_settings
+from daemon.logging_setup import (JsonFormatter, TextFormatter, log_context, register_secret,
+                                  scrub, set_context_fallback)
+
+
+@pytest.fixture(autouse=True)
+def clean_state() -> Iterator[None]:
+    yield
+    set_context_fallback(dict)
+    logging_setup._secrets.clear()
+
+
+def record(message: str, *args: object, exc: BaseException | None = None) -> logging.LogRecord:
+    exc_info = (type(exc), exc, exc.__traceback__) if exc else None
+    return logging.LogRecord("t", logging.ERROR, __file__, 1, message, args, exc_info)
+
+
+@pytest.mark.parametrize("text", [
+    "GET /?token=abc123def&x=1", "Authorization: Bearer abc123def",
+    "header bearer abc123def", "Cookie: llamon-playground-8765=abc123def"])
+def test_credential_shapes_are_scrubbed(text: str) -> None:
+    assert "abc123def" not in scrub(text) and "<redacted>" in scrub(text)
+
+
+def test_registered_secrets_are_scrubbed_anywhere() -> None:
+    register_secret("s3cr3t-value-0123456789")
+    try:
+        raise ValueError("parser choked on b'xs3cr3t-value-0123456789y'")
+    except ValueError as exc:
+        line = TextFormatter().format(record("failed: %s", "s3cr3t-value-0123456789", exc=exc))
+    assert "s3cr3t-value-0123456789" not in line and "Traceback" in line
+
+
+def test_json_lines_carry_the_context() -> None:
+    set_context_fallback(lambda: {"run_id": "run_active", "generation": 3})
+    with log_context(request_id="req_1"):
+        doc = orjson.loads(JsonFormatter().format(record("hello %s", "you")))
+    assert doc["message"] == "hello you" and doc["level"] == "error"
+    assert (doc["request_id"], doc["run_id"], doc["generation"]) == ("req_1", "run_active", 3)
+    with log_context(request_id="req_2", run_id="run_path"):
+        doc = orjson.loads(JsonFormatter().format(record("x")))
+    assert doc["run_id"] == "run_path"  # the request's run wins over the active one
+
+
+def test_text_lines_name_the_context_and_skip_what_is_unknown() -> None:
+    assert TextFormatter().format(record("plain")).endswith("plain")
+    with log_context(request_id="req_9"):
+        assert TextFormatter().format(record("x")).endswith("x [request_id=req_9]")
+
+
+def test_a_broken_context_provider_never_breaks_a_log_line() -> None:
+    set_context_fallback(lambda: 1 / 0)  # type: ignore[arg-type,return-value]
+    assert TextFormatter().format(record("still here")).endswith("still here")
+
+
+def test_settings_never_show_the_token() -> None:
+    settings = build_settings(Path("/p"), {"LLAMON_PLAYGROUND_TOKEN": "tok-0123456789abcdef"})
+    assert settings.token == "tok-0123456789abcdef"
+    assert "tok-0123456789abcdef" not in repr(settings)

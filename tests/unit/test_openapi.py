@@ -1,0 +1,70 @@
+"""The OpenAPI document against the daemon's router: every public route, and nothing else."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from api.limits import IMPORT_BODY
+from daemon.app import build_services, make_app, shutdown
+from daemon.config import build_settings
+from daemon.http_data import MAX_IMPORT_BYTES
+from daemon.openapi import FRONT_OPERATIONS, OPERATIONS, PREFIX, build_document
+from host_manager.capture import CAPTURE_PATH
+from tests.support.procs import copy_example
+
+PRIVATE_ROUTES = {("POST", CAPTURE_PATH)}  # daemon socket only, never relayed by the front
+
+
+async def test_document_lists_exactly_the_routes_the_daemon_serves(tmp_path: Path) -> None:
+    settings = build_settings(copy_example(tmp_path),
+                              {"LLAMON_PLAYGROUND_RUNTIME_DIR": str(tmp_path / "run")})
+    services = await build_services(settings, {})
+    try:
+        app = make_app(services)
+        served = {(route.method, route.resource.canonical) for route in app.router.routes()
+                  if route.method != "HEAD" and route.resource is not None}
+    finally:
+        await shutdown(services)
+    public = {(m, p) for m, p in served if p.startswith(PREFIX + "/") or p == "/health"}
+    assert served - public == PRIVATE_ROUTES  # a new route outside the API is a decision
+    documented = {(op.method, op.full_path) for op in OPERATIONS}
+    assert public - documented == set(), "routes missing from daemon/openapi.py"
+    assert documented - public == set(), "documented routes the daemon does not serve"
+    paths = build_document()["paths"]
+    assert {(m.upper(), p) for p, ops in paths.items() for m in ops} == documented | {
+        (op.method, op.full_path) for op in FRONT_OPERATIONS}
+
+
+def walk(value: Any) -> Iterator[Any]:
+    yield value
+    children = value.values() if isinstance(value, dict) else value if isinstance(
+        value, list) else ()
+    for child in children:
+        yield from walk(child)
+
+
+def test_document_is_whole() -> None:
+    doc = orjson.loads(orjson.dumps(build_document()))
+    assert doc["openapi"].startswith("3.1")
+    schemas = doc["components"]["schemas"]
+    refs = {v["$ref"] for v in walk(doc) if isinstance(v, dict) and "$ref" in v}
+    assert {r.rsplit("/", 1)[1] for r in refs} <= set(schemas)
+    ids = [op["operationId"] for ops in doc["paths"].values() for op in ops.values()]
+    assert len(ids) == len(set(ids))
+    for path, ops in doc["paths"].items():
+        for op in ops.values():
+            declared = {p["name"] for p in op.get("parameters", []) if p["in"] == "path"}
+            assert declared == set(re.findall(r"{(\w+)}", path)), path
+            assert "401" in op["responses"] and "500" in op["responses"]
+            for link in op["responses"].get("201", op["responses"].get("202", {})).get(
+                    "links", {}).values():
+                assert link["operationId"] in ids
+
+
+def test_front_body_limit_for_imports_matches_the_daemon() -> None:
+    assert IMPORT_BODY == MAX_IMPORT_BYTES
