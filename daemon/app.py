@@ -41,7 +41,7 @@ from .runtime_dir import acquire_lock, remove_discovery, write_discovery
 from .sd_notify import Notifier
 from .services import SERVICES, Services
 from .stop_signal import wait_for_stop_signal
-from .store import EventRecord, Store
+from .store import EventRow, Store
 
 log = logging.getLogger(__name__)
 
@@ -58,9 +58,9 @@ async def build_services(settings: Settings, environ: dict[str, str]) -> Service
     hub = EventHub(settings.event_ring_size)
     project_events = ProjectEvents()
 
-    def committed(records: list[EventRecord]) -> None:
-        hub.publish(records)
-        project_events.committed(records)
+    def committed(rows: list[EventRow]) -> None:
+        hub.publish(rows)
+        project_events.committed(rows)
 
     store = Store(settings, on_commit=committed,
                   on_degraded=lambda error: _history_degraded(services, error))

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import aiosqlite
 import orjson
 
 from .blobs import BlobStore
@@ -303,30 +302,17 @@ def _put_blobs(blobs: BlobStore, data: dict[str, bytes]) -> list[str]:
     return created
 
 
-async def _write_rows(store: Store, conn: aiosqlite.Connection, plan: ImportPlan) -> None:
-    await conn.executemany(
+def _write_rows(store: Store, conn: sqlite3.Connection, plan: ImportPlan) -> None:
+    conn.executemany(
         f"INSERT INTO sessions ({', '.join(SESSION_COLUMNS)}) "
         f"VALUES ({', '.join(':' + c for c in SESSION_COLUMNS)})", plan.sessions)
     # plan.runs lists parents first: the parent_run_id foreign key is checked per row.
-    await conn.executemany(
+    conn.executemany(
         f"INSERT INTO runs ({', '.join(RUN_COLUMNS)}) "
         f"VALUES ({', '.join(':' + c for c in RUN_COLUMNS)})", plan.runs)
-    await conn.executemany("INSERT INTO run_files (run_id, sha256) VALUES (?, ?)",
-                           plan.run_files)
-    first = reserve_seqs(store, len(plan.events))
-    await conn.executemany(
+    conn.executemany("INSERT INTO run_files (run_id, sha256) VALUES (?, ?)", plan.run_files)
+    first = store.reserve_seqs(len(plan.events))
+    conn.executemany(
         "INSERT INTO events (seq, run_id, kind, payload, ts) VALUES (?, ?, ?, ?, ?)",
         [(first + i, *event) for i, event in enumerate(plan.events)])
 
-
-def reserve_seqs(store: Store, count: int) -> int:
-    """The first of `count` event seqs for rows a write op inserts itself.
-
-    The store hands out seqs from a counter only its own appends advance; rows inserted
-    around it must move it on, or the next append would collide. Safe only inside a write
-    op (the writer task): a batch that rolls back resets the counter. Store has no public
-    call for this yet (asked for in the issue 4 report), hence the private attribute.
-    """
-    first: int = store._next_seq
-    store._next_seq += count
-    return first

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import orjson
 
 from .run_state import TERMINAL_STATUSES
-from .store import EventRecord
+from .store import EventRecord, EventRow
 
 TERMINAL_VALUES = frozenset(s.value for s in TERMINAL_STATUSES)
 
@@ -115,12 +115,13 @@ class EventHub:
         if log is not None:
             log.close()
 
-    def publish(self, records: list[EventRecord]) -> None:
-        """Called by the store's writer right after a commit."""
+    def publish(self, rows: list[EventRow]) -> None:
+        """Called by the store's writer right after a commit; frames only what live runs need."""
         by_run: dict[str, list[Frame]] = {}
-        for record in records:
-            if record.run_id in self._logs:
-                by_run.setdefault(record.run_id, []).append(frame(record))
+        logs = self._logs
+        for row in rows:
+            if row[1] in logs:
+                by_run.setdefault(row[1], []).append(frame(EventRecord.from_row(row)))
         for run_id, frames in by_run.items():
             log = self._logs[run_id]
             log.extend(frames)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from typing import Any
 
-import aiosqlite
+
 import orjson
 
 from .ids import new_context_id, new_session_id
@@ -38,8 +39,8 @@ async def create_session(store: Store, title: str, metadata: dict[str, Any]) -> 
     row = {"id": session_id, "title": title, "context_id": new_context_id(),
            "created_at": utcnow(), "metadata": orjson.dumps(metadata).decode()}
 
-    async def op(conn: aiosqlite.Connection) -> None:
-        await conn.execute(
+    def op(conn: sqlite3.Connection) -> None:
+        conn.execute(
             "INSERT INTO sessions (id, title, context_id, created_at, metadata) "
             "VALUES (:id, :title, :context_id, :created_at, :metadata)", row)
     await store.write(op)
@@ -78,19 +79,25 @@ async def insert_run(store: Store, run: dict[str, Any], file_shas: list[str],
     columns = ", ".join(values)
     marks = ", ".join(f":{k}" for k in values)
 
-    async def op(conn: aiosqlite.Connection) -> None:
-        await conn.execute(f"INSERT INTO runs ({columns}) VALUES ({marks})", values)
-        await conn.executemany("INSERT OR IGNORE INTO run_files (run_id, sha256) VALUES (?, ?)",
+    def op(conn: sqlite3.Connection) -> None:
+        conn.execute(f"INSERT INTO runs ({columns}) VALUES ({marks})", values)
+        conn.executemany("INSERT OR IGNORE INTO run_files (run_id, sha256) VALUES (?, ?)",
                                [(run["id"], sha) for sha in file_shas])
         if resumed_parent is not None:
             # Same transaction as the child: a parent is resumed at most once.
-            await conn.execute("UPDATE runs SET resumed_by = ? WHERE id = ?",
+            conn.execute("UPDATE runs SET resumed_by = ? WHERE id = ?",
                                (run["id"], resumed_parent))
     await store.write(op)
 
 
 async def update_run(store: Store, run_id: str, changes: dict[str, Any],
                      file_shas: list[str] | None = None) -> None:
+    await store.write(run_update_op(run_id, changes, file_shas))
+
+
+def run_update_op(run_id: str, changes: dict[str, Any],
+                  file_shas: list[str] | None = None) -> Callable[[sqlite3.Connection], None]:
+    """The write op that applies `changes` to a run row (for store.write or store.submit)."""
     values = dict(changes)
     for key in RUN_JSON_COLUMNS:
         if key in values and values[key] is not None:
@@ -98,13 +105,13 @@ async def update_run(store: Store, run_id: str, changes: dict[str, Any],
     sets = ", ".join(f"{k} = :{k}" for k in values)
     values["_id"] = run_id
 
-    async def op(conn: aiosqlite.Connection) -> None:
-        await conn.execute(f"UPDATE runs SET {sets} WHERE id = :_id", values)
+    def op(conn: sqlite3.Connection) -> None:
+        conn.execute(f"UPDATE runs SET {sets} WHERE id = :_id", values)
         if file_shas:
-            await conn.executemany(
+            conn.executemany(
                 "INSERT OR IGNORE INTO run_files (run_id, sha256) VALUES (?, ?)",
                 [(run_id, sha) for sha in file_shas])
-    await store.write(op)
+    return op
 
 
 async def interrupt_leftover_runs(store: Store, reason: str) -> list[str]:
@@ -126,23 +133,22 @@ async def interrupt_leftover_runs(store: Store, reason: str) -> list[str]:
 
 async def delete_session(store: Store, session_id: str) -> list[str]:
     """Delete a session, its runs and events; return blobs no remaining run references."""
-    async def op(conn: aiosqlite.Connection) -> list[str]:
-        run_ids = [r[0] for r in await conn.execute_fetchall(
-            "SELECT id FROM runs WHERE session_id = ?", (session_id,))]
+    def op(conn: sqlite3.Connection) -> list[str]:
+        run_ids = [r[0] for r in conn.execute(
+            "SELECT id FROM runs WHERE session_id = ?", (session_id,)).fetchall()]
         shas: set[str] = set()
         for run_id in run_ids:
-            shas.update(r[0] for r in await conn.execute_fetchall(
-                "SELECT sha256 FROM run_files WHERE run_id = ?", (run_id,)))
-            await conn.execute("DELETE FROM events WHERE run_id = ?", (run_id,))
-            await conn.execute("DELETE FROM run_files WHERE run_id = ?", (run_id,))
-        await conn.execute("UPDATE runs SET parent_run_id = NULL WHERE session_id = ?",
-                           (session_id,))
-        await conn.execute("DELETE FROM runs WHERE session_id = ?", (session_id,))
-        await conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+            shas.update(r[0] for r in conn.execute(
+                "SELECT sha256 FROM run_files WHERE run_id = ?", (run_id,)).fetchall())
+            conn.execute("DELETE FROM events WHERE run_id = ?", (run_id,))
+            conn.execute("DELETE FROM run_files WHERE run_id = ?", (run_id,))
+        conn.execute("UPDATE runs SET parent_run_id = NULL WHERE session_id = ?", (session_id,))
+        conn.execute("DELETE FROM runs WHERE session_id = ?", (session_id,))
+        conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
         orphans = []
         for sha in shas:
-            used = await conn.execute_fetchall(
-                "SELECT 1 FROM run_files WHERE sha256 = ? LIMIT 1", (sha,))
+            used = conn.execute(
+                "SELECT 1 FROM run_files WHERE sha256 = ? LIMIT 1", (sha,)).fetchall()
             if not used:
                 orphans.append(sha)
         return orphans
@@ -151,9 +157,9 @@ async def delete_session(store: Store, session_id: str) -> list[str]:
 
 async def add_scores(store: Store, run_id: str, entries: list[dict[str, Any]]) -> None:
     """Append evaluator results to the run's scores (the list only grows)."""
-    async def op(conn: aiosqlite.Connection) -> None:
+    def op(conn: sqlite3.Connection) -> None:
         for entry in entries:
-            await conn.execute("UPDATE runs SET scores = json_insert(scores, '$[#]', json(?)) "
+            conn.execute("UPDATE runs SET scores = json_insert(scores, '$[#]', json(?)) "
                                "WHERE id = ?", (orjson.dumps(entry).decode(), run_id))
     await store.write(op)
 
@@ -164,18 +170,16 @@ async def delete_all_history(store: Store) -> tuple[dict[str, int], list[str]]:
     Returns what was deleted and the blobs the deleted runs referenced; the caller unlinks
     those after the commit (a crash in between leaves an unreferenced blob, never a hole).
     """
-    async def op(conn: aiosqlite.Connection) -> tuple[dict[str, int], list[str]]:
+    def op(conn: sqlite3.Connection) -> tuple[dict[str, int], list[str]]:
         counts: dict[str, int] = {}
         for table in ("sessions", "runs", "events"):
-            rows = await conn.execute_fetchall(f"SELECT COUNT(*) FROM {table}")
-            counts[table] = int(list(rows)[0][0])
-        shas = [r[0] for r in await conn.execute_fetchall(
-            "SELECT DISTINCT sha256 FROM run_files")]
-        await conn.execute("DELETE FROM events")
-        await conn.execute("DELETE FROM run_files")
-        await conn.execute("UPDATE runs SET parent_run_id = NULL")  # the foreign key
-        await conn.execute("DELETE FROM runs")
-        await conn.execute("DELETE FROM sessions")
+            counts[table] = int(conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
+        shas = [r[0] for r in conn.execute("SELECT DISTINCT sha256 FROM run_files")]
+        conn.execute("DELETE FROM events")
+        conn.execute("DELETE FROM run_files")
+        conn.execute("UPDATE runs SET parent_run_id = NULL")  # the foreign key
+        conn.execute("DELETE FROM runs")
+        conn.execute("DELETE FROM sessions")
         return counts, shas
     return await store.write(op)
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from .store import EventRecord
+from .store import EventRecord, EventRow
 
 QUEUE_LIMIT = 1000
 
@@ -45,9 +45,12 @@ class ProjectEvents:
     def host_changed(self, status: dict[str, Any]) -> None:
         self._send(sse_frame("host.state", status))
 
-    def committed(self, records: list[EventRecord]) -> None:
-        for record in records:
-            if record.kind == "run.status":
+    def committed(self, rows: list[EventRow]) -> None:
+        if not self._subscribers:
+            return
+        for row in rows:
+            if row[2] == "run.status":
+                record = EventRecord.from_row(row)
                 self._send(sse_frame("run.status", record.as_dict(), record.seq))
 
     def close_all(self) -> None:

@@ -36,7 +36,7 @@ from .active_run import ActiveRun
 from .blobs import BlobStore
 from .errors import ProjectError, StoreError
 from .introspect import validate_graph
-from .history import update_run
+from .history import run_update_op, update_run
 from .project_config import ProjectConfig, backend_warnings, load_project_config
 from .run_output import OutputCollector, store_parts
 from .run_state import Reason, RunStatus, check_transition
@@ -87,12 +87,10 @@ class RunExecutor:
     def _phase(self, run: ActiveRun, phase: str, state: str, **detail: Any) -> None:
         self._event(run, "run.phase", {"phase": phase, "state": state, **detail})
 
-    async def _update(self, run: ActiveRun, changes: dict[str, Any],
-                      file_shas: list[str] | None = None) -> None:
-        try:
-            await update_run(self._store, run.run_id, changes, file_shas or [])
-        except StoreError as exc:
-            log.warning("run %s: history write failed: %s", run.run_id, exc)
+    def _update(self, run: ActiveRun, changes: dict[str, Any]) -> None:
+        """Queue a row update in order with the run's events; nothing waits for it (the
+        terminal write does, in _final_write)."""
+        self._store.submit(run_update_op(run.run_id, changes))
 
     async def _set_status(self, run: ActiveRun, status: RunStatus, **extra: Any) -> None:
         check_transition(run.status, status)
@@ -101,7 +99,7 @@ class RunExecutor:
         changes: dict[str, Any] = {"status": status.value}
         if status == RunStatus.RUNNING:
             changes["started_at"] = utcnow()
-        await self._update(run, changes)
+        self._update(run, changes)
         self._event(run, "run.status", {"status": status.value, "previous": previous.value,
                                         **extra})
 
@@ -189,7 +187,7 @@ class RunExecutor:
             self._phase(run, "start", "completed", generation=generation.number)
         self._phase(run, "ready", "completed", generation=generation.number)
         run.generation = generation.number
-        await self._update(run, {"generation": generation.number})
+        self._update(run, {"generation": generation.number})
         return generation
 
     async def _send(self, run: ActiveRun, config: ProjectConfig, gen: Generation) -> None:
@@ -229,7 +227,7 @@ class RunExecutor:
         if event.type == "error":
             raise RunFailure(Reason.HOST_ERROR, event.error_message or "Host error",
                              code=str(event.error_code) if event.error_code else None)
-        await self._note_task(run, collected, event.task_id)
+        self._note_task(run, event.task_id)
         for text in collected.add(event):
             self._event(run, "output.delta", {"text": text, "artifact_id": event.artifact_id})
 
@@ -239,11 +237,10 @@ class RunExecutor:
             run.cancel_reason = Reason.HOST_UNRESPONSIVE
             run.task.cancel()
 
-    async def _note_task(self, run: ActiveRun, collected: OutputCollector,
-                         task_id: str | None) -> None:
+    def _note_task(self, run: ActiveRun, task_id: str | None) -> None:
         if task_id and task_id != run.task_id:
             run.task_id = task_id
-            await self._update(run, {"task_id": task_id})
+            self._update(run, {"task_id": task_id})
 
     async def _broken_stream(self, run: ActiveRun, config: ProjectConfig,
                              process: HostProcess | None, exc: Exception) -> RunFailure:

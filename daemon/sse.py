@@ -6,9 +6,11 @@ not cover (below its floor) is already in SQLite, and the cursor skips what was 
 
 from __future__ import annotations
 
+import asyncio
+
 from aiohttp import web
 
-from .event_log import EventHub, RunLog, frame
+from .event_log import EventHub, RunLog
 from .errors import BadRequest
 from .store import Store
 
@@ -44,33 +46,45 @@ async def stream_run(response: web.StreamResponse, store: Store, hub: EventHub, 
                      cursor: int, *, run_is_terminal: bool, keepalive: float) -> None:
     """Write every event of `run_id` after `cursor`, then follow live until the run ends."""
     log: RunLog | None = hub.get(run_id)
-    while True:
-        if log is not None and log.covers(cursor):
-            frames = log.after(cursor)
-            if frames:
-                await response.write(b"".join(f.data for f in frames))
-                cursor = frames[-1].seq
-                if frames[-1].terminal:
+    # While one replay page is written, SQLite already builds the next (it releases the GIL).
+    prefetch: asyncio.Task[tuple[bytes, int, bool]] | None = None
+    try:
+        while True:
+            if prefetch is None and log is not None and log.covers(cursor):
+                frames = log.after(cursor)
+                if frames:
+                    await response.write(b"".join(f.data for f in frames))
+                    cursor = frames[-1].seq
+                    if frames[-1].terminal:
+                        return
+                    continue
+                if log.closed:
+                    return
+                if not await log.wait_after(cursor, keepalive):
+                    await response.write(KEEPALIVE)
+                continue
+            page = prefetch if prefetch is not None else store.frames_after(
+                run_id, cursor, REPLAY_PAGE)
+            prefetch = None
+            data, last, terminal = await page
+            if data:
+                if not terminal:
+                    prefetch = asyncio.ensure_future(
+                        store.frames_after(run_id, last, REPLAY_PAGE))
+                await response.write(data)
+                cursor = last
+                if terminal:
                     return
                 continue
-            if log.closed:
-                return
-            if not await log.wait_after(cursor, keepalive):
-                await response.write(KEEPALIVE)
-            continue
-        page = await store.events_after(run_id, cursor, REPLAY_PAGE)
-        if page:
-            framed = [frame(r) for r in page]
-            await response.write(b"".join(f.data for f in framed))
-            cursor = framed[-1].seq
-            if any(f.terminal for f in framed):
-                return
-            continue
-        # SQLite has nothing more. Either the run is live (follow its log) or it is over.
-        log = hub.get(run_id)
-        if log is None:
-            if run_is_terminal:
-                return
-            # Not live any more: it ended after the caller looked, so its terminal event is
-            # committed now; one more read from SQLite delivers it.
-            run_is_terminal = True
+            # SQLite has nothing more. Either the run is live (follow its log) or it is over.
+            log = hub.get(run_id)
+            if log is None:
+                if run_is_terminal:
+                    return
+                # Not live any more: it ended after the caller looked, so its terminal event
+                # is committed now; one more read from SQLite delivers it.
+                run_is_terminal = True
+    finally:
+        if prefetch is not None:
+            prefetch.cancel()
+            await asyncio.gather(prefetch, return_exceptions=True)

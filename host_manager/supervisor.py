@@ -225,14 +225,54 @@ class HostSupervisor:
         return changed or {"(crashloop cleared)"}
 
     async def _start(self) -> Generation:
-        if self.state != HostState.STOPPED:
+        retiring: asyncio.Task[None] | None = None
+        if self.state == HostState.READY:
+            # A restart: the old generation gets its SIGTERM now and is reaped while the new
+            # one imports (it binds a new port), so a restart costs about one start, not a
+            # stop plus a start. Its stop step is recorded once it is gone.
+            retiring = self._retire()
+        elif self.state != HostState.STOPPED:
             await self._stop()  # reap what is left of the previous generation first
+        try:
+            return await self._spawn_generation()
+        finally:
+            if retiring is not None:
+                await retiring
+
+    def _retire(self) -> asyncio.Task[None]:
+        self._cancel_backoff()
+        self._move(HostState.STOPPING)
+        process, self._process = self._process, None
+        gen = self.generation
+        self._move(HostState.STOPPED)
+
+        async def reap() -> None:
+            if process is None:
+                return
+            step = await process.stop(self.config.stop_grace)
+            self._last_stop_step = step.value
+            self._last_exit_code = process.returncode
+            if gen is not None:
+                gen.exit_code = process.returncode
+        return self._spawn(reap())
+
+    async def _spawn_generation(self) -> Generation:
         self._generations += 1  # first, so the `starting` event names its generation
         number = self._generations
         self._move(HostState.STARTING)
         port = free_port()
         token = new_token()
-        fingerprint = await asyncio.to_thread(self._fingerprinter.scan)
+        # The fingerprint is taken while the Host starts; Ready waits for both.
+        scan = asyncio.ensure_future(asyncio.to_thread(self._fingerprinter.scan))
+        try:
+            return await self._launch(number, port, token, scan)
+        finally:
+            if not scan.done():
+                scan.cancel()
+            await asyncio.gather(scan, return_exceptions=True)
+
+    async def _launch(self, number: int, port: int, token: str,
+                      scan: asyncio.Future[Fingerprint]) -> Generation:
 
         def on_line(stream: str, text: str) -> None:
             self.logs.append(number, stream, text)
@@ -249,12 +289,12 @@ class HostSupervisor:
             raise HostUnavailable(f"could not start the Host ({argv[:1]}): {exc}",
                                   self.logs.tail(LOG_TAIL)) from exc
         self._process = process
-        gen = Generation(number, process.pid, port, time.time(), process.create_time, token,
-                         fingerprint)
+        gen = Generation(number, process.pid, port, time.time(), process.create_time, token, {})
         self.generation = gen
         self._record(gen)
         try:
             await self._wait_ready(process, gen)
+            gen.fingerprint = await scan
         except HostUnavailable:
             step = await process.stop(self.config.stop_grace)
             self._last_stop_step = step.value

@@ -41,7 +41,7 @@ def bundle() -> dict[str, Any]:
 async def store(tmp_path: Path) -> AsyncIterator[tuple[Store, list[EventRecord]]]:
     settings = build_settings(tmp_path, {"LLAMON_PLAYGROUND_RUNTIME_DIR": str(tmp_path / "rt")})
     published: list[EventRecord] = []
-    s = Store(settings, on_commit=published.extend)
+    s = Store(settings, on_commit=lambda rows: published.extend(map(EventRecord.from_row, rows)))
     await s.open()
     yield s, published
     await s.close()

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import difflib
+import sqlite3
 import time
 from pathlib import Path
 from typing import Any
 
-import aiosqlite
 import orjson
 
 from daemon.compare import MAX_DIFF_LINES, compare_runs, score_rows, text_diff
@@ -156,10 +156,10 @@ async def test_scores_written_through_the_store_reach_compare(tmp_path: Path) ->
                 "input": {"parts": [text("stream " + body)]}, "output": [text(body)],
                 "duration_ms": 10.0}, [])
 
-        async def set_scores(conn: aiosqlite.Connection) -> None:
-            await conn.execute("UPDATE runs SET scores = ? WHERE id = 'run_l'", (orjson.dumps(
+        def set_scores(conn: sqlite3.Connection) -> None:
+            conn.execute("UPDATE runs SET scores = ? WHERE id = 'run_l'", (orjson.dumps(
                 [{"evaluator": "exact", "score": 1.0, "passStatus": "pass"}]).decode(),))
-            await conn.execute("UPDATE runs SET scores = ? WHERE id = 'run_r'", (orjson.dumps(
+            conn.execute("UPDATE runs SET scores = ? WHERE id = 'run_r'", (orjson.dumps(
                 [{"evaluator": "exact", "score": 0.0, "passStatus": "fail",
                   "duration_ms": 3}]).decode(),))
         await store.write(set_scores)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from daemon.store import EventRecord, Store
 def make_store(tmp_path: Path, published: list[EventRecord] | None = None) -> Store:
     settings = build_settings(tmp_path, {"LLAMON_PLAYGROUND_RUNTIME_DIR": str(tmp_path / "rt")})
     sink = published if published is not None else []
-    return Store(settings, on_commit=sink.extend)
+    return Store(settings, on_commit=lambda rows: sink.extend(map(EventRecord.from_row, rows)))
 
 
 async def test_open_is_lazy_and_sets_wal_and_version(tmp_path: Path) -> None:
@@ -74,8 +73,8 @@ async def test_failed_op_rolls_back_only_itself(tmp_path: Path) -> None:
     store = make_store(tmp_path, published)
     await store.open()
     try:
-        async def bad(conn):  # type: ignore[no-untyped-def]
-            await conn.execute("INSERT INTO no_such_table VALUES (1)")
+        def bad(conn: sqlite3.Connection) -> None:
+            conn.execute("INSERT INTO no_such_table VALUES (1)")
         store.append_event("r", "k", {"n": 1})
         with pytest.raises(sqlite3.OperationalError):
             await store.write(bad)
@@ -116,7 +115,7 @@ async def test_newer_database_refused_untouched(tmp_path: Path) -> None:
         await store.open()
     assert db.read_bytes() == before and store.unsupported_version == 7
     with pytest.raises(StoreError):
-        await store.write(lambda conn: asyncio.sleep(0))  # type: ignore[arg-type,return-value]
+        await store.write(_noop)
 
 
 async def test_write_failure_degrades_keeps_events_and_recovers(tmp_path: Path) -> None:
@@ -126,7 +125,8 @@ async def test_write_failure_degrades_keeps_events_and_recovers(tmp_path: Path) 
     degraded: list[StoreError] = []
     settings = build_settings(tmp_path, {"LLAMON_PLAYGROUND_RUNTIME_DIR": str(tmp_path / "rt"),
                                          "LLAMON_PLAYGROUND_DB_BUSY_TIMEOUT_MS": "50"})
-    store = Store(settings, on_commit=published.extend, on_degraded=degraded.append)
+    store = Store(settings, on_commit=lambda rows: published.extend(map(EventRecord.from_row, rows)),
+                  on_degraded=degraded.append)
     await store.open()
     try:
         blocker = sqlite3.connect(store_path(tmp_path), isolation_level=None)
@@ -150,5 +150,27 @@ def store_path(tmp_path: Path) -> Path:
     return tmp_path / ".llamon/playground/playground.sqlite3"
 
 
-async def _noop(conn) -> None:  # type: ignore[no-untyped-def]
+def _noop(conn: sqlite3.Connection) -> None:
     return None
+
+
+async def test_sql_built_frames_match_python_frames(tmp_path: Path) -> None:
+    from daemon.event_log import frame
+    store = make_store(tmp_path)
+    await store.open()
+    try:
+        payloads = [{}, {"text": "héllo \"quoted\" 世界\n"}, {"status": "running"},
+                    {"nested": {"a": [1, 2.5, None, True]}}, {"status": "completed"}]
+        for i, payload in enumerate(payloads):
+            store.append_event("run_f", "run.status" if "status" in payload else "x.y", payload)
+        store.append_event("other", "x.y", {"n": 1})
+        await store.flush()
+        records = await store.events_after("run_f", 0)
+        data, last, terminal = await store.frames_after("run_f", 0)
+        assert data == b"".join(frame(r).data for r in records)
+        assert last == records[-1].seq and terminal is True
+        data, last, terminal = await store.frames_after("run_f", 0, limit=3)
+        assert data == b"".join(frame(r).data for r in records[:3]) and terminal is False
+        assert await store.frames_after("run_f", records[-1].seq) == (b"", records[-1].seq, False)
+    finally:
+        await store.close()
