@@ -30,6 +30,9 @@ RESPONSE_HEADERS = ("Content-Type", "Cache-Control", "Content-Disposition", "X-A
                     "Location", "X-Content-Type-Options", "Content-Security-Policy")
 
 
+WHOLE_BODY_LIMIT = 256 * 1024
+
+
 def daemon_unavailable(message: str) -> web.Response:
     body = {"detail": {"error": "daemon_unavailable", "message": message}}
     return web.Response(status=503, body=orjson.dumps(body), content_type="application/json")
@@ -57,10 +60,13 @@ async def relay(request: web.Request) -> web.StreamResponse:
     except (FileNotFoundError, ConnectionRefusedError) as exc:
         return daemon_unavailable(f"the Playground daemon is not reachable: {exc}")
     try:
-        response = web.StreamResponse(status=up.status, reason=up.reason)
-        for name in RESPONSE_HEADERS:
-            if name in up.headers:
-                response.headers[name] = up.headers[name]
+        headers = {name: up.headers[name] for name in RESPONSE_HEADERS if name in up.headers}
+        if up.content_length is not None and up.content_length <= WHOLE_BODY_LIMIT:
+            # A small answer of known size goes out as one write (headers and body together):
+            # each send is a syscall, and syscalls are most of a relayed request's cost.
+            body = await up.read()
+            return web.Response(status=up.status, reason=up.reason, headers=headers, body=body)
+        response = web.StreamResponse(status=up.status, reason=up.reason, headers=headers)
         if up.content_length is not None:
             response.content_length = up.content_length
         await response.prepare(request)

@@ -114,14 +114,25 @@ def _first_text(run: dict[str, Any]) -> str:
     return ""
 
 
+async def _all_pages(client: DaemonClient, path: str, key: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    after = ""
+    while True:
+        page = await client.call("GET", f"{path}?limit=1000&after={after}")
+        items.extend(page[key])
+        if not page.get("next_after"):
+            return items
+        after = page["next_after"]
+
+
 async def list_runs(client: DaemonClient, args: argparse.Namespace) -> int:
     if args.session:
         session_ids = [args.session]
     else:
-        session_ids = [s["id"] for s in (await client.call("GET", "/sessions"))["sessions"]]
+        session_ids = [s["id"] for s in await _all_pages(client, "/sessions", "sessions")]
     runs: list[dict[str, Any]] = []
     for session_id in session_ids:
-        runs.extend((await client.call("GET", f"/sessions/{session_id}/runs"))["runs"])
+        runs.extend(await _all_pages(client, f"/sessions/{session_id}/runs", "runs"))
     if args.json:
         emit({"runs": runs})
         return EXIT_OK

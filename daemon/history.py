@@ -27,7 +27,7 @@ def score_summary(scores: list[dict[str, Any]]) -> dict[str, int]:
 
 
 def run_to_dict(row: sqlite3.Row) -> dict[str, Any]:
-    doc: dict[str, Any] = {key: row[key] for key in row.keys()}
+    doc: dict[str, Any] = {key: row[key] for key in row.keys() if key != "_rowid"}
     for key in RUN_JSON_COLUMNS:
         doc[key] = orjson.loads(doc[key]) if doc[key] is not None else None
     doc["score_summary"] = score_summary(doc["scores"] or [])
@@ -47,11 +47,24 @@ async def create_session(store: Store, title: str, metadata: dict[str, Any]) -> 
     return {**row, "metadata": metadata}
 
 
-async def list_sessions(store: Store) -> list[dict[str, Any]]:
-    rows = await store.fetch_all(
-        "SELECT s.*, (SELECT COUNT(*) FROM runs r WHERE r.session_id = s.id) AS run_count "
-        "FROM sessions s ORDER BY s.rowid")  # insertion order: immune to clock jumps
-    return [{**session_to_dict(r), "run_count": r["run_count"]} for r in rows]
+Page = tuple[list[dict[str, Any]], str | None]  # items, cursor of the next page (or None)
+
+
+def _page(rows: list[sqlite3.Row], limit: int) -> tuple[list[sqlite3.Row], str | None]:
+    """Keyset paging by rowid (insertion order: immune to clock jumps); one extra row tells
+    whether another page follows."""
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return rows, str(rows[-1]["_rowid"]) if more and rows else None
+
+
+async def list_sessions(store: Store, after: int = 0, limit: int = 100) -> Page:
+    rows, cursor = _page(await store.fetch_all(
+        "SELECT s.rowid AS _rowid, s.*, "
+        "(SELECT COUNT(*) FROM runs r WHERE r.session_id = s.id) AS run_count "
+        "FROM sessions s WHERE s.rowid > ? ORDER BY s.rowid LIMIT ?", (after, limit + 1)),
+        limit)
+    return [{**session_to_dict(r), "run_count": r["run_count"]} for r in rows], cursor
 
 
 async def get_session(store: Store, session_id: str) -> dict[str, Any] | None:
@@ -64,10 +77,11 @@ async def get_run(store: Store, run_id: str) -> dict[str, Any] | None:
     return run_to_dict(row) if row else None
 
 
-async def list_runs(store: Store, session_id: str) -> list[dict[str, Any]]:
-    rows = await store.fetch_all(
-        "SELECT * FROM runs WHERE session_id = ? ORDER BY rowid", (session_id,))
-    return [run_to_dict(r) for r in rows]
+async def list_runs(store: Store, session_id: str, after: int = 0, limit: int = 100) -> Page:
+    rows, cursor = _page(await store.fetch_all(
+        "SELECT rowid AS _rowid, * FROM runs WHERE session_id = ? AND rowid > ? "
+        "ORDER BY rowid LIMIT ?", (session_id, after, limit + 1)), limit)
+    return [run_to_dict(r) for r in rows], cursor
 
 
 async def insert_run(store: Store, run: dict[str, Any], file_shas: list[str],

@@ -12,7 +12,7 @@ from aiohttp import web
 
 from . import history
 from .errors import ApiError, BadRequest, Conflict, NotFound, StoreError
-from .http_util import error_response, json_response, read_json
+from .http_util import error_response, int_query, json_response, read_json
 from .redact import redact_metadata
 from .run_state import TERMINAL_STATUSES
 from .services import SERVICES, Services
@@ -76,8 +76,14 @@ async def health(request: web.Request) -> web.Response:
 
 # -- sessions ---------------------------------------------------------------------------------
 
+MAX_PAGE = 1000
+
+
 async def list_sessions(request: web.Request) -> web.Response:
-    return json_response({"sessions": await history.list_sessions(svc(request).store)})
+    sessions, cursor = await history.list_sessions(
+        svc(request).store, int_query(request, "after", 0, 2**62),
+        int_query(request, "limit", 100, MAX_PAGE, minimum=1))
+    return json_response({"sessions": sessions, "next_after": cursor})
 
 
 async def create_session(request: web.Request) -> web.Response:
@@ -121,7 +127,10 @@ async def list_runs(request: web.Request) -> web.Response:
     session_id = request.match_info["session_id"]
     if await history.get_session(s.store, session_id) is None:
         raise NotFound(f"no session {session_id}", code="session_not_found")
-    return json_response({"runs": await history.list_runs(s.store, session_id)})
+    runs, cursor = await history.list_runs(
+        s.store, session_id, int_query(request, "after", 0, 2**62),
+        int_query(request, "limit", 100, MAX_PAGE, minimum=1))
+    return json_response({"runs": runs, "next_after": cursor})
 
 
 async def create_run(request: web.Request) -> web.Response:

@@ -9,8 +9,8 @@ from aiohttp import web
 
 from host_manager.errors import HostUnavailable
 
-from .errors import BadRequest, Conflict
-from .http_util import json_response
+from .errors import Conflict
+from .http_util import int_query, json_response
 from .project_events import sse_frame
 from .services import SERVICES, Services
 from .sse import KEEPALIVE, prepare_stream
@@ -66,19 +66,10 @@ def _refuse_during_run(s: Services, action: str) -> None:
                        code="active_run_conflict", active_run_id=active.run_id)
 
 
-def _int_param(request: web.Request, name: str, default: int, maximum: int) -> int:
-    raw = request.query.get(name)
-    if raw is None or raw == "":
-        return default
-    if not raw.isdigit() or len(raw) > 12:
-        raise BadRequest(f"`{name}` must be a non-negative integer", code="invalid_query")
-    return min(int(raw), maximum)
-
-
 async def host_logs(request: web.Request) -> web.StreamResponse:
     s = svc(request)
-    after = _int_param(request, "after", 0, 10**12)
-    limit = _int_param(request, "limit", 500, MAX_LOG_LIMIT)
+    after = int_query(request, "after", 0, 10**12)
+    limit = int_query(request, "limit", 500, MAX_LOG_LIMIT)
     if request.query.get("follow") not in ("1", "true"):
         lines, overflow = s.host.logs.after(after, limit)
         return json_response({"lines": [ln.as_dict() for ln in lines], "overflow": overflow,

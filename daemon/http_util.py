@@ -37,3 +37,15 @@ async def read_json(request: web.Request, max_bytes: int) -> Any:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise BadRequest(f"request body is not valid JSON: {exc}", code="invalid_json") from exc
+
+
+def int_query(request: web.Request, name: str, default: int, maximum: int,
+              minimum: int = 0) -> int:
+    """A bounded non-negative integer query parameter; anything else is 400 invalid_query."""
+    raw = request.query.get(name)
+    if raw is None or raw == "":
+        return default
+    if not raw.isdigit() or len(raw) > 12 or int(raw) < minimum:
+        raise BadRequest(f"`{name}` must be an integer of at least {minimum}",
+                         code="invalid_query")
+    return min(int(raw), maximum)

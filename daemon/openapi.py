@@ -55,12 +55,18 @@ class Op:
         return self.path[1:] if self.path.startswith("//") else PREFIX + self.path
 
 
+PAGING = (Param("after", {"type": "string", "pattern": "^[0-9]{1,12}$"},
+                 description="the `next_after` of the previous page"),
+           Param("limit", {"type": "string", "pattern": "^([1-9][0-9]{0,2}|1000)$"},
+                 description="page size, 1 to 1000 (default 100)"))
+
 OPERATIONS: tuple[Op, ...] = (
     Op("GET", "//health", "Daemon health: pid, version, database, Host, active run",
        answer=ref("Health")),
     Op("GET", "/openapi.json", "This document", answer=ref("OpenApiDocument")),
     # sessions and runs (seed 000)
-    Op("GET", "/sessions", "List sessions", answer=ref("SessionList")),
+    Op("GET", "/sessions", "List sessions (oldest first, paged)", answer=ref("SessionList"),
+       params=PAGING, errors=(400,)),
     Op("POST", "/sessions", "Create a session", 201, ref("Session"),
        body=ref("SessionCreate"), body_required=False, errors=(400,),
        gives={"session_id": "id"}),
@@ -68,7 +74,8 @@ OPERATIONS: tuple[Op, ...] = (
        errors=(409,)),
     Op("DELETE", "/sessions/{session_id}", "Delete a session, its runs and unused blobs",
        answer=ref("SessionDeleted"), errors=(409,)),
-    Op("GET", "/sessions/{session_id}/runs", "List a session's runs", answer=ref("RunList")),
+    Op("GET", "/sessions/{session_id}/runs", "List a session's runs (oldest first, paged)",
+       answer=ref("RunList"), params=PAGING, errors=(400, 404)),
     Op("POST", "/sessions/{session_id}/runs", "Start a run in the background", 202,
        ref("RunAccepted"), body=ref("RunRequest"), errors=(400, 409),
        gives={"run_id": "run_id"}),

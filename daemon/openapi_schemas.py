@@ -71,7 +71,8 @@ SCHEMAS: dict[str, Schema] = {
     # -- answers
     "Session": obj(("id", "title", "context_id", "created_at", "metadata"), id=STR, title=STR,
                    context_id=STR, created_at=STR, metadata=OBJ, run_count=INT),
-    "SessionList": obj(("sessions",), sessions=arr(ref("Session"))),
+    "SessionList": obj(("sessions", "next_after"), sessions=arr(ref("Session")),
+                       next_after=nullable(STR)),
     "Run": obj(("id", "session_id", "status", "created_at", "context_id", "input", "output",
                 "scores"),
                id=STR, session_id=STR, status={"enum": RUN_STATUSES}, reason=nullable(STR),
@@ -82,7 +83,7 @@ SCHEMAS: dict[str, Schema] = {
                error=nullable(OBJ), scores=arr(OBJ), generation=nullable(INT),
                recommended_run_command=nullable(STR), label=nullable(STR),
                score_summary=obj(evaluators=INT, failed=INT)),
-    "RunList": obj(("runs",), runs=arr(ref("Run"))),
+    "RunList": obj(("runs", "next_after"), runs=arr(ref("Run")), next_after=nullable(STR)),
     "RunAccepted": obj(("run_id", "status"), run_id=STR, status={"enum": RUN_STATUSES}),
     "SessionDeleted": obj(("deleted", "blobs_removed"), deleted=STR, blobs_removed=INT),
     "HistoryDeleted": obj(("deleted", "blobs_removed"),

@@ -111,3 +111,18 @@ async def test_inline_file_input_reaches_the_blob_store(api: Api, daemon: Stack)
                     "source": "input"}
     assert (daemon.settings.files_dir / part["sha256"]).read_bytes() == payload
     assert "bytes_base64" not in str(run)
+
+
+async def test_lists_are_paged_in_creation_order(api: Api) -> None:
+    ids = [await api.session() for _ in range(5)]
+    first = await api.ok("GET", "sessions?limit=2")
+    assert [s["id"] for s in first["sessions"]] == ids[:2] and first["next_after"]
+    rest = await api.ok("GET", f"sessions?limit=10&after={first['next_after']}")
+    assert [s["id"] for s in rest["sessions"]] == ids[2:] and rest["next_after"] is None
+    for bad in ("limit=0", "limit=x", "after=-1"):
+        code, doc = await api.call("GET", f"sessions?{bad}")
+        assert code == 400 and doc["detail"]["error"] == "invalid_query"
+    runs = [await api.start_run(ids[0], f"stream r{i}") for i in range(1)]
+    await api.wait_status(runs[0])
+    page = await api.ok("GET", f"sessions/{ids[0]}/runs?limit=1")
+    assert [r["id"] for r in page["runs"]] == runs and page["next_after"] is None
