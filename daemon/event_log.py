@@ -48,7 +48,7 @@ class RunLog:
         self.closed = False
         self._seqs: list[int] = []
         self._frames: list[Frame] = []
-        self._changed = asyncio.Event()
+        self._changed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     @property
     def last_seq(self) -> int:
@@ -72,8 +72,11 @@ class RunLog:
         self._wake()
 
     def _wake(self) -> None:
-        self._changed.set()
-        self._changed = asyncio.Event()
+        # One future shared by every waiter: a wake-up costs one callback per subscriber,
+        # not a task and a timer each (that is what 200 subscribers would pay otherwise).
+        if not self._changed.done():
+            self._changed.set_result(None)
+        self._changed = asyncio.get_running_loop().create_future()
 
     def covers(self, cursor: int) -> bool:
         return cursor >= self.floor
@@ -86,9 +89,9 @@ class RunLog:
         """Wait until something past `cursor` exists or the log closes; False on timeout."""
         if self.last_seq > cursor or self.closed:
             return True
-        changed = self._changed
         try:
-            await asyncio.wait_for(changed.wait(), timeout)
+            async with asyncio.timeout(timeout):
+                await asyncio.shield(self._changed)  # shield: a waiter leaving cancels nothing
         except TimeoutError:
             return False
         return True
