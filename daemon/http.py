@@ -105,21 +105,6 @@ async def create_session(request: web.Request) -> web.Response:
     return json_response(session, 201)
 
 
-async def delete_session(request: web.Request) -> web.Response:
-    s = svc(request)
-    session_id = request.match_info["session_id"]
-    if await history.get_session(s.store, session_id) is None:
-        raise NotFound(f"no session {session_id}", code="session_not_found")
-    active = s.runs.active
-    if active is not None and active.session_id == session_id:
-        raise Conflict("the session holds the active run", code="active_run_conflict",
-                       active_run_id=active.run_id)
-    orphans = await history.delete_session(s.store, session_id)
-    for sha in orphans:  # after the commit: a crash leaves an unreferenced blob, never a hole
-        s.blobs.unlink(sha)
-    return json_response({"deleted": session_id, "blobs_removed": len(orphans)})
-
-
 # -- runs -------------------------------------------------------------------------------------
 
 async def list_runs(request: web.Request) -> web.Response:
@@ -189,7 +174,6 @@ def add_routes(app: web.Application) -> None:
     r.add_get("/health", health)
     r.add_get(PREFIX + "/sessions", list_sessions)
     r.add_post(PREFIX + "/sessions", create_session)
-    r.add_delete(PREFIX + "/sessions/{session_id}", delete_session)
     r.add_get(PREFIX + "/sessions/{session_id}/runs", list_runs)
     r.add_post(PREFIX + "/sessions/{session_id}/runs", create_run)
     r.add_get(PREFIX + "/runs/{run_id}", get_run)

@@ -105,15 +105,36 @@ async def delete_all(request: web.Request) -> web.Response:
             raise Conflict("a run is active; cancel it or wait for it to end",
                            code="active_run_conflict", active_run_id=active.run_id)
         counts, shas = await history.delete_all_history(s.store)
-        # After the commit, and only blobs nothing references by now: a run may have
-        # started meanwhile, and its input files may be written but not yet recorded.
-        orphans = await history.unreferenced(s.store, shas)
-        starting = s.runs.active
-        keep = {p.get("sha256") for p in starting.request.parts} if starting else set()
-        orphans = [sha for sha in orphans if sha not in keep]
-        for sha in orphans:
-            s.blobs.unlink(sha)
-    return json_response({"deleted": counts, "blobs_removed": len(orphans)})
+        removed = await _unlink_unreferenced(s, shas)
+    return json_response({"deleted": counts, "blobs_removed": removed})
+
+
+async def delete_session(request: web.Request) -> web.Response:
+    s = _svc(request)
+    session_id = request.match_info["session_id"]
+    async with request.app[BLOB_CHANGES]:
+        if await history.get_session(s.store, session_id) is None:
+            raise NotFound(f"no session {session_id}", code="session_not_found")
+        active = s.runs.active
+        if active is not None and active.session_id == session_id:
+            raise Conflict("the session holds the active run", code="active_run_conflict",
+                           active_run_id=active.run_id)
+        shas = await history.delete_session(s.store, session_id)
+        removed = await _unlink_unreferenced(s, shas)
+    return json_response({"deleted": session_id, "blobs_removed": removed})
+
+
+async def _unlink_unreferenced(s: Services, shas: list[str]) -> int:
+    """After the commit, unlink only blobs nothing references by now: a run may have started
+    meanwhile, its input files written but not yet recorded. A crash in between leaves an
+    unreferenced blob, never a hole."""
+    orphans = await history.unreferenced(s.store, shas)
+    starting = s.runs.active
+    keep = {p.get("sha256") for p in starting.request.parts} if starting else set()
+    orphans = [sha for sha in orphans if sha not in keep]
+    for sha in orphans:
+        s.blobs.unlink(sha)
+    return len(orphans)
 
 
 def add_data_routes(app: web.Application) -> None:
@@ -124,3 +145,4 @@ def add_data_routes(app: web.Application) -> None:
     r.add_post(PREFIX + "/bundles/export", export)
     r.add_post(PREFIX + "/bundles/import", import_)
     r.add_delete(PREFIX + "/sessions", delete_all)
+    r.add_delete(PREFIX + "/sessions/{session_id}", delete_session)

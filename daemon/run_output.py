@@ -8,6 +8,7 @@ from typing import Any
 
 from .a2a_wire import A2AEvent, WirePart
 from .blobs import BlobStore
+from .json_depth import MAX_DEPTH, json_depth
 
 
 class OutputCollector:
@@ -76,6 +77,9 @@ async def store_parts(parts: list[WirePart], blobs: BlobStore,
             stored.append({"kind": "text", "text": part.text or ""})
         elif part.kind == "data":
             data = part.data if isinstance(part.data, dict) else {"value": part.data}
+            if json_depth(data) > MAX_DEPTH:
+                # Kept shallow so that every stored run can also be exported and imported.
+                data = {"truncated": f"the Host's data part nests deeper than {MAX_DEPTH}"}
             stored.append({"kind": "data", "data": data})
         elif part.raw is not None:
             doc = {"kind": "file", "sha256": hashlib.sha256(part.raw).hexdigest(),

@@ -659,9 +659,41 @@ async def bench_slow_client(quick: bool, owned: Owned) -> list[Figure]:
     ]
 
 
+# -- compare_1mb ---------------------------------------------------------------------------------
+
+async def bench_compare(quick: bool, owned: Owned) -> list[Figure]:
+    """Compare of two 1 MB texts (the issue: an answer within a second; diff work capped).
+    Baseline: difflib.unified_diff of the first 2,000 lines of each, uncapped."""
+    import difflib
+
+    from daemon.compare import compare_runs
+
+    def run(run_id: str, body: str) -> dict[str, Any]:
+        return {"id": run_id, "session_id": "ses", "status": "completed", "duration_ms": 1.0,
+                "output": [{"kind": "text", "text": body}], "input": {"parts": []},
+                "scores": []}
+
+    left = "\n".join(f"left line {i} {i * 7919 % 10007}" for i in range(60000))[:1_000_000]
+    right = "\n".join(f"right line {i} {i * 104729 % 10007}" for i in range(60000))[:1_000_000]
+    samples, base = [], []
+    for _ in range(2 if quick else 5):
+        t = time.perf_counter()
+        got = compare_runs(run("run_a", left), run("run_b", right))
+        orjson.dumps(got)
+        samples.append((time.perf_counter() - t) * 1000)
+        t = time.perf_counter()
+        "".join(difflib.unified_diff(left.splitlines(True)[:2000],
+                                     right.splitlines(True)[:2000]))
+        base.append((time.perf_counter() - t) * 1000)
+    return [Figure("compare_1mb", statistics.median(samples), "ms", statistics.median(base),
+                   "difflib on the first 2,000 lines", Target("value", "<=", 1000),
+                   {"truncated": got["text"]["truncated"], "samples_ms": samples})]
+
+
 SECTIONS = (
     ("sse_fanout_200", bench_sse_fanout, ("sse_fanout_200",)),
     ("history_1m", bench_history, ("history_1m",)),
     ("replay_100k", bench_replay, ("replay_100k",)),
     ("slow_client", bench_slow_client, ("slow_client",)),
+    ("compare_1mb", bench_compare, ("compare_1mb",)),
 )

@@ -43,12 +43,21 @@ async def _restarting(api: Api, session: str, received: dict[str, list[int]],
     await asyncio.wait_for(api.call("POST", "host/restart"), rng.uniform(0.01, 0.3))
 
 
-POINTS = {"run creation": _creating, "mid-stream": _streaming, "Host restart": _restarting}
+async def _importing(api: Api, session: str, received: dict[str, list[int]],
+                     rng: random.Random) -> None:
+    await api.wait_status(await api.start_run(session, "data"))  # a run with a blob
+    bundle = await api.ok("POST", "bundles/export", {})
+    for _ in range(5):  # keep importing until the kill lands in one
+        await api.ok("POST", "bundles/import", {"bundle": bundle}, 201)
+
+
+POINTS = {"run creation": _creating, "mid-stream": _streaming, "Host restart": _restarting,
+          "import": _importing}
 
 
 async def test_daemon_sigkill_at_random_points(project: Path, runtime_base: Path, scale,
                                                rng: random.Random) -> None:  # type: ignore[no-untyped-def]
-    rounds = scale.n(3, 24)
+    rounds = scale.n(4, 24)
     received: dict[str, list[int]] = {}
     env = {"ECHO_CHUNK_DELAY_MS": "2"}
     with stack_for(project, runtime_base, extra_env=env) as stack:
