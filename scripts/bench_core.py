@@ -459,7 +459,7 @@ async def bench_store_append(cfg: Config, owned: Owned) -> list[Figure]:
             f"sqlite3 {base_rates[-1]:,.0f}/s")
     return [Figure("store_append", statistics.median(store_rates), "events/s",
                    statistics.median(base_rates), "sqlite3 executemany, 1 txn, WAL+FULL",
-                   Target("ratio", ">=", 0.5),
+                   Target("ratio", ">=", 0.6),
                    {"events": cfg.store_events, "burst": cfg.store_burst, "reps": cfg.store_reps,
                     "store_rates": [round(x) for x in store_rates],
                     "baseline_rates": [round(x) for x in base_rates],
@@ -739,7 +739,7 @@ async def bench_run_create(cfg: Config, live: Live) -> list[Figure]:
         Figure("run_create_202.p50", pct(f, 50), "ms", pct(d, 50), "same POST on the daemon socket",
                None, notes),
         Figure("run_create_202.p99", pct(f, 99), "ms", pct(d, 99), "same POST on the daemon socket",
-               Target("value", "<=", 10.0)),
+               Target("value", "<=", 5.0)),
     ]
 
 
@@ -797,7 +797,7 @@ async def bench_request_relay(cfg: Config, live: Live) -> list[Figure]:
         figures.append(Figure(
             f"request_relay.{label}", statistics.median(rates["front"]), "req/s",
             statistics.median(rates["direct"]), "same requests on the daemon socket",
-            Target("ratio", ">=", 0.5) if label != "get_health" else None,
+            Target("ratio", ">=", 0.6) if label != "get_health" else None,
             {"requests": cfg.relay_requests, "concurrency": cfg.relay_concurrency,
              "reps": cfg.relay_reps, "front_rates": [round(x) for x in rates["front"]],
              "direct_rates": [round(x) for x in rates["direct"]],

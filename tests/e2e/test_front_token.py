@@ -186,7 +186,7 @@ async def test_up_prints_the_url_with_the_token(stack: Stack) -> None:
         assert link == f"{up.url}/?token={up.token}"
         api = Api(aiohttp.ClientSession(base_url=up.url, headers=up.auth()))
         try:
-            assert (await api.ok("GET", "sessions")) == {"sessions": []}
+            assert (await api.ok("GET", "sessions")) == {"sessions": [], "next_after": None}
         finally:
             await api.close()
     finally:
