@@ -141,9 +141,7 @@ class SseReader(asyncio.Protocol):
         self.head_done = False
         self.status: int | None = None
         self.chunked = False
-        self._raw = bytearray()
-        self._remaining = 0
-        self._need_crlf = False
+        self._dechunker = Dechunker()
         self._pending = bytearray()
         self.body = bytearray()
         self.seqs: list[int] = []
@@ -180,40 +178,13 @@ class SseReader(asyncio.Protocol):
             if not self.headed.done():
                 self.headed.set_result(None)
         if self.chunked:
-            self._dechunk(data)
+            self._dechunker.feed(data, self._pending)
+            self.complete = self._dechunker.complete
         else:
             self._pending += data
         self._frames()
         if self.complete and self.transport is not None:
             self.transport.close()
-
-    def _dechunk(self, data: bytes) -> None:
-        raw = self._raw
-        raw += data
-        out = self._pending
-        while raw:
-            if self._remaining:
-                take = min(self._remaining, len(raw))
-                out += raw[:take]
-                del raw[:take]
-                self._remaining -= take
-                if not self._remaining:
-                    self._need_crlf = True
-            elif self._need_crlf:
-                if len(raw) < 2:
-                    return
-                del raw[:2]
-                self._need_crlf = False
-            else:
-                eol = raw.find(b"\r\n")
-                if eol < 0:
-                    return
-                size = int(bytes(raw[:eol]).split(b";")[0], 16)
-                del raw[:eol + 2]
-                if size == 0:
-                    self.complete = True
-                    return
-                self._remaining = size
 
     def _frames(self) -> None:
         pending = self._pending
@@ -438,3 +409,41 @@ def free_port() -> int:
 def median_or_none(xs: list[float]) -> float | None:
     import statistics
     return statistics.median(xs) if xs else None
+
+
+class Dechunker:
+    """HTTP/1.1 chunked transfer decoding, fed as bytes arrive (the benches' raw clients)."""
+
+    def __init__(self) -> None:
+        self._raw = bytearray()
+        self._remaining = 0
+        self._need_crlf = False
+        self.complete = False
+
+    def feed(self, data: bytes, out: bytearray) -> None:
+        """Decode what `data` completes and append the payload bytes to `out`."""
+        raw = self._raw
+        raw += data
+        while raw:
+            if self._remaining:
+                take = min(self._remaining, len(raw))
+                out += raw[:take]
+                del raw[:take]
+                self._remaining -= take
+                if not self._remaining:
+                    self._need_crlf = True
+            elif self._need_crlf:
+                if len(raw) < 2:
+                    return
+                del raw[:2]
+                self._need_crlf = False
+            else:
+                eol = raw.find(b"\r\n")
+                if eol < 0:
+                    return
+                size = int(bytes(raw[:eol]).split(b";")[0], 16)
+                del raw[:eol + 2]
+                if size == 0:
+                    self.complete = True
+                    return
+                self._remaining = size

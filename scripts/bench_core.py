@@ -59,7 +59,7 @@ from daemon.store import Store, utcnow  # noqa: E402
 from tests.support.api import Api  # noqa: E402
 from tests.support.procs import Stack, copy_example, process_tree, short_tmpdir  # noqa: E402
 
-from bench_common import front_headers  # noqa: E402
+from bench_common import Dechunker, front_headers  # noqa: E402
 
 P = "/api/playground/v1"
 EVENTS_DDL = """
@@ -269,9 +269,7 @@ class RawSse(asyncio.Protocol):
         self.body = bytearray()
         self.arrivals: list[tuple[float, int]] = []
         self.complete = False
-        self._raw = bytearray()
-        self._remaining = 0
-        self._need_crlf = False
+        self._dechunker = Dechunker()
         self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -292,40 +290,14 @@ class RawSse(asyncio.Protocol):
             self.status = int(head.split(b" ", 2)[1])
             self.chunked = b"transfer-encoding: chunked" in head.lower()
         if self.chunked:
-            self._dechunk(data)
+            self._dechunker.feed(data, self.body)
+            self.complete = self._dechunker.complete
         else:
             self.body += data
         if self.body:
             self.arrivals.append((t, len(self.body)))
         if self.complete and self.transport is not None:
             self.transport.close()
-
-    def _dechunk(self, data: bytes) -> None:
-        raw = self._raw
-        raw += data
-        while raw:
-            if self._remaining:
-                take = min(self._remaining, len(raw))
-                self.body += raw[:take]
-                del raw[:take]
-                self._remaining -= take
-                if not self._remaining:
-                    self._need_crlf = True
-            elif self._need_crlf:
-                if len(raw) < 2:
-                    return
-                del raw[:2]
-                self._need_crlf = False
-            else:
-                eol = raw.find(b"\r\n")
-                if eol < 0:
-                    return
-                size = int(bytes(raw[:eol]).split(b";")[0], 16)
-                del raw[:eol + 2]
-                if size == 0:
-                    self.complete = True
-                    return
-                self._remaining = size
 
     def connection_lost(self, exc: Exception | None) -> None:
         if not self.closed.done():

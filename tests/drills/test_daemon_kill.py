@@ -12,7 +12,7 @@ import pytest
 
 from tests.drills.checks import check_database, check_no_temp_blobs
 from tests.support.api import Api
-from tests.support.procs import Stack, stack_for
+from tests.support.procs import stack_for
 
 pytestmark = pytest.mark.drill
 

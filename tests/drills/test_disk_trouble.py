@@ -9,9 +9,7 @@ CAP_SYS_ADMIN: the drill is skipped, saying so, where that is refused.
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 

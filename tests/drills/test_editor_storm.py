@@ -27,9 +27,7 @@ async def test_two_hundred_saves_in_two_seconds(project: Path, runtime_base: Pat
             session = await api.session()
             first = await api.wait_status(await api.start_run(session, "stream warm"))
             run_id = await api.start_run(session, "slow")
-            async for ev in api.stream(run_id):
-                if ev.event == "output.delta":
-                    break
+            await api.first_output(run_id)
             watched = [stack.project / "app" / "agent.py", stack.project / "app" / "extra.py"]
             unwatched = [stack.project / "notes.txt", stack.project / ".venv" / "x.py",
                          stack.project / "app" / "__pycache__" / "y.pyc"]

@@ -3,10 +3,8 @@ ends with a documented reason within a bound, the Host comes back, the next run 
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,9 +28,7 @@ def faulty(project: Path, runtime_base: Path) -> Iterator[Stack]:
 
 async def _mid_run(api: Api, session: str) -> tuple[str, int]:
     run_id = await api.start_run(session, "slow")
-    async for ev in api.stream(run_id):
-        if ev.event == "output.delta":
-            break
+    await api.first_output(run_id)
     status = await api.ok("GET", "host")
     return run_id, int(status["pid"])
 

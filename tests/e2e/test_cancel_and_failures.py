@@ -6,17 +6,10 @@ from tests.support.api import Api
 from tests.support.procs import Stack
 
 
-async def _first_delta(api: Api, run_id: str) -> None:
-    async for event in api.stream(run_id):
-        if event.event == "output.delta":
-            return
-    raise AssertionError("the run ended before any output")
-
-
 async def test_cancel_slow_run_keeps_host_running(api: Api) -> None:
     session = await api.session()
     run_id = await api.start_run(session, "slow")
-    await _first_delta(api, run_id)
+    await api.first_output(run_id)
     host_before = await api.ok("GET", "host")
     answer = await api.ok("DELETE", f"runs/{run_id}")
     assert answer == {"run_id": run_id, "status": "cancelled"}

@@ -148,9 +148,7 @@ async def test_stop_shuts_the_daemon_down_gracefully(daemon: Stack) -> None:
     api = Api.for_socket(str(daemon.settings.socket_path))
     try:
         run_id = await api.start_run(await api.session(), "slow")
-        async for event in api.stream(run_id):
-            if event.event == "output.delta":
-                break
+        await api.first_output(run_id)
     finally:
         await api.close()
     result = cli(daemon, "stop", str(daemon.project))

@@ -10,7 +10,6 @@ from pathlib import Path
 import orjson
 
 from tests.e2e.data_support import finished_run, make_spy_project, serving, spy_records, text
-from tests.support.api import Api
 from tests.support.procs import Stack, copy_example
 
 SESSION_METADATA = {"owner": "me", "credentials": {"user": "u", "pw": "CANARY-S1"},

@@ -33,9 +33,7 @@ async def test_host_control_and_logs(api: Api) -> None:
 async def test_host_control_refused_during_a_run(api: Api) -> None:
     session = await api.session()
     run_id = await api.start_run(session, "slow")
-    async for ev in api.stream(run_id):
-        if ev.event == "output.delta":
-            break
+    await api.first_output(run_id)
     for action in ("stop", "restart"):
         code, doc = await api.call("POST", f"host/{action}")
         assert code == 409 and doc["detail"]["active_run_id"] == run_id

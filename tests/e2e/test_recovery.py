@@ -71,9 +71,7 @@ async def test_daemon_sigterm_mid_run_interrupts_with_studio_shutdown(slow_stack
     try:
         session = await api.session()
         run_id = await api.start_run(session, "slow")
-        async for ev in api.stream(run_id):
-            if ev.event == "output.delta":
-                break
+        await api.first_output(run_id)
         slow_stack.remember_hosts()
         hosts = [p for p in slow_stack.daemon.descendants()]
         assert hosts, "the Host should be running"
@@ -95,9 +93,7 @@ async def test_daemon_sigkill_mid_run_is_interrupted_on_next_start(slow_stack: S
     try:
         session = await api.session()
         run_id = await api.start_run(session, "slow")
-        async for ev in api.stream(run_id):
-            if ev.event == "output.delta":
-                break
+        await api.first_output(run_id)
     finally:
         await api.close()
     hosts = slow_stack.daemon.descendants()
@@ -170,9 +166,7 @@ async def test_a2a_03_only_host_streams_and_cancels(project, runtime_base) -> No
             assert run["status"] == "completed"
             assert run["output"] == [{"kind": "text", "text": "old protocol"}]
             slow = await api.start_run(session, "slow")
-            async for ev in api.stream(slow):
-                if ev.event == "output.delta":
-                    break
+            await api.first_output(slow)
             assert (await api.ok("DELETE", f"runs/{slow}"))["status"] == "cancelled"
             ask = await api.wait_status(await api.start_run(session, "ask"))
             assert ask["status"] == "input_required"

@@ -69,9 +69,7 @@ async def test_outside_edit_mid_run_fails_it_runtime_restarted(watched: Stack) -
         session = await api.session()
         gen = await ready_generation(api, session)
         run_id = await api.start_run(session, "slow")
-        async for ev in api.stream(run_id):
-            if ev.event == "output.delta":
-                break
+        await api.first_output(run_id)
         edit(watched.project / "app" / "agent.py", "edited in another editor")
         run = await api.wait_status(run_id)
         assert run["status"] == "failed" and run["reason"] == "runtime_restarted"

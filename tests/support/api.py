@@ -85,6 +85,13 @@ class Api:
                 raise TimeoutError(f"run {run_id} stayed {run['status']}")
             await asyncio.sleep(0.05)
 
+    async def first_output(self, run_id: str) -> None:
+        """Wait until the run has streamed its first output.delta (it is mid-run then)."""
+        async for event in self.stream(run_id):
+            if event.event == "output.delta":
+                return
+        raise AssertionError(f"run {run_id} ended before any output")
+
     async def events(self, run_id: str, after: int | None = None,
                      last_event_id: int | None = None, limit: int | None = None,
                      timeout: float = 60.0) -> list[SseEvent]:
