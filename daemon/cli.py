@@ -51,6 +51,7 @@ def _settings(arg: str | None) -> Settings:
 
 def cmd_daemon(args: argparse.Namespace) -> int:
     from .app import serve
+    from .runtime_dir import RuntimeDirTooLong
     settings = build_settings(_project(args.project))
     # The Host inherits the daemon's environment: not the front's token, not systemd's.
     environ = {k: v for k, v in os.environ.items() if k not in DAEMON_ONLY_ENV}
@@ -59,7 +60,7 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     except AlreadyRunning as exc:
         print(f"llamon-playground: {exc}", file=sys.stderr)
         return EXIT_CONFLICT
-    except PermissionError as exc:  # a runtime dir that is not ours, or a symlink
+    except (PermissionError, RuntimeDirTooLong) as exc:  # not ours, a symlink, too deep
         print(f"llamon-playground: {exc}", file=sys.stderr)
         return EXIT_ERROR
     return EXIT_OK

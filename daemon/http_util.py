@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import orjson
@@ -34,9 +35,32 @@ async def read_json(request: web.Request, max_bytes: int) -> Any:
     if not raw.strip():
         return None
     try:
-        return orjson.loads(raw)
+        doc = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise BadRequest(f"request body is not valid JSON: {exc}", code="invalid_json") from exc
+    if LONG_DIGITS.search(raw) and _has_huge_integer(doc):
+        raise BadRequest("request body holds an integer beyond 64 bits", code="invalid_json")
+    return doc
+
+
+# orjson reads an integer beyond 64 bits as a float, losing digits silently: such a body
+# is refused instead. Only bodies with a 20+ digit run are walked (cheap for the rest).
+LONG_DIGITS = re.compile(rb"\d{20,}")
+INT64_LIMIT = 2.0 ** 64
+
+
+def _has_huge_integer(doc: Any) -> bool:
+    stack = [doc]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, float):
+            if abs(value) >= INT64_LIMIT / 2 and value.is_integer():
+                return True
+        elif isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return False
 
 
 def int_query(request: web.Request, name: str, default: int, maximum: int,

@@ -40,7 +40,18 @@ class RuntimeLock:
             os.close(self.fd)
 
 
+MAX_SOCKET_PATH = 107  # sockaddr_un holds 108 bytes, NUL included
+
+
+class RuntimeDirTooLong(Exception):
+    """The runtime base folder is so deep that the socket path would not fit."""
+
+
 def acquire_lock(settings: Settings) -> RuntimeLock:
+    if len(str(settings.socket_path).encode()) > MAX_SOCKET_PATH:
+        raise RuntimeDirTooLong(
+            f"{settings.socket_path} is longer than a Unix socket path may be "
+            f"({MAX_SOCKET_PATH} bytes); set LLAMON_PLAYGROUND_RUNTIME_DIR to a shorter folder")
     ensure_private_dir(settings.runtime_base)
     ensure_private_dir(settings.runtime_dir)
     fd = os.open(settings.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)

@@ -398,7 +398,7 @@ def _migrate(conn: sqlite3.Connection) -> None:
     for target in range(version, SCHEMA_VERSION):
         conn.execute("BEGIN IMMEDIATE")
         try:
-            for statement in _split_sql(MIGRATIONS[target]):
+            for statement in split_sql(MIGRATIONS[target]):
                 conn.execute(statement)
             conn.execute(f"PRAGMA user_version = {target + 1}")
             conn.execute("COMMIT")
@@ -407,7 +407,7 @@ def _migrate(conn: sqlite3.Connection) -> None:
             raise
 
 
-def _split_sql(script: str) -> list[str]:
+def split_sql(script: str) -> list[str]:
     """executescript() would COMMIT our transaction; run each statement ourselves instead."""
     statements: list[str] = []
     buf = ""

@@ -60,18 +60,13 @@ from tests.support.api import Api  # noqa: E402
 from tests.support.procs import Stack, copy_example, process_tree, short_tmpdir  # noqa: E402
 
 from bench_common import Dechunker, front_headers  # noqa: E402
+from daemon.migrations import MIGRATIONS  # noqa: E402
+from daemon.store import split_sql  # noqa: E402
 
 P = "/api/playground/v1"
-EVENTS_DDL = """
-    CREATE TABLE events (
-        seq      INTEGER PRIMARY KEY,
-        run_id   TEXT NOT NULL,
-        kind     TEXT NOT NULL,
-        payload  BLOB NOT NULL,
-        ts       TEXT NOT NULL
-    );
-    CREATE INDEX events_by_run ON events(run_id, seq);
-"""
+# The daemon's own events table and index, taken from its first migration.
+EVENTS_DDL = "\n".join(stmt for stmt in split_sql(MIGRATIONS[0])
+                       if stmt.startswith(("CREATE TABLE events", "CREATE INDEX events_")))
 INSERT_EVENT = "INSERT INTO events (seq, run_id, kind, payload, ts) VALUES (?, ?, ?, ?, ?)"
 
 

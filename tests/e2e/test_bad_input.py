@@ -43,6 +43,10 @@ BAD_RUN_BODIES = [
      "reserved_metadata_key"),
     (b'{"parts": [{"kind": "text", "text": "x"}], "surprise": 1}', 400, "unknown_field"),
     (b'{"parts": [{"kind": "text", "text": "x"}], "revision": 5}', 400, "invalid_revision"),
+    (b'{"parts": [{"kind": "data", "data": {"n": 123456789012345678901}}]}', 400,
+     "invalid_json"),  # beyond 64 bits: refused, not silently rounded
+    (b'{"parts": [{"kind": "data", "data": {"n": 1' + b"0" * 400 + b'}}]}', 400,
+     "invalid_json"),
 ]
 
 
