@@ -13,8 +13,8 @@ from .a2a_wire import V1, A2AEvent, A2AProtocolError, Interface, choose_interfac
 
 CARD_PATH = "/.well-known/agent-card.json"
 METHODS = {
-    V1: {"stream": "SendStreamingMessage", "cancel": "CancelTask", "get": "GetTask"},
-    "0.3": {"stream": "message/stream", "cancel": "tasks/cancel", "get": "tasks/get"},
+    V1: {"stream": "SendStreamingMessage", "cancel": "CancelTask"},
+    "0.3": {"stream": "message/stream", "cancel": "tasks/cancel"},
 }
 
 
@@ -88,13 +88,6 @@ class A2AClient:
 
     async def cancel(self, interface: Interface, task_id: str, timeout: float = 3.0) -> None:
         await self._call(interface, "cancel", {"id": task_id}, timeout)
-
-    async def get_task(self, interface: Interface, task_id: str,
-                       timeout: float = 3.0) -> A2AEvent:
-        doc = await self._call(interface, "get", {"id": task_id}, timeout)
-        return parse_result({"result": {"task": doc.get("result")}}
-                            if isinstance(doc.get("result"), dict) and "task" not in doc["result"]
-                            else doc)
 
     async def _call(self, interface: Interface, method: str, params: dict[str, Any],
                     timeout: float) -> dict[str, Any]:

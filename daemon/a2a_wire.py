@@ -55,7 +55,6 @@ class A2AEvent:
     error_message: str | None = None
 
 
-TERMINAL_STATES = frozenset({"completed", "failed", "canceled", "rejected"})
 PAUSED_STATES = frozenset({"input_required", "auth_required"})
 
 

@@ -11,7 +11,7 @@ from typing import Any
 from aiohttp import web
 
 from . import history
-from .errors import ApiError, BadRequest, Conflict, NotFound, StoreError
+from .errors import ApiError, BadRequest, NotFound, StoreError
 from .http_util import error_response, int_query, json_response, read_json
 from .redact import redact_metadata
 from .run_state import TERMINAL_STATUSES

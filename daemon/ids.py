@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import re
 import uuid
-
-ID_RE = re.compile(r"^(ses|run)_[0-9a-f]{32}$")
 
 
 def new_session_id() -> str:

@@ -7,7 +7,6 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import orjson
 
@@ -75,14 +74,6 @@ def write_discovery(settings: Settings) -> None:
     with os.fdopen(fd, "wb") as fh:
         fh.write(orjson.dumps(doc))
     os.replace(tmp, settings.discovery_path)
-
-
-def read_discovery(settings: Settings) -> dict[str, Any] | None:
-    try:
-        data = orjson.loads(settings.discovery_path.read_bytes())
-    except (FileNotFoundError, orjson.JSONDecodeError):
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def remove_discovery(settings: Settings) -> None:

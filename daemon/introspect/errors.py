@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from .model import Diagnostic
-
 
 class IntrospectError(Exception):
     """Base: the project's source cannot answer the question asked."""
@@ -15,11 +13,3 @@ class NodeNotFound(IntrospectError):
 
 class SourceNotFound(IntrospectError):
     """The node exists but its function cannot be located in the project's source."""
-
-
-class GraphUnavailable(IntrospectError):
-    """The graph module is missing or does not parse; `diagnostics` say where."""
-
-    def __init__(self, message: str, diagnostics: list[Diagnostic]) -> None:
-        super().__init__(message)
-        self.diagnostics = diagnostics
