@@ -126,36 +126,22 @@ async def start_run(http: aiohttp.ClientSession, session_id: str, text: str,
 
 # -- a lean SSE reader (asyncio.Protocol): every id, in order, with arrival times ------------
 
-class SseReader(asyncio.Protocol):
-    """One HTTP/1.1 GET of a run's SSE stream; records every frame's id as it arrives.
+class RawHttpStream(asyncio.Protocol):
+    """One raw HTTP/1.1 request whose answer is read as it arrives: the head, then the
+    (de-chunked) body bytes appended to `received`. Cheap enough for hundreds of clients in
+    one process; subclasses consume `received` in `on_body`."""
 
-    Cheap enough that one process can follow hundreds of streams: chunked bodies are
-    de-chunked, complete frames are parsed with one regex per read, and the text is dropped.
-    """
-
-    def __init__(self, request: bytes, keep_body: bool = False) -> None:
+    def __init__(self, request: bytes) -> None:
         self.request = request
-        self.keep_body = keep_body
         self.transport: asyncio.Transport | None = None
         self.head = bytearray()
         self.head_done = False
         self.status: int | None = None
         self.chunked = False
-        self._dechunker = Dechunker()
-        self._pending = bytearray()
-        self.body = bytearray()
-        self.seqs: list[int] = []
-        self.last_kind = b""
-        self.last_frame = b""
-        self.nbytes = 0
-        self.t_connect = time.perf_counter()
-        self.t_first: float | None = None
-        self.t_last: float | None = None
+        self.received = bytearray()
         self.complete = False  # the zero-length chunk (end of the answer) arrived
-        self.error: str | None = None
-        loop = asyncio.get_running_loop()
-        self.closed: asyncio.Future[None] = loop.create_future()
-        self.headed: asyncio.Future[None] = loop.create_future()  # the answer's head arrived
+        self._dechunker = Dechunker()
+        self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -163,6 +149,7 @@ class SseReader(asyncio.Protocol):
         transport.write(self.request)
 
     def data_received(self, data: bytes) -> None:
+        t = time.perf_counter()
         if not self.head_done:
             self.head += data
             end = self.head.find(b"\r\n\r\n")
@@ -173,21 +160,59 @@ class SseReader(asyncio.Protocol):
             self.head_done = True
             self.status = int(head.split(b" ", 2)[1])
             self.chunked = b"transfer-encoding: chunked" in head.lower()
-            if self.status != 200:
-                self.error = f"status {self.status}: {data[:200]!r}"
-            if not self.headed.done():
-                self.headed.set_result(None)
+            self.on_head(data)
         if self.chunked:
-            self._dechunker.feed(data, self._pending)
+            self._dechunker.feed(data, self.received)
             self.complete = self._dechunker.complete
         else:
-            self._pending += data
-        self._frames()
+            self.received += data
+        self.on_body(t)
         if self.complete and self.transport is not None:
             self.transport.close()
 
+    def on_head(self, first_body_bytes: bytes) -> None:
+        """The head arrived (status and transfer encoding are known)."""
+
+    def on_body(self, arrived: float) -> None:
+        """More body bytes are in `received` (`arrived`: perf_counter of the read)."""
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+
+class SseReader(RawHttpStream):
+    """One HTTP/1.1 GET of a run's SSE stream; records every frame's id as it arrives.
+
+    Complete frames are parsed with one regex per read, and the text is dropped.
+    """
+
+    def __init__(self, request: bytes, keep_body: bool = False) -> None:
+        super().__init__(request)
+        self.keep_body = keep_body
+        self.body = bytearray()
+        self.seqs: list[int] = []
+        self.last_kind = b""
+        self.last_frame = b""
+        self.nbytes = 0
+        self.t_connect = time.perf_counter()
+        self.t_first: float | None = None
+        self.t_last: float | None = None
+        self.error: str | None = None
+        # the answer's head arrived
+        self.headed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def on_head(self, first_body_bytes: bytes) -> None:
+        if self.status != 200:
+            self.error = f"status {self.status}: {first_body_bytes[:200]!r}"
+        if not self.headed.done():
+            self.headed.set_result(None)
+
+    def on_body(self, arrived: float) -> None:
+        self._frames()
+
     def _frames(self) -> None:
-        pending = self._pending
+        pending = self.received
         end = pending.rfind(b"\n\n")
         if end < 0:
             return
@@ -209,8 +234,7 @@ class SseReader(asyncio.Protocol):
             self.last_frame = block[start:]
 
     def connection_lost(self, exc: Exception | None) -> None:
-        if not self.closed.done():
-            self.closed.set_result(None)
+        super().connection_lost(exc)
         if not self.headed.done():
             self.headed.set_result(None)
 

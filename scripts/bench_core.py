@@ -35,6 +35,7 @@ import signal
 import sqlite3
 import statistics
 import sys
+import tempfile
 import time
 import traceback
 from collections.abc import Awaitable, Callable
@@ -59,7 +60,7 @@ from daemon.store import Store, utcnow  # noqa: E402
 from tests.support.api import Api  # noqa: E402
 from tests.support.procs import Stack, copy_example, process_tree, short_tmpdir  # noqa: E402
 
-from bench_common import Dechunker, front_headers  # noqa: E402
+from bench_common import RawHttpStream, front_headers  # noqa: E402
 from daemon.migrations import MIGRATIONS  # noqa: E402
 from daemon.store import split_sql  # noqa: E402
 
@@ -184,6 +185,32 @@ class Owned:
         self.stacks.append(stack)
         return stack
 
+    def project(self, prefix: str) -> Path:
+        """A fresh copy of the example project, in a fresh temp dir of ours."""
+        return copy_example(self.tmpdir(prefix))
+
+    def start(self, project: Path, extra_env: dict[str, str] | None = None) -> Stack:
+        """A running daemon for `project`, on a runtime dir of its own beside the project."""
+        runtime = Path(tempfile.mkdtemp(prefix="rt", dir=project.parent))
+        stack = self.stack(project, runtime, extra_env)
+        stack.start_daemon()
+        return stack
+
+    async def seeded_session(self, project: Path, title: str,
+                             extra_env: dict[str, str] | None = None
+                             ) -> tuple[dict[str, Any], Path]:
+        """Create one session through a daemon, then stop it (SIGTERM: the database closes
+        cleanly), so a fixture can be written straight into the SQLite file: (the session,
+        that file)."""
+        stack = self.start(project, extra_env)
+        api = Api.for_socket(str(stack.settings.socket_path))
+        try:
+            session: dict[str, Any] = await api.ok("POST", "sessions", {"title": title}, 201)
+        finally:
+            await api.close()
+            self.close_stack(stack)
+        return session, stack.settings.db_path
+
     def note(self, stack: Stack) -> None:
         """Remember every pid of the stack's trees (checked for leftovers at the end)."""
         procs = ([stack.daemon] if stack.daemon else []) + stack.fronts
@@ -251,52 +278,17 @@ def cpu_seconds(pids: list[int]) -> float:
 FRAME_RE = re.compile(rb"id: (\d+)\nevent: ([^\n]*)\n")
 
 
-class RawSse(asyncio.Protocol):
+class RawSse(RawHttpStream):
     """One HTTP/1.1 GET of an SSE stream; records (arrival time, body length) per read."""
 
     def __init__(self, request: bytes) -> None:
-        self.request = request
-        self.transport: asyncio.Transport | None = None
-        self.head = bytearray()
-        self.head_done = False
-        self.status: int | None = None
-        self.chunked = False
-        self.body = bytearray()
+        super().__init__(request)
+        self.body = self.received
         self.arrivals: list[tuple[float, int]] = []
-        self.complete = False
-        self._dechunker = Dechunker()
-        self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
-        transport.write(self.request)
-
-    def data_received(self, data: bytes) -> None:
-        t = time.perf_counter()
-        if not self.head_done:
-            self.head += data
-            end = self.head.find(b"\r\n\r\n")
-            if end < 0:
-                return
-            head = bytes(self.head[:end])
-            data = bytes(self.head[end + 4:])
-            self.head_done = True
-            self.status = int(head.split(b" ", 2)[1])
-            self.chunked = b"transfer-encoding: chunked" in head.lower()
-        if self.chunked:
-            self._dechunker.feed(data, self.body)
-            self.complete = self._dechunker.complete
-        else:
-            self.body += data
+    def on_body(self, arrived: float) -> None:
         if self.body:
-            self.arrivals.append((t, len(self.body)))
-        if self.complete and self.transport is not None:
-            self.transport.close()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        if not self.closed.done():
-            self.closed.set_result(None)
+            self.arrivals.append((arrived, len(self.body)))
 
     def frames(self) -> list[tuple[int, str, float, bool]]:
         """(seq, kind, arrival time, arrived in the first read) for every frame."""
@@ -468,30 +460,12 @@ def insert_finished_run(db_path: Path, session_id: str, context_id: str, n: int)
 
 
 async def bench_sse(cfg: Config, owned: Owned) -> list[Figure]:
-    tmp = owned.tmpdir("lpbe")
-    project = copy_example(tmp)
-    runtime = tmp / "rt"
-    runtime.mkdir()
-    stack = owned.stack(project, runtime)
-    stack.start_daemon()
-    _, url = stack.start_front()
-    api = Api(aiohttp.ClientSession(base_url=url, headers=front_headers(stack)))
-    try:
-        doc = await api.ok("POST", "sessions", {"title": "bench sse"}, 201)
-    finally:
-        await api.close()
-    owned.close_stack(stack)  # SIGTERM: the daemon closes the database cleanly
+    project = owned.project("lpbe")
+    doc, db_path = await owned.seeded_session(project, "bench sse")
     t0 = time.perf_counter()
-    run_id = insert_finished_run(stack.settings.db_path, doc["id"], doc["context_id"],
-                                 cfg.sse_events)
+    run_id = insert_finished_run(db_path, doc["id"], doc["context_id"], cfg.sse_events)
     log(f"sse: wrote {cfg.sse_events:,} events in {time.perf_counter() - t0:.2f} s")
-
-    # A fresh runtime dir: Stack.start_front reads the URL from front-N.log, which a second
-    # Stack on the same runtime dir appends to, so it would find the first front's old URL.
-    runtime = tmp / "rt2"
-    runtime.mkdir()
-    stack = owned.stack(project, runtime)
-    stack.start_daemon()
+    stack = owned.start(project)
     front, url = stack.start_front()
     assert stack.daemon is not None
     daemon_pid, front_pid = stack.daemon.pid, front.pid
@@ -550,13 +524,9 @@ class Live:
         self.session_id = ""
 
     async def start(self) -> None:
-        tmp = self.owned.tmpdir("lpbl")
-        project = copy_example(tmp)
-        runtime = tmp / "rt"
-        runtime.mkdir()
-        self.stack = self.owned.stack(
-            project, runtime, extra_env={"ECHO_CHUNK_DELAY_MS": str(self.cfg.chunk_delay_ms)})
-        self.stack.start_daemon()
+        self.stack = self.owned.start(
+            self.owned.project("lpbl"),
+            extra_env={"ECHO_CHUNK_DELAY_MS": str(self.cfg.chunk_delay_ms)})
         _, self.url = self.stack.start_front()
         self.port = int(self.url.rsplit(":", 1)[1])
         self.front_api = Api(aiohttp.ClientSession(base_url=self.url,

@@ -185,10 +185,7 @@ async def bench_host_restart(quick: bool, owned: Owned) -> list[Figure]:
     cfg = HostBenchConfig.make(quick)
     tmp = owned.tmpdir("lpbh")
     project = copy_example(tmp)
-    runtime = tmp / "rt"
-    runtime.mkdir()
-    stack = owned.stack(project, runtime)
-    stack.start_daemon()
+    stack = owned.start(project)
     assert stack.daemon is not None
     daemon_pid = stack.daemon.pid
     http = direct_session(stack)
@@ -360,10 +357,7 @@ async def bench_daemon_idle(quick: bool, owned: Owned) -> list[Figure]:
     project = make_big_project(tmp, cfg.idle_files)
     watched = sum(1 for _ in project.rglob("*.py"))
     log(f"daemon_idle: wrote {watched:,} .py files in {time.perf_counter() - t0:.1f} s")
-    runtime = tmp / "rt"
-    runtime.mkdir()
-    stack = owned.stack(project, runtime)
-    stack.start_daemon()
+    stack = owned.start(project)
     assert stack.daemon is not None
     daemon_pid = stack.daemon.pid
     http = direct_session(stack)

@@ -34,7 +34,7 @@ from bench_common import (MB, P, CpuMeter, FrontUnavailable, RssSampler, SseRead
                           rss, sse_request, start_checked_front, start_run)
 from bench_core import Figure, Owned, Target, log, pct
 from daemon.ids import new_run_id
-from tests.support.procs import Stack, copy_example
+from tests.support.procs import Stack
 
 
 @dataclass(frozen=True)
@@ -82,12 +82,7 @@ class LiveRun:
 
 
 async def open_live(owned: Owned, prefix: str, delay_ms: int) -> LiveRun:
-    tmp = owned.tmpdir(prefix)
-    project = copy_example(tmp)
-    runtime = tmp / "rt"
-    runtime.mkdir()
-    stack = owned.stack(project, runtime, extra_env={"ECHO_CHUNK_DELAY_MS": str(delay_ms)})
-    stack.start_daemon()
+    stack = owned.start(owned.project(prefix), extra_env={"ECHO_CHUNK_DELAY_MS": str(delay_ms)})
     assert stack.daemon is not None
     direct = direct_session(stack, limit=0)
     sock = str(stack.settings.socket_path)
@@ -312,17 +307,13 @@ def build_history(db_path: Path, session_id: str, context_id: str, runs: int,
     return run_ids
 
 
+NO_WATCH = {"LLAMON_PLAYGROUND_WATCH": "0"}  # fixtures are written while no daemon runs
+
+
 async def bench_history(quick: bool, owned: Owned) -> list[Figure]:
     cfg = LoadBenchConfig.make(quick)
-    tmp = owned.tmpdir("lpbm")
-    project = copy_example(tmp)
-    (tmp / "rt").mkdir()
-    stack = owned.stack(project, tmp / "rt", extra_env={"LLAMON_PLAYGROUND_WATCH": "0"})
-    stack.start_daemon()
-    async with direct_session(stack) as http:
-        session = await call(http, "POST", "sessions", {"title": "one million events"}, 201)
-    owned.close_stack(stack)  # SIGTERM: the daemon closes the database cleanly
-    db_path = stack.settings.db_path
+    project = owned.project("lpbm")
+    session, db_path = await owned.seeded_session(project, "one million events", NO_WATCH)
     t0 = time.perf_counter()
     run_ids = await asyncio.to_thread(build_history, db_path, session["id"],
                                       session["context_id"], cfg.history_runs,
@@ -345,10 +336,8 @@ async def bench_history(quick: bool, owned: Owned) -> list[Figure]:
             or last_kinds != cfg.history_runs:
         raise RuntimeError(f"fixture is wrong: {counts}, {last_kinds} completed endings")
 
-    (tmp / "rt2").mkdir()
-    stack = owned.stack(project, tmp / "rt2", extra_env={"LLAMON_PLAYGROUND_WATCH": "0"})
     t0 = time.perf_counter()
-    stack.start_daemon()
+    stack = owned.start(project, NO_WATCH)
     start_s = time.perf_counter() - t0
     assert stack.daemon is not None
     daemon_pid = stack.daemon.pid
@@ -451,21 +440,12 @@ def sqlite_read(db_path: Path, run_id: str) -> tuple[float, list[int]]:
 
 async def bench_replay(quick: bool, owned: Owned) -> list[Figure]:
     cfg = LoadBenchConfig.make(quick)
-    tmp = owned.tmpdir("lpbr")
-    project = copy_example(tmp)
-    (tmp / "rt").mkdir()
-    stack = owned.stack(project, tmp / "rt", extra_env={"LLAMON_PLAYGROUND_WATCH": "0"})
-    stack.start_daemon()
-    async with direct_session(stack) as http:
-        session = await call(http, "POST", "sessions", {"title": "replay"}, 201)
-    owned.close_stack(stack)
-    db_path = stack.settings.db_path
+    project = owned.project("lpbr")
+    session, db_path = await owned.seeded_session(project, "replay", NO_WATCH)
     run_id = core.insert_finished_run(db_path, session["id"], session["context_id"],
                                       cfg.replay_events)
     _, want = sqlite_read(db_path, run_id)
-    (tmp / "rt2").mkdir()
-    stack = owned.stack(project, tmp / "rt2", extra_env={"LLAMON_PLAYGROUND_WATCH": "0"})
-    stack.start_daemon()
+    stack = owned.start(project, NO_WATCH)
     assert stack.daemon is not None
     daemon_pid = stack.daemon.pid
     target = SseTarget("unix", str(stack.settings.socket_path))
