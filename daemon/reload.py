@@ -51,5 +51,7 @@ class ReloadCoordinator:
                 return  # this run's own save: its restart phase handles it
             await self._runs.fail_for_restart(run)
         log.info("watched files changed (%s): restarting the Host", ", ".join(sorted(changed)[:5]))
+        # Checked again under the supervisor's lock: a run's restart may have applied the
+        # change meanwhile. The second scan re-hashes nothing unchanged (mtime/size cache).
         if await host.restart_if_changed():
             self.restarts += 1

@@ -8,7 +8,6 @@ cancelled before it could finish itself.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import time
 from collections.abc import Callable
@@ -109,7 +108,7 @@ class RunExecutor:
         try:
             await self._set_status(run, RunStatus.PREPARING)
             config = await self._validate(run)
-            self._save(run)
+            await self._save(run)
             generation = await self._start_host(run, config)
             await self._set_status(run, RunStatus.RUNNING)
             await self._send(run, config, generation)
@@ -151,8 +150,10 @@ class RunExecutor:
         self._phase(run, "validate", "completed", warnings=[w["code"] for w in warnings])
         return config
 
-    def _save(self, run: ActiveRun) -> None:
-        files = {rel: _fingerprint(self._project_dir / rel) for rel in run.request.changed_files}
+    async def _save(self, run: ActiveRun) -> None:
+        # The supervisor's fingerprinter: its cache then serves the restart decision too.
+        files = {rel: await asyncio.to_thread(self._host.file_digest, rel)
+                 for rel in run.request.changed_files}
         if files or run.request.revision:
             self._phase(run, "save", "completed", revision=run.request.revision, files=files)
         else:
@@ -378,13 +379,6 @@ class RunExecutor:
             await self._store.flush()
         finally:
             self._release(run)
-
-
-def _fingerprint(path: Path) -> str | None:
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except FileNotFoundError:
-        return None
 
 
 def _compile_problem(project_dir: Path, rel: str) -> dict[str, Any] | None:

@@ -160,6 +160,10 @@ class HostSupervisor:
         """The watcher's restart: only when the watched files differ from the generation's."""
         return await self._action(self._restart_if_changed)
 
+    def file_digest(self, rel: str) -> str | None:
+        """sha256 of a project file (None when it is gone), cached by mtime and size."""
+        return self._fingerprinter.hash_file(rel)
+
     async def changed_since_generation(self) -> set[str]:
         gen = self.generation
         if gen is None:
@@ -205,7 +209,7 @@ class HostSupervisor:
         if self.state != HostState.READY or gen is None:
             return False
         changed = [rel for rel in changed_files if self.config.rules.is_watched(rel)
-                   and await asyncio.to_thread(self._fingerprinter.hash_file, rel)
+                   and await asyncio.to_thread(self.file_digest, rel)
                    != gen.fingerprint.get(rel)]
         if not changed:
             return False

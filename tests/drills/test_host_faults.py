@@ -38,47 +38,36 @@ async def _ready_again(api: Api, generation: int) -> dict:  # type: ignore[type-
                              "the Host to come back")
 
 
-async def test_host_sigkill_mid_run(faulty: Stack, scale) -> None:  # type: ignore[no-untyped-def]
+FAULTS = {
+    # signal: (reason the run must end with, bound in s, rounds short/long)
+    "SIGKILL": (signal.SIGKILL, "host_exited", 20, (1, 10)),
+    "SIGSTOP": (signal.SIGSTOP, "host_unresponsive", 30, (1, 5)),
+}
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+async def test_host_fault_mid_run(faulty: Stack, scale, fault: str) -> None:  # type: ignore[no-untyped-def]
+    sig, reason, bound, (short, long) = FAULTS[fault]
     api = Api.for_socket(str(faulty.settings.socket_path))
-    rounds = scale.n(1, 10)
+    rounds = scale.n(short, long)
     try:
         session = await api.session()
         for i in range(rounds):
             run_id, pid = await _mid_run(api, session)
-            os.kill(pid, signal.SIGKILL)
-            run = await api.wait_status(run_id, timeout=20)  # the bound
-            assert run["status"] == "failed" and run["reason"] == "host_exited"
-            await _ready_again(api, run["generation"])
-            nxt = await api.wait_status(await api.start_run(session, "stream alive"))
-            assert nxt["status"] == "completed"
-            print(f"round {i + 1}/{rounds}: Host SIGKILLed mid-run -> run failed host_exited "
-                  f"in {run['duration_ms'] / 1000:.1f} s; Host back, next run completed")
-    finally:
-        await api.close()
-
-
-async def test_host_sigstop_mid_run(faulty: Stack, scale) -> None:  # type: ignore[no-untyped-def]
-    api = Api.for_socket(str(faulty.settings.socket_path))
-    rounds = scale.n(1, 5)
-    try:
-        session = await api.session()
-        for i in range(rounds):
-            run_id, pid = await _mid_run(api, session)
-            os.kill(pid, signal.SIGSTOP)
+            os.kill(pid, sig)
             try:
-                run = await api.wait_status(run_id, timeout=30)  # the bound
+                run = await api.wait_status(run_id, timeout=bound)
             finally:
                 try:
-                    os.kill(pid, signal.SIGCONT)
+                    os.kill(pid, signal.SIGCONT)  # a stopped Host must not linger stopped
                 except ProcessLookupError:
                     pass
-            assert run["status"] == "failed" and run["reason"] == "host_unresponsive"
+            assert run["status"] == "failed" and run["reason"] == reason
             status = await _ready_again(api, run["generation"])
             assert status["pid"] != pid
             nxt = await api.wait_status(await api.start_run(session, "stream alive"))
             assert nxt["status"] == "completed"
-            print(f"round {i + 1}/{rounds}: Host SIGSTOPped mid-run -> run failed "
-                  f"host_unresponsive in {run['duration_ms'] / 1000:.1f} s; Host replaced, "
-                  "next run completed")
+            print(f"round {i + 1}/{rounds}: Host {fault} mid-run -> run failed {reason} in "
+                  f"{run['duration_ms'] / 1000:.1f} s; Host replaced, next run completed")
     finally:
         await api.close()
