@@ -11,15 +11,14 @@ from dataclasses import dataclass
 import aiohttp
 from aiohttp import web
 
-from daemon.config import Settings
-from daemon.request_context import echo_request_id
-from daemon.stop_signal import wait_for_stop_signal
-
-from .auth import TokenAuth
-from .door import DOOR, Door, door_middleware
-from .guard import check_bind_address
-from .relay import UPSTREAM, relay
-from .token_store import TokenLease, acquire_token
+from llamon_playground.api.auth import TokenAuth
+from llamon_playground.api.door import DOOR, Door, door_middleware
+from llamon_playground.api.guard import check_bind_address
+from llamon_playground.api.relay import UPSTREAM, relay
+from llamon_playground.api.token_store import TokenLease, acquire_token
+from llamon_playground.common.config import Settings
+from llamon_playground.common.request_context import echo_request_id
+from llamon_playground.common.stop_signal import wait_for_stop_signal
 
 log = logging.getLogger(__name__)
 API = "/api/playground/v1"

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 
-from daemon.logging_setup import register_secret
+from llamon_playground.common.logging_setup import register_secret
 
 COOKIE_PREFIX = "llamon-playground-"
 

@@ -15,14 +15,13 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from daemon.config import Settings
-from daemon.http_util import error_response
-from daemon.logging_setup import log_context
-from daemon.request_context import REQUEST_ID, request_id_of, run_id_in
-
-from .auth import TokenAuth
-from .guard import Refused, check_content_type, check_host, check_site
-from .limits import BodyTooLarge, body_limit, check_declared
+from llamon_playground.api.auth import TokenAuth
+from llamon_playground.api.guard import Refused, check_content_type, check_host, check_site
+from llamon_playground.api.limits import BodyTooLarge, body_limit, check_declared
+from llamon_playground.common.config import Settings
+from llamon_playground.common.http_json import error_response
+from llamon_playground.common.logging_setup import log_context
+from llamon_playground.common.request_context import REQUEST_ID, request_id_of, run_id_in
 
 log = logging.getLogger(__name__)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

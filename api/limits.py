@@ -13,11 +13,11 @@ from collections.abc import AsyncIterator
 
 from aiohttp import StreamReader
 
-from daemon.config import Settings
+from llamon_playground.common.config import Settings
 
 MIB = 1024 * 1024
 SMALL_BODY = 1 * MIB
-IMPORT_BODY = 256 * MIB  # = daemon.http_data.MAX_IMPORT_BYTES (a unit test keeps them equal)
+IMPORT_BODY = 256 * MIB  # = daemon.http.data.MAX_IMPORT_BYTES (a unit test keeps them equal)
 P = "/api/playground/v1"
 _RUN_BODY = re.compile(rf"{P}/(sessions/[^/]+/runs|runs/[^/]+/resume)")
 _IMPORT = f"{P}/bundles/import"

@@ -16,11 +16,10 @@ import aiohttp
 import orjson
 from aiohttp import web
 
-from daemon.request_context import HEADER as REQUEST_ID_HEADER
-from daemon.request_context import REQUEST_ID
-
-from .door import DOOR
-from .limits import BodyTooLarge, body_limit, limited
+from llamon_playground.api.door import DOOR
+from llamon_playground.api.limits import BodyTooLarge, body_limit, limited
+from llamon_playground.common.request_context import HEADER as REQUEST_ID_HEADER
+from llamon_playground.common.request_context import REQUEST_ID
 
 log = logging.getLogger(__name__)
 

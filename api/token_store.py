@@ -22,8 +22,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from daemon.config import Settings
-from daemon.runtime_dir import ensure_private_dir
+from llamon_playground.common.config import Settings
+from llamon_playground.common.runtime_dir import ensure_private_dir
 
 TOKEN_BYTES = 32  # 256 bits
 MIN_GIVEN_LENGTH = 16

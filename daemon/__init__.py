@@ -1,3 +1,8 @@
-"""llamon Playground daemon: owns history, background runs, event fan-out and the Host."""
+"""The daemon: the long-lived owner of all state of one project.
 
-__version__ = "0.1.0"
+Rooms: `store` (SQLite, migrations, blobs, the event log), `runs` (the run lifecycle),
+`a2a` (the client speaking to the Host), `data` (parts, redaction, compare, bundles),
+`introspect` (the project's source read as text and AST), `http` (the routes on the Unix
+socket). `app` is the composition root that wires them; `services` is what routes see.
+May import `common` and `host_manager`; never `api` or `cli`.
+"""

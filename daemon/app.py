@@ -10,38 +10,37 @@ from contextlib import suppress
 import aiohttp
 from aiohttp import web
 
-from host_manager.crash_policy import CrashSettings
-from host_manager.errors import HostUnavailable
-from host_manager.fingerprint import WatchRules
-from host_manager.orphans import reap_orphan
-from host_manager.supervisor import ENV_MARKER, HostConfig, HostSupervisor
-from host_manager.watcher import ProjectWatcher
-
-from .blobs import BlobStore
-from .config import Settings
-from .errors import ProjectError, UnsupportedDatabaseVersion
-from .event_log import EventHub
-from .history import interrupt_leftover_runs
-from .logging_setup import set_context_fallback
-from .openapi import add_openapi_routes
-from .peercred import peer_cred_middleware
-from .project_events import ProjectEvents
-from .reload import ReloadCoordinator
-from .http import add_routes, errors_middleware
-from .http_data import add_data_routes
-from .http_capture import add_capture_routes
-from .http_host import add_host_routes
-from .http_introspect import add_introspect_routes
-from .project_config import backend_warnings, load_project_config
-from .run_executor import RunExecutor
-from .run_state import Reason
-from .runs import RunManager
-from .request_context import add_request_context
-from .runtime_dir import acquire_lock, remove_discovery, write_discovery
-from .sd_notify import Notifier
-from .services import SERVICES, Services
-from .stop_signal import wait_for_stop_signal
-from .store import EventRow, Store
+from llamon_playground.common.config import Settings
+from llamon_playground.common.logging_setup import set_context_fallback
+from llamon_playground.common.request_context import add_request_context
+from llamon_playground.common.runtime_dir import acquire_lock, remove_discovery, write_discovery
+from llamon_playground.common.stop_signal import wait_for_stop_signal
+from llamon_playground.daemon.errors import ProjectError, UnsupportedDatabaseVersion
+from llamon_playground.daemon.http.capture import add_capture_routes
+from llamon_playground.daemon.http.data import add_data_routes
+from llamon_playground.daemon.http.host import add_host_routes
+from llamon_playground.daemon.http.introspect import add_introspect_routes
+from llamon_playground.daemon.http.openapi import add_openapi_routes
+from llamon_playground.daemon.http.peercred import peer_cred_middleware
+from llamon_playground.daemon.http.routes import add_routes, errors_middleware
+from llamon_playground.daemon.introspect.project_config import backend_warnings, load_project_config
+from llamon_playground.daemon.runs.executor import RunExecutor
+from llamon_playground.daemon.runs.manager import RunManager
+from llamon_playground.daemon.runs.reload import ReloadCoordinator
+from llamon_playground.daemon.runs.state import Reason
+from llamon_playground.daemon.sd_notify import Notifier
+from llamon_playground.daemon.services import SERVICES, Services
+from llamon_playground.daemon.store.blobs import BlobStore
+from llamon_playground.daemon.store.database import EventRow, Store
+from llamon_playground.daemon.store.event_log import EventHub
+from llamon_playground.daemon.store.history import interrupt_leftover_runs
+from llamon_playground.daemon.store.project_events import ProjectEvents
+from llamon_playground.host_manager.crash_policy import CrashSettings
+from llamon_playground.host_manager.errors import HostUnavailable
+from llamon_playground.host_manager.fingerprint import WatchRules
+from llamon_playground.host_manager.orphans import reap_orphan
+from llamon_playground.host_manager.supervisor import ENV_MARKER, HostConfig, HostSupervisor
+from llamon_playground.host_manager.watcher import ProjectWatcher
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ import logging
 import os
 import socket
 
-from .config import Settings
+from llamon_playground.common.config import Settings
 
 log = logging.getLogger(__name__)
 

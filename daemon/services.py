@@ -7,15 +7,14 @@ from dataclasses import dataclass
 import aiohttp
 from aiohttp import web
 
-from host_manager.supervisor import HostSupervisor
-
-from .blobs import BlobStore
-from .config import Settings
-from .event_log import EventHub
-from .project_events import ProjectEvents
-from .reload import ReloadCoordinator
-from .runs import RunManager
-from .store import Store
+from llamon_playground.common.config import Settings
+from llamon_playground.daemon.runs.manager import RunManager
+from llamon_playground.daemon.runs.reload import ReloadCoordinator
+from llamon_playground.daemon.store.blobs import BlobStore
+from llamon_playground.daemon.store.database import Store
+from llamon_playground.daemon.store.event_log import EventHub
+from llamon_playground.daemon.store.project_events import ProjectEvents
+from llamon_playground.host_manager.supervisor import HostSupervisor
 
 
 @dataclass

@@ -20,14 +20,19 @@ from typing import Any, TypeVar
 
 import aiohttp
 
-from .capture import ENV_SOCKET, ENV_TOKEN, new_token
-from .crash_policy import CrashPolicy, CrashSettings
-from .errors import HostUnavailable
-from .fingerprint import Fingerprint, Fingerprinter, WatchRules, differences
-from .logs import HostLogs
-from .orphans import write_record
-from .process import HostProcess
-from .state import HostState, check
+from llamon_playground.host_manager.capture import ENV_SOCKET, ENV_TOKEN, new_token
+from llamon_playground.host_manager.crash_policy import CrashPolicy, CrashSettings
+from llamon_playground.host_manager.errors import HostUnavailable
+from llamon_playground.host_manager.fingerprint import (
+    Fingerprint,
+    Fingerprinter,
+    WatchRules,
+    differences,
+)
+from llamon_playground.host_manager.logs import HostLogs
+from llamon_playground.host_manager.orphans import write_record
+from llamon_playground.host_manager.process import HostProcess
+from llamon_playground.host_manager.state import HostState, check
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 
 import watchfiles
 
-from .fingerprint import WatchRules
+from llamon_playground.host_manager.fingerprint import WatchRules
 
 log = logging.getLogger(__name__)
 

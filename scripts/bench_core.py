@@ -53,16 +53,18 @@ sys.modules.setdefault("bench_core", sys.modules[__name__])
 import aiohttp  # noqa: E402
 import orjson  # noqa: E402
 import psutil  # noqa: E402
+from bench_common import RawHttpStream, front_headers  # noqa: E402
 
-from daemon.config import build_settings  # noqa: E402
-from daemon.ids import new_run_id  # noqa: E402
-from daemon.store import Store, utcnow  # noqa: E402
+from llamon_playground.common.config import build_settings  # noqa: E402
+from llamon_playground.daemon.store.database import (  # noqa: E402
+    Store,
+    split_sql,  # noqa: E402
+    utcnow,
+)
+from llamon_playground.daemon.store.ids import new_run_id  # noqa: E402
+from llamon_playground.daemon.store.migrations import MIGRATIONS  # noqa: E402
 from tests.support.api import Api  # noqa: E402
 from tests.support.procs import Stack, copy_example, process_tree, short_tmpdir  # noqa: E402
-
-from bench_common import RawHttpStream, front_headers  # noqa: E402
-from daemon.migrations import MIGRATIONS  # noqa: E402
-from daemon.store import split_sql  # noqa: E402
 
 P = "/api/playground/v1"
 # The daemon's own events table and index, taken from its first migration.

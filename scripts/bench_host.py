@@ -24,13 +24,23 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-import orjson
-
 import bench_core as core
-from bench_common import (MB, P, RssSampler, Spawned, call, cpu_of, direct_session, free_port,
-                          rss, start_run)
+import orjson
+from bench_common import (
+    MB,
+    P,
+    RssSampler,
+    Spawned,
+    call,
+    cpu_of,
+    direct_session,
+    free_port,
+    rss,
+    start_run,
+)
 from bench_core import Figure, Owned, Target, log
-from daemon.config import DAEMON_ONLY_ENV
+
+from llamon_playground.common.config import DAEMON_ONLY_ENV
 from tests.support.procs import Stack, copy_example
 
 CARD = "/.well-known/agent-card.json"
@@ -388,7 +398,7 @@ async def bench_daemon_idle(quick: bool, owned: Owned) -> list[Figure]:
         refs.append(Spawned([sys.executable, "-c", f"import time; time.sleep({secs})"],
                             core.REPO, env))
         refs.append(Spawned([sys.executable, "-c",
-                             f"import daemon.app, time; print('ok', flush=True); "
+                             f"import llamon_playground.daemon.app, time; print('ok', flush=True); "
                              f"time.sleep({secs})"], core.REPO, env))
         for ref in refs:
             owned.pids.add(ref.pid)
@@ -436,7 +446,7 @@ async def bench_daemon_idle(quick: bool, owned: Owned) -> list[Figure]:
                "an idle `time.sleep` Python process, same window", Target("value", "<=", 1.0),
                notes),
         Figure("daemon_rss", daemon_rss / MB, "MB", floor_rss / MB,
-               "Python that imported daemon.app and sleeps (code, no work)",
+               "Python that imported the daemon's app module and sleeps (code, no work)",
                Target("value", "<=", 80.0), rss_notes),
     ]
 

@@ -26,14 +26,30 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-import orjson
-
 import bench_core as core
-from bench_common import (MB, P, CpuMeter, FrontUnavailable, RssSampler, SseReader, SseTarget,
-                          call, check_ids, dechunk, direct_session, open_sse, parse_sse_body,
-                          rss, sse_request, start_checked_front, start_run)
+import orjson
+from bench_common import (
+    MB,
+    CpuMeter,
+    FrontUnavailable,
+    P,
+    RssSampler,
+    SseReader,
+    SseTarget,
+    call,
+    check_ids,
+    dechunk,
+    direct_session,
+    open_sse,
+    parse_sse_body,
+    rss,
+    sse_request,
+    start_checked_front,
+    start_run,
+)
 from bench_core import Figure, Owned, Target, log, pct
-from daemon.ids import new_run_id
+
+from llamon_playground.daemon.store.ids import new_run_id
 from tests.support.procs import Stack
 
 
@@ -647,7 +663,7 @@ async def bench_compare(quick: bool, owned: Owned) -> list[Figure]:
     Baseline: difflib.unified_diff of the first 2,000 lines of each, uncapped."""
     import difflib
 
-    from daemon.compare import compare_runs
+    from llamon_playground.daemon.data.compare import compare_runs
 
     def run(run_id: str, body: str) -> dict[str, Any]:
         return {"id": run_id, "session_id": "ses", "status": "completed", "duration_ms": 1.0,

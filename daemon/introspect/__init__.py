@@ -1,12 +1,13 @@
-"""Project introspection (issue 5): read the project's source as text and AST, never import it.
+"""Project introspection: read the project's source as text and AST, never import it.
 
 - `graph_ast`: a Flow's graph module → nodes, edges, input contracts, diagnostics.
 - `composer`, `agent_card`: the input composer's tabs, from the graph or the live AgentCard.
 - `source_targets`: where a node's function lives (file, line, column).
 - `snippets`: Copy curl / Copy Python of a run's A2A request.
+- `project_config`: the project's `[tool.llamon]` table.
 """
 
-from .model import Diagnostic
-from .project_source import ProjectSource, validate_graph
+from llamon_playground.daemon.introspect.model import Diagnostic
+from llamon_playground.daemon.introspect.project_source import ProjectSource, validate_graph
 
 __all__ = ["Diagnostic", "ProjectSource", "validate_graph"]

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..a2a_client import CARD_PATH
-from .composer import answer, text_composer
-from .model import Diagnostic, Severity
+from llamon_playground.daemon.a2a.client import CARD_PATH
+from llamon_playground.daemon.introspect.composer import answer, text_composer
+from llamon_playground.daemon.introspect.model import Diagnostic, Severity
 
 INPUT_SCHEMAS_URI = "urn:llamon:input-schemas"
 

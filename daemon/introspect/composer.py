@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from .model import Contract, Diagnostic, GraphModel
+from llamon_playground.daemon.introspect.model import Contract, Diagnostic, GraphModel
 
 SKELETONS: dict[str, Any] = {"string": "", "number": 0, "integer": 0, "boolean": False,
                              "object": {}, "array": []}

@@ -11,8 +11,13 @@ import ast
 from collections.abc import Callable
 from typing import Any
 
-from .model import FIELD_TYPES, Contract, ContractField, Diagnostic
-from .source_module import SourceModule
+from llamon_playground.daemon.introspect.model import (
+    FIELD_TYPES,
+    Contract,
+    ContractField,
+    Diagnostic,
+)
+from llamon_playground.daemon.introspect.source_module import SourceModule
 
 CONTRACT_KEYWORDS = ("name", "schema", "fields")
 

@@ -14,10 +14,19 @@ from __future__ import annotations
 
 import ast
 
-from .contracts import ContractReader, literal_str
-from .model import (END, START, Diagnostic, FuncRef, GraphEdge, GraphModel, GraphNode,
-                    Severity, Span)
-from .source_module import SourceModule
+from llamon_playground.daemon.introspect.contracts import ContractReader, literal_str
+from llamon_playground.daemon.introspect.model import (
+    END,
+    START,
+    Diagnostic,
+    FuncRef,
+    GraphEdge,
+    GraphModel,
+    GraphNode,
+    Severity,
+    Span,
+)
+from llamon_playground.daemon.introspect.source_module import SourceModule
 
 GRAPH_CALLS = ("add_node", "add_edge")
 MAX_NAME_HOPS = 8  # A = B; B = "x": follow a few module-level names, never a cycle

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..project_config import ProjectConfig
-from .file_cache import FileCache
-from .graph_ast import build_graph, module_name
-from .model import Diagnostic, GraphModel
-from .source_module import SourceModule, parse_source, relative
+from llamon_playground.daemon.introspect.file_cache import FileCache
+from llamon_playground.daemon.introspect.graph_ast import build_graph, module_name
+from llamon_playground.daemon.introspect.model import Diagnostic, GraphModel
+from llamon_playground.daemon.introspect.project_config import ProjectConfig
+from llamon_playground.daemon.introspect.source_module import SourceModule, parse_source, relative
 
 
 def graph_file(config: ProjectConfig) -> str:

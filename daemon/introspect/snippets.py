@@ -15,8 +15,8 @@ import shlex
 from collections.abc import Callable
 from typing import Any
 
-from ..a2a_wire import V1, build_message, parts_to_wire
-from ..redact import redact_metadata
+from llamon_playground.daemon.a2a.wire import V1, build_message, parts_to_wire
+from llamon_playground.daemon.data.redact import redact_metadata
 
 # When no Host runs, the snippets read the port from the environment (a shell that lacks
 # it stops with this message instead of sending to a wrong URL).

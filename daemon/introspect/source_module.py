@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .model import Diagnostic, Span
+from llamon_playground.daemon.introspect.model import Diagnostic, Span
 
 # The line breaks the tokenizer knows; str.splitlines() also splits on \f, \v, \u2028...,
 # which would shift every line number after one of them.

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import NodeNotFound, SourceNotFound
-from .graph_ast import module_imports
-from .model import GraphModel, Span
-from .project_source import ProjectSource
+from llamon_playground.daemon.introspect.errors import NodeNotFound, SourceNotFound
+from llamon_playground.daemon.introspect.graph_ast import module_imports
+from llamon_playground.daemon.introspect.model import GraphModel, Span
+from llamon_playground.daemon.introspect.project_source import ProjectSource
 
 MAX_IMPORT_HOPS = 4
 SOURCE_ROOTS = ("", "src/")

@@ -14,7 +14,7 @@ from tests.support.procs import REPO, Proc, Stack, kill_tree, process_tree, wait
 
 
 def cli(stack: Stack, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "daemon.cli", *args], env=stack.env, cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "llamon_playground", *args], env=stack.env, cwd=REPO,
                           capture_output=True, text=True, timeout=60)
 
 
@@ -36,7 +36,7 @@ def test_front_refuses_a_non_loopback_bind(stack: Stack) -> None:
 
 
 async def test_up_starts_a_detached_daemon_and_serves_the_front(stack: Stack) -> None:
-    up = Proc([sys.executable, "-m", "daemon.cli", "up", str(stack.project), "--port", "0"],
+    up = Proc([sys.executable, "-m", "llamon_playground", "up", str(stack.project), "--port", "0"],
               stack.env, stack.runtime_base / "up.log", REPO)
     daemon_pid = None
     try:
@@ -67,7 +67,7 @@ async def test_up_starts_a_detached_daemon_and_serves_the_front(stack: Stack) ->
         up.signal(2)
         assert up.wait(15) == 0
         assert psutil.pid_exists(daemon_pid)
-        again = Proc([sys.executable, "-m", "daemon.cli", "up", str(stack.project), "--port",
+        again = Proc([sys.executable, "-m", "llamon_playground", "up", str(stack.project), "--port",
                       "0"], stack.env, stack.runtime_base / "up2.log", REPO)
         try:
             wait_for(lambda: "attached to the running daemon" in again.output(), 30,

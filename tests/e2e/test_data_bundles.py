@@ -8,8 +8,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.data_support import (b64, blob_names, finished_run, inline_file, serving, sha,
-                                    text)
+from tests.e2e.data_support import b64, blob_names, finished_run, inline_file, serving, sha, text
 from tests.support.api import Api
 from tests.support.procs import Stack, copy_example
 

@@ -10,8 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.data_support import (blob_names, finished_run, inline_file, make_spy_project,
-                                    post_big, serving, sha, spy_records, text)
+from tests.e2e.data_support import (
+    blob_names,
+    finished_run,
+    inline_file,
+    make_spy_project,
+    post_big,
+    serving,
+    sha,
+    spy_records,
+    text,
+)
 from tests.support.api import Api
 from tests.support.procs import Stack, copy_example
 

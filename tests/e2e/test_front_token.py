@@ -14,10 +14,9 @@ import aiohttp
 import orjson
 import pytest
 
-from daemon.openapi import FRONT_OPERATIONS, OPERATIONS
+from llamon_playground.daemon.http.openapi import FRONT_OPERATIONS, OPERATIONS
 from tests.support.api import Api
-from tests.support.door import P, Front, cli, start_front
-from tests.support.door import door_stack, front  # noqa: F401  (shared fixtures)
+from tests.support.door import Front, P, cli, door_stack, front, start_front  # noqa: F401  (shared fixtures)
 from tests.support.procs import Stack, wait_for
 
 

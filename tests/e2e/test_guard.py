@@ -9,8 +9,7 @@ import io
 import orjson
 import pytest
 
-from tests.support.door import P, Front, RawAnswer, cli, raw_request
-from tests.support.door import door_stack, front  # noqa: F401  (shared fixtures)
+from tests.support.door import Front, P, RawAnswer, cli, door_stack, front, raw_request  # noqa: F401  (shared fixtures)
 from tests.support.procs import Stack
 
 BLOB = "0" * 64

@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from daemon.openapi import PREFIX, build_document
+from llamon_playground.daemon.http.openapi import PREFIX, build_document
 from tests.support.door import Front, start_front
 from tests.support.procs import Stack
 

@@ -36,7 +36,7 @@ def start_notified_daemon(stack: Stack, path: Path, **env: str) -> Proc:
     if stack.daemon is not None:
         stack.remember_hosts()
         stack.daemon.stop()
-    proc = Proc([sys.executable, "-m", "daemon.cli", "daemon", str(stack.project)],
+    proc = Proc([sys.executable, "-m", "llamon_playground", "daemon", str(stack.project)],
                 {**stack.env, "NOTIFY_SOCKET": str(path), **env},
                 stack.runtime_base / "notified-daemon.log", REPO)
     stack.daemon = proc

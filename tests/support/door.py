@@ -8,10 +8,10 @@ by hand, so a test can send what a well-behaved client library refuses to (a non
 
 from __future__ import annotations
 
+import shutil
 import socket
 import subprocess
 import sys
-import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -82,7 +82,7 @@ def start_front(stack: Stack, *args: str, global_args: tuple[str, ...] = (),
     own fronts is left out, these tests are about where the token comes from."""
     log = stack.runtime_base / f"door-front-{len(stack.fronts)}.log"
     base_env = {k: v for k, v in stack.env.items() if k != "LLAMON_PLAYGROUND_TOKEN"}
-    proc = Proc([sys.executable, "-m", "daemon.cli", *global_args, command, str(stack.project),
+    proc = Proc([sys.executable, "-m", "llamon_playground", *global_args, command, str(stack.project),
                  "--port", "0", *args], {**base_env, **(env or {})}, log, REPO)
     stack.fronts.append(proc)
     url = wait_for(lambda: front_url(proc), 30, "the front's URL")
@@ -93,7 +93,7 @@ def start_front(stack: Stack, *args: str, global_args: tuple[str, ...] = (),
 
 def cli(stack: Stack, *args: str, env: dict[str, str] | None = None,
         timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "daemon.cli", *args],
+    return subprocess.run([sys.executable, "-m", "llamon_playground", *args],
                           env={**stack.env, **(env or {})}, cwd=REPO, capture_output=True,
                           text=True, timeout=timeout)
 

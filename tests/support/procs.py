@@ -22,7 +22,7 @@ from typing import Any
 
 import psutil
 
-from daemon.config import Settings, build_settings
+from llamon_playground.common.config import Settings, build_settings
 from tests.support.api import FRONT_TOKENS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -136,7 +136,7 @@ class Stack:
             self.remember_hosts()
             self.daemon.stop()
         log = self.runtime_base / f"daemon-{uuid.uuid4().hex[:8]}.log"
-        self.daemon = Proc([sys.executable, "-m", "daemon.cli", "daemon", str(self.project)],
+        self.daemon = Proc([sys.executable, "-m", "llamon_playground", "daemon", str(self.project)],
                            self.env, log, REPO)
         wait_for(self._healthy, 30, "the daemon's socket")
         return self.daemon
@@ -160,7 +160,7 @@ class Stack:
     def start_front(self) -> tuple[Proc, str]:
         # Unique: another Stack on the same runtime dir must never read this front's URL.
         log = self.runtime_base / f"front-{uuid.uuid4().hex[:8]}.log"
-        front = Proc([sys.executable, "-m", "daemon.cli", "front", str(self.project),
+        front = Proc([sys.executable, "-m", "llamon_playground", "front", str(self.project),
                       "--port", "0"], self.env, log, REPO)
         self.fronts.append(front)
 

@@ -8,15 +8,15 @@ from typing import Any
 
 import pytest
 
-from daemon.blobs import BlobStore
-from daemon.bundle_validate import BUNDLE_FORMAT, validate_bundle
-from daemon.bundles import import_bundle
-from daemon.config import build_settings
-from daemon.errors import BadRequest
-from daemon.history import get_run
-from daemon.json_depth import MAX_DEPTH
-from daemon.parts import parse_run_request
-from daemon.store import EventRecord, Store
+from llamon_playground.common.config import build_settings
+from llamon_playground.daemon.data.bundle_validate import BUNDLE_FORMAT, validate_bundle
+from llamon_playground.daemon.data.bundles import import_bundle
+from llamon_playground.daemon.data.json_depth import MAX_DEPTH
+from llamon_playground.daemon.data.parts import parse_run_request
+from llamon_playground.daemon.errors import BadRequest
+from llamon_playground.daemon.store.blobs import BlobStore
+from llamon_playground.daemon.store.database import EventRecord, Store
+from llamon_playground.daemon.store.history import get_run
 
 
 def bundle() -> dict[str, Any]:

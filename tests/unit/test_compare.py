@@ -9,11 +9,16 @@ from typing import Any
 
 import orjson
 
-from daemon.compare import MAX_DIFF_LINES, compare_runs, score_rows, text_diff
-from daemon.config import build_settings
-from daemon.history import create_session, get_run, insert_run
-from daemon.json_diff import json_changes
-from daemon.store import Store
+from llamon_playground.common.config import build_settings
+from llamon_playground.daemon.data.compare import (
+    MAX_DIFF_LINES,
+    compare_runs,
+    score_rows,
+    text_diff,
+)
+from llamon_playground.daemon.data.json_diff import json_changes
+from llamon_playground.daemon.store.database import Store
+from llamon_playground.daemon.store.history import create_session, get_run, insert_run
 
 
 def run(run_id: str, output: list[dict[str, Any]], *, status: str = "completed",

@@ -7,11 +7,15 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from daemon.introspect.agent_card import (INPUT_SCHEMAS_URI, agent_composer, input_schemas,
-                                          source_only_composer)
-from daemon.introspect.composer import flow_composer, skeleton
-from daemon.introspect.project_source import ProjectSource
-from daemon.project_config import ProjectConfig, load_project_config
+from llamon_playground.daemon.introspect.agent_card import (
+    INPUT_SCHEMAS_URI,
+    agent_composer,
+    input_schemas,
+    source_only_composer,
+)
+from llamon_playground.daemon.introspect.composer import flow_composer, skeleton
+from llamon_playground.daemon.introspect.project_config import ProjectConfig, load_project_config
+from llamon_playground.daemon.introspect.project_source import ProjectSource
 
 REPO = Path(__file__).resolve().parents[2]
 FLOW_EXAMPLE = REPO / "examples" / "flow_project"

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from daemon.introspect import validate_graph
-from daemon.introspect.errors import NodeNotFound, SourceNotFound
-from daemon.introspect.model import START
-from daemon.introspect.project_source import ProjectSource
-from daemon.introspect.source_targets import find_source_target
-from daemon.project_config import ProjectConfig, load_project_config
+from llamon_playground.daemon.introspect import validate_graph
+from llamon_playground.daemon.introspect.errors import NodeNotFound, SourceNotFound
+from llamon_playground.daemon.introspect.model import START
+from llamon_playground.daemon.introspect.project_config import ProjectConfig, load_project_config
+from llamon_playground.daemon.introspect.project_source import ProjectSource
+from llamon_playground.daemon.introspect.source_targets import find_source_target
 
 REPO = Path(__file__).resolve().parents[2]
 FLOW_EXAMPLE = REPO / "examples" / "flow_project"

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from daemon.config import build_settings
-from daemon.runtime_dir import RuntimeDirTooLong, acquire_lock
-from host_manager.fingerprint import WatchRules
-from host_manager.supervisor import ENV_MARKER, HostConfig, HostSupervisor
+from llamon_playground.common.config import build_settings
+from llamon_playground.common.runtime_dir import RuntimeDirTooLong, acquire_lock
+from llamon_playground.host_manager.fingerprint import WatchRules
+from llamon_playground.host_manager.supervisor import ENV_MARKER, HostConfig, HostSupervisor
 from tests.support.procs import short_tmpdir
 
 

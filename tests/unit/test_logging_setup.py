@@ -9,10 +9,16 @@ from pathlib import Path
 import orjson
 import pytest
 
-from daemon import logging_setup
-from daemon.config import build_settings
-from daemon.logging_setup import (JsonFormatter, TextFormatter, log_context, register_secret,
-                                  scrub, set_context_fallback)
+from llamon_playground.common import logging_setup
+from llamon_playground.common.config import build_settings
+from llamon_playground.common.logging_setup import (
+    JsonFormatter,
+    TextFormatter,
+    log_context,
+    register_secret,
+    scrub,
+    set_context_fallback,
+)
 
 
 @pytest.fixture(autouse=True)

@@ -9,12 +9,17 @@ from typing import Any
 
 import orjson
 
-from api.limits import IMPORT_BODY
-from daemon.app import build_services, make_app, shutdown
-from daemon.config import build_settings
-from daemon.http_data import MAX_IMPORT_BYTES
-from daemon.openapi import FRONT_OPERATIONS, OPERATIONS, PREFIX, build_document
-from host_manager.capture import CAPTURE_PATH
+from llamon_playground.api.limits import IMPORT_BODY
+from llamon_playground.common.config import build_settings
+from llamon_playground.daemon.app import build_services, make_app, shutdown
+from llamon_playground.daemon.http.data import MAX_IMPORT_BYTES
+from llamon_playground.daemon.http.openapi import (
+    FRONT_OPERATIONS,
+    OPERATIONS,
+    PREFIX,
+    build_document,
+)
+from llamon_playground.host_manager.capture import CAPTURE_PATH
 from tests.support.procs import copy_example
 
 PRIVATE_ROUTES = {("POST", CAPTURE_PATH)}  # daemon socket only, never relayed by the front

@@ -6,9 +6,19 @@ import base64
 
 import pytest
 
-from daemon.a2a_wire import V03, V1, choose_interface, normalize_state, parse_result
-from daemon.errors import BadRequest, PayloadTooLarge
-from daemon.parts import MAX_INLINE_FILE_BYTES, parse_changed_files, parse_run_request
+from llamon_playground.daemon.a2a.wire import (
+    V03,
+    V1,
+    choose_interface,
+    normalize_state,
+    parse_result,
+)
+from llamon_playground.daemon.data.parts import (
+    MAX_INLINE_FILE_BYTES,
+    parse_changed_files,
+    parse_run_request,
+)
+from llamon_playground.daemon.errors import BadRequest, PayloadTooLarge
 
 
 @pytest.mark.parametrize("path", ["/abs.py", "../x.py", "a/../../b.py", "a\\b.py", "", "a/\x00"])

@@ -7,8 +7,8 @@ import copy
 import orjson
 import pytest
 
-from daemon.errors import BadRequest
-from daemon.redact import REDACTED, is_secret_key, redact, redact_metadata
+from llamon_playground.daemon.data.redact import REDACTED, is_secret_key, redact, redact_metadata
+from llamon_playground.daemon.errors import BadRequest
 
 JWT = ("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0."
        "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c")

@@ -9,7 +9,7 @@ import socket
 
 import pytest
 
-from daemon.sd_notify import Notifier
+from llamon_playground.daemon.sd_notify import Notifier
 
 
 def test_without_notify_socket_nothing_is_sent() -> None:

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from daemon.app import build_services, make_app, shutdown
-from daemon.config import build_settings
-from daemon.history import create_session, insert_run
-from daemon.services import Services
+from llamon_playground.common.config import build_settings
+from llamon_playground.daemon.app import build_services, make_app, shutdown
+from llamon_playground.daemon.services import Services
+from llamon_playground.daemon.store.history import create_session, insert_run
 
 N_EVENTS = 20000
 

@@ -7,11 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from daemon.config import build_settings
-from daemon.errors import StoreError, UnsupportedDatabaseVersion
-from daemon.history import create_session, insert_run, interrupt_leftover_runs
-from daemon.migrations import SCHEMA_VERSION
-from daemon.store import EventRecord, Store
+from llamon_playground.common.config import build_settings
+from llamon_playground.daemon.errors import StoreError, UnsupportedDatabaseVersion
+from llamon_playground.daemon.store.database import EventRecord, Store
+from llamon_playground.daemon.store.history import (
+    create_session,
+    insert_run,
+    interrupt_leftover_runs,
+)
+from llamon_playground.daemon.store.migrations import SCHEMA_VERSION
 
 
 def make_store(tmp_path: Path, published: list[EventRecord] | None = None) -> Store:
@@ -155,7 +159,7 @@ def _noop(conn: sqlite3.Connection) -> None:
 
 
 async def test_sql_built_frames_match_python_frames(tmp_path: Path) -> None:
-    from daemon.event_log import frame
+    from llamon_playground.daemon.store.event_log import frame
     store = make_store(tmp_path)
     await store.open()
     try:

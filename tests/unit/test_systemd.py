@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon.config import Settings
+from llamon_playground.common.config import Settings
 
 UNITS = Path(__file__).resolve().parents[2] / "systemd"
 DAEMON = UNITS / "llamon-playground-daemon@.service"

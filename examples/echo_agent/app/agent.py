@@ -15,15 +15,14 @@ import re
 import sys
 from typing import Any
 
-from google.protobuf.json_format import MessageToDict
-
 from a2a.helpers import new_data_part, new_raw_part, new_text_part, new_url_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
 from a2a.types import Message, Part, Task, TaskState, TaskStatus
+from google.protobuf.json_format import MessageToDict
 
-from host_manager.capture_host import PlaygroundCapture, open_envelope
+from llamon_playground.host_manager.capture_host import PlaygroundCapture, open_envelope
 
 DEFAULT_SENTENCE = (
     "The quick brown fox jumps over the lazy dog while echo_agent streams words."

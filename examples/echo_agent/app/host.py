@@ -20,13 +20,11 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import uvicorn
-from starlette.applications import Starlette
-
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
 from a2a.server.tasks import InMemoryTaskStore
-from a2a.types import (AgentCapabilities, AgentCard, AgentExtension, AgentInterface,
-                       AgentSkill)
+from a2a.types import AgentCapabilities, AgentCard, AgentExtension, AgentInterface, AgentSkill
+from starlette.applications import Starlette
 
 from app.agent import EchoAgentExecutor
 

@@ -16,17 +16,24 @@ import sys
 from typing import Any
 
 import uvicorn
-from google.protobuf.json_format import MessageToDict
-from starlette.applications import Starlette
-
 from a2a.helpers import new_data_part, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
-from a2a.types import (AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Message, Task,
-                       TaskState, TaskStatus)
+from a2a.types import (
+    AgentCapabilities,
+    AgentCard,
+    AgentInterface,
+    AgentSkill,
+    Message,
+    Task,
+    TaskState,
+    TaskStatus,
+)
+from google.protobuf.json_format import MessageToDict
+from starlette.applications import Starlette
 
 from app.flowkit import Graph
 from app.graph import graph as approval_graph

@@ -1,0 +1,139 @@
+"""A minimal A2A JSON-RPC client over aiohttp: streaming send, cancel, get (1.0 and 0.3)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import orjson
+
+from llamon_playground.daemon.a2a.wire import (
+    V1,
+    A2AEvent,
+    A2AProtocolError,
+    Interface,
+    choose_interface,
+    parse_result,
+)
+
+CARD_PATH = "/.well-known/agent-card.json"
+METHODS = {
+    V1: {"stream": "SendStreamingMessage", "cancel": "CancelTask"},
+    "0.3": {"stream": "message/stream", "cancel": "tasks/cancel"},
+}
+
+
+class A2AUnavailable(Exception):
+    """The Host could not be reached or broke the connection."""
+
+
+class A2AClient:
+    def __init__(self, http: aiohttp.ClientSession, base_url: str) -> None:
+        self._http = http
+        self.base_url = base_url.rstrip("/")
+
+    async def fetch_card(self, timeout: float = 5.0) -> dict[str, Any]:
+        try:
+            async with self._http.get(self.base_url + CARD_PATH,
+                                      timeout=aiohttp.ClientTimeout(total=timeout)) as resp:
+                if resp.status != 200:
+                    raise A2AUnavailable(f"agent card answered HTTP {resp.status}")
+                card = orjson.loads(await resp.read())
+        except (aiohttp.ClientError, TimeoutError, orjson.JSONDecodeError) as exc:
+            raise A2AUnavailable(f"agent card not available: {exc}") from exc
+        if not isinstance(card, dict):
+            raise A2AUnavailable("agent card is not a JSON object")
+        return card
+
+    async def probe(self, timeout: float) -> bool:
+        """Does the Host still answer at all? (Its agent card, with a short timeout.)"""
+        try:
+            await self.fetch_card(timeout)
+        except A2AUnavailable:
+            return False
+        return True
+
+    async def interface(self) -> Interface:
+        return choose_interface(await self.fetch_card(), self.base_url)
+
+    def _request(self, interface: Interface, method: str,
+                 params: dict[str, Any]) -> tuple[bytes, dict[str, str]]:
+        body = orjson.dumps({"jsonrpc": "2.0", "id": str(uuid.uuid4()),
+                             "method": METHODS[interface.version][method], "params": params})
+        headers = {"Content-Type": "application/json"}
+        if interface.version == V1:
+            headers["A2A-Version"] = "1.0"
+        return body, headers
+
+    async def stream(self, interface: Interface, message: dict[str, Any],
+                     metadata: dict[str, Any]) -> AsyncIterator[A2AEvent]:
+        """Send a message and yield each streamed event until the Host closes the stream."""
+        body, headers = self._request(interface, "stream",
+                                      {"message": message, "metadata": metadata})
+        headers["Accept"] = "text/event-stream"
+        try:
+            async with self._http.post(interface.url, data=body, headers=headers,
+                                       timeout=aiohttp.ClientTimeout(total=None,
+                                                                     sock_connect=5)) as resp:
+                ctype = resp.headers.get("Content-Type", "")
+                if not ctype.startswith("text/event-stream"):
+                    # Errors found before streaming come back as a plain JSON body.
+                    raw = await resp.read()
+                    try:
+                        yield parse_result(orjson.loads(raw))
+                    except (orjson.JSONDecodeError, A2AProtocolError) as exc:
+                        raise A2AProtocolError(
+                            f"Host answered HTTP {resp.status} {ctype or 'no content type'}"
+                        ) from exc
+                    return
+                async for event in _read_sse(resp):
+                    yield event
+        except (aiohttp.ClientError, ConnectionError) as exc:
+            raise A2AUnavailable(f"stream to the Host broke: {exc}") from exc
+
+    async def cancel(self, interface: Interface, task_id: str, timeout: float = 3.0) -> None:
+        await self._call(interface, "cancel", {"id": task_id}, timeout)
+
+    async def _call(self, interface: Interface, method: str, params: dict[str, Any],
+                    timeout: float) -> dict[str, Any]:
+        body, headers = self._request(interface, method, params)
+        try:
+            async with self._http.post(interface.url, data=body, headers=headers,
+                                       timeout=aiohttp.ClientTimeout(total=timeout)) as resp:
+                doc = orjson.loads(await resp.read())
+        except (aiohttp.ClientError, TimeoutError, orjson.JSONDecodeError) as exc:
+            raise A2AUnavailable(f"{method} failed: {exc}") from exc
+        if not isinstance(doc, dict):
+            raise A2AProtocolError(f"{method}: not a JSON-RPC object")
+        return doc
+
+
+async def _read_sse(resp: aiohttp.ClientResponse) -> AsyncIterator[A2AEvent]:
+    data_lines: list[bytes] = []
+    event_name = b""
+    async for line in resp.content:
+        line = line.rstrip(b"\r\n")
+        if not line:
+            if data_lines:
+                payload = b"\n".join(data_lines)
+                data_lines = []
+                try:
+                    doc = orjson.loads(payload)
+                except orjson.JSONDecodeError as exc:
+                    raise A2AProtocolError("a streamed frame is not JSON") from exc
+                event = parse_result(doc)
+                if event_name == b"error" and event.type != "error":
+                    event = A2AEvent("error", error_message="Host reported an error")
+                yield event
+            event_name = b""
+            continue
+        if line.startswith(b":"):
+            continue
+        field, _, value = line.partition(b":")
+        value = value[1:] if value.startswith(b" ") else value
+        if field == b"data":
+            data_lines.append(value)
+        elif field == b"event":
+            event_name = value

@@ -1,0 +1,324 @@
+"""Bundle v1 (seed 000 "Bundle v1", seed 001 "재현 bundle"; issue 4).
+
+Export: the selected sessions and runs, every run's resume ancestors and its session, their
+events, and each referenced blob once (base64, keyed by sha256), read from one SQLite
+snapshot. Metadata is redacted again and the reserved key dropped on the way out; `.env`
+and the capture token are never in history, so never in a bundle.
+
+Import: the whole bundle is validated in memory first (daemon/bundle_validate.py); then the
+new blobs are written (temp file, fsync, rename), then every row goes in one transaction
+with fresh session, context and run IDs. If that transaction fails, the blobs this import
+created are removed again, so the database and the file store are as they were.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from llamon_playground.daemon.data.bundle_validate import (
+    BUNDLE_FORMAT,
+    MAX_BLOB_BYTES,
+    MAX_BLOBS,
+    MAX_TOTAL_BLOB_BYTES,
+    ValidBundle,
+    validate_bundle,
+)
+from llamon_playground.daemon.data.redact import redact_metadata
+from llamon_playground.daemon.errors import BadRequest, Conflict, NotFound, PayloadTooLarge
+from llamon_playground.daemon.runs.state import ACTIVE_STATUSES, Reason, RunStatus
+from llamon_playground.daemon.store.blobs import BlobStore
+from llamon_playground.daemon.store.database import Store, utcnow
+from llamon_playground.daemon.store.history import RUN_JSON_COLUMNS
+from llamon_playground.daemon.store.ids import new_context_id, new_run_id, new_session_id
+
+PRIVACY_WARNING = (
+    "This bundle includes user content: the text, data and files of every run are exported "
+    "as they were sent and received (only metadata secrets are redacted). Review it before "
+    "sharing.")
+SESSION_COLUMNS = ("id", "title", "context_id", "created_at", "metadata")
+RUN_COLUMNS = ("id", "session_id", "status", "reason", "created_at", "started_at", "ended_at",
+               "duration_ms", "context_id", "task_id", "parent_run_id", "rerun_of",
+               "resumed_by", "input", "output", "error", "scores", "generation",
+               "recommended_run_command", "label")
+ACTIVE_VALUES = frozenset(s.value for s in ACTIVE_STATUSES)
+# Keys the events table keeps in columns; a payload must not repeat them (SSE merges them).
+EVENT_COLUMNS_IN_DATA = ("seq", "run_id", "kind")
+IN_CHUNK = 500  # ids per `IN (...)`: far below SQLite's variable limit
+
+
+def parse_selection(body: Any) -> tuple[list[str] | None, list[str] | None]:
+    """`{session_ids?, run_ids?}`; neither given (or an empty body) selects all history."""
+    if body is None:
+        return None, None
+    if not isinstance(body, dict):
+        raise BadRequest("the request body must be a JSON object", code="invalid_request")
+    unknown = set(body) - {"session_ids", "run_ids"}
+    if unknown:
+        raise BadRequest(f"unknown field(s): {', '.join(sorted(unknown))}", code="unknown_field")
+    picked: list[list[str] | None] = []
+    for key in ("session_ids", "run_ids"):
+        value = body.get(key)
+        if value is not None and (not isinstance(value, list) or not all(
+                isinstance(v, str) for v in value)):
+            raise BadRequest(f"`{key}` must be a list of ids", code="invalid_request")
+        picked.append(value)
+    return picked[0], picked[1]
+
+
+# -- export -----------------------------------------------------------------------------------
+
+async def export_bundle(db_path: Path, blobs: BlobStore, session_ids: list[str] | None,
+                        run_ids: list[str] | None) -> dict[str, Any]:
+    return await asyncio.to_thread(_export_sync, db_path, blobs, session_ids, run_ids)
+
+
+def _export_sync(db_path: Path, blobs: BlobStore, session_ids: list[str] | None,
+                 run_ids: list[str] | None) -> dict[str, Any]:
+    # Its own read-only connection: one snapshot for every read, off the shared reader.
+    conn = sqlite3.connect(f"{db_path.as_uri()}?mode=ro", uri=True, isolation_level=None)
+    conn.row_factory = sqlite3.Row
+    try:
+        conn.execute("BEGIN")
+        runs = _selected_runs(conn, session_ids, run_ids)
+        wanted_sessions = None if session_ids is None and run_ids is None else sorted(
+            {*(session_ids or []), *(r["session_id"] for r in runs)})
+        sessions = _rows(conn, "sessions", "id", wanted_sessions)
+        events = sorted((e for chunk in _chunks([r["id"] for r in runs]) for e in conn.execute(
+            f"SELECT seq, run_id, kind, payload, ts FROM events WHERE run_id IN "
+            f"({_marks(chunk)})", chunk)), key=lambda e: int(e["seq"]))
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+    run_docs = [_run_doc(r) for r in runs]
+    return {"format": BUNDLE_FORMAT, "exported_at": utcnow(), "privacy_warning": PRIVACY_WARNING,
+            "sessions": [_session_doc(s) for s in sessions], "runs": run_docs,
+            "events": [{"seq": e["seq"], "run_id": e["run_id"], "kind": e["kind"],
+                        "payload": orjson.loads(e["payload"]), "ts": e["ts"]} for e in events],
+            "blobs": _export_blobs(blobs, run_docs)}
+
+
+def _selected_runs(conn: sqlite3.Connection, session_ids: list[str] | None,
+                   run_ids: list[str] | None) -> list[sqlite3.Row]:
+    """The chosen runs plus every resume ancestor, oldest first."""
+    if session_ids is None and run_ids is None:
+        return _rows(conn, "runs", "id", None)
+    for session_id in session_ids or []:
+        if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
+            raise NotFound(f"no session {session_id}", code="session_not_found")
+    chosen = {r["id"]: r for r in _rows(conn, "runs", "session_id", session_ids or [])}
+    for run_id in run_ids or []:
+        if run_id not in chosen:
+            row = conn.execute("SELECT rowid AS _rowid, * FROM runs WHERE id = ?",
+                               (run_id,)).fetchone()
+            if row is None:
+                raise NotFound(f"no run {run_id}", code="run_not_found")
+            chosen[run_id] = row
+    pending = [r["parent_run_id"] for r in chosen.values()]
+    while pending:
+        parent = pending.pop()
+        if parent is None or parent in chosen:
+            continue
+        row = conn.execute("SELECT rowid AS _rowid, * FROM runs WHERE id = ?",
+                           (parent,)).fetchone()
+        if row is not None:
+            chosen[parent] = row
+            pending.append(row["parent_run_id"])
+    return sorted(chosen.values(), key=lambda r: (r["created_at"], r["_rowid"]))
+
+
+def _rows(conn: sqlite3.Connection, table: str, column: str,
+          values: list[str] | None) -> list[sqlite3.Row]:
+    """Rows of `table` whose `column` is in `values` (all rows for None), oldest first."""
+    if values is None:
+        found = list(conn.execute(f"SELECT rowid AS _rowid, * FROM {table}"))
+    else:
+        found = [row for chunk in _chunks(values) for row in conn.execute(
+            f"SELECT rowid AS _rowid, * FROM {table} WHERE {column} IN ({_marks(chunk)})",
+            chunk)]
+    return sorted(found, key=lambda r: (r["created_at"], r["_rowid"]))
+
+
+def _chunks(values: list[str]) -> Iterator[list[str]]:
+    for start in range(0, len(values), IN_CHUNK):
+        yield values[start:start + IN_CHUNK]
+
+
+def _marks(chunk: list[str]) -> str:
+    return ", ".join("?" for _ in chunk)
+
+
+def _session_doc(row: sqlite3.Row) -> dict[str, Any]:
+    doc = {c: row[c] for c in SESSION_COLUMNS}
+    doc["metadata"] = redact_metadata(orjson.loads(row["metadata"]))
+    return doc
+
+
+def _run_doc(row: sqlite3.Row) -> dict[str, Any]:
+    doc = {c: row[c] for c in RUN_COLUMNS}
+    for column in RUN_JSON_COLUMNS:
+        doc[column] = orjson.loads(doc[column]) if doc[column] is not None else None
+    stored_input = doc["input"]
+    if isinstance(stored_input, dict) and isinstance(stored_input.get("metadata"), dict):
+        stored_input["metadata"] = redact_metadata(stored_input["metadata"])
+    return doc
+
+
+def file_parts(run: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The local file parts (with a blob) of a run's input and output."""
+    for part in [*(run.get("input") or {}).get("parts", []), *(run.get("output") or [])]:
+        if isinstance(part, dict) and part.get("kind") == "file" and part.get("sha256"):
+            yield part
+
+
+def _export_blobs(blobs: BlobStore, runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each referenced blob once; refused when an import of it would be refused."""
+    shas = sorted({part["sha256"] for run in runs for part in file_parts(run)})
+    sizes = {}
+    for sha in shas:
+        try:
+            sizes[sha] = blobs.path_for(sha).stat().st_size
+        except FileNotFoundError as exc:
+            raise Conflict(f"file {sha} is missing from the file store", code="blob_missing",
+                           sha256=sha) from exc
+    if (len(shas) > MAX_BLOBS or sum(sizes.values()) > MAX_TOTAL_BLOB_BYTES
+            or any(size > MAX_BLOB_BYTES for size in sizes.values())):
+        raise PayloadTooLarge(
+            f"the selection's files exceed what a bundle may hold ({MAX_BLOBS} blobs, "
+            f"{MAX_BLOB_BYTES} bytes each, {MAX_TOTAL_BLOB_BYTES} in all); export fewer "
+            "sessions or runs", code="bundle_too_large")
+    out = {}
+    for sha in shas:
+        data = blobs.read(sha)
+        if hashlib.sha256(data).hexdigest() != sha:
+            raise Conflict(f"file {sha} in the file store does not match its hash",
+                           code="blob_corrupt", sha256=sha)
+        out[sha] = {"bytes_base64": base64.b64encode(data).decode(), "size": len(data)}
+    return out
+
+
+# -- import -----------------------------------------------------------------------------------
+
+@dataclass
+class ImportPlan:
+    """The rows an import writes, with their new IDs."""
+
+    sessions: list[dict[str, Any]] = field(default_factory=list)
+    runs: list[dict[str, Any]] = field(default_factory=list)
+    run_files: list[tuple[str, str]] = field(default_factory=list)
+    events: list[tuple[str, str, bytes, str]] = field(default_factory=list)
+    session_ids: dict[str, str] = field(default_factory=dict)
+    run_ids: dict[str, str] = field(default_factory=dict)
+
+
+def bundle_of(body: Any) -> Any:
+    """`{"bundle": <bundle>}` or the bundle itself (seed 000)."""
+    if isinstance(body, dict) and set(body) == {"bundle"}:
+        return body["bundle"]
+    return body
+
+
+async def import_bundle(store: Store, blobs: BlobStore, body: Any) -> dict[str, Any]:
+    valid = await asyncio.to_thread(validate_bundle, bundle_of(body))
+    plan = plan_import(valid)
+    created = await asyncio.to_thread(_put_blobs, blobs, valid.blobs)
+    try:
+        await store.write(lambda conn: _write_rows(store, conn, plan))
+    except Exception:
+        # Nothing was committed: take back exactly the blobs this import added.
+        for sha in created:
+            blobs.unlink(sha)
+        raise
+    return {"sessions": plan.session_ids, "runs": plan.run_ids}
+
+
+def plan_import(valid: ValidBundle) -> ImportPlan:
+    plan = ImportPlan()
+    now = utcnow()
+    plan.session_ids = {s["id"]: new_session_id() for s in valid.sessions}
+    plan.run_ids = {r["id"]: new_run_id() for r in valid.runs}
+    for session in valid.sessions:
+        # A fresh contextId too: the Host never saw the old one, and importing the same
+        # bundle twice must not make two sessions share one A2A conversation.
+        plan.sessions.append({
+            "id": plan.session_ids[session["id"]], "title": session.get("title") or "",
+            "context_id": new_context_id(), "created_at": session.get("created_at") or now,
+            "metadata": orjson.dumps(redact_metadata(session.get("metadata") or {})).decode()})
+    interrupted: dict[str, str] = {}
+    for run in valid.runs:
+        row = _run_row(run, plan, now)
+        if run["status"] in ACTIVE_VALUES:
+            interrupted[row["id"]] = run["status"]  # an imported run is never active
+        plan.runs.append(row)
+    for run in valid.runs:
+        new_id = plan.run_ids[run["id"]]
+        shas = {part["sha256"] for part in file_parts(run)}
+        plan.run_files.extend((new_id, sha) for sha in sorted(shas))
+    for event in valid.events:
+        payload = {k: v for k, v in (event.get("payload") or {}).items()
+                   if k not in EVENT_COLUMNS_IN_DATA}
+        plan.events.append((plan.run_ids[event["run_id"]], event["kind"],
+                            orjson.dumps(payload), event.get("ts") or now))
+    for run_id, previous in interrupted.items():
+        plan.events.append((run_id, "run.status", orjson.dumps({
+            "status": RunStatus.INTERRUPTED.value, "previous": previous,
+            "reason": Reason.IMPORTED}), now))
+    return plan
+
+
+def _run_row(run: dict[str, Any], plan: ImportPlan, now: str) -> dict[str, Any]:
+    row: dict[str, Any] = {c: run.get(c) for c in RUN_COLUMNS}
+    ids = plan.run_ids
+    row.update(id=ids[run["id"]], session_id=plan.session_ids[run["session_id"]],
+               parent_run_id=ids.get(run.get("parent_run_id") or ""),
+               rerun_of=ids.get(run.get("rerun_of") or ""),
+               resumed_by=ids.get(run.get("resumed_by") or ""))
+    if run["status"] in ACTIVE_VALUES:
+        row.update(status=RunStatus.INTERRUPTED.value, reason=Reason.IMPORTED,
+                   ended_at=row["ended_at"] or now)
+    stored_input = dict(run["input"])
+    stored_input["metadata"] = redact_metadata(stored_input.get("metadata") or {})
+    row.update(input=stored_input, output=run.get("output") or [],
+               scores=run.get("scores") or [])
+    for column in RUN_JSON_COLUMNS:
+        if row[column] is not None:
+            row[column] = orjson.dumps(row[column]).decode()
+    return row
+
+
+def _put_blobs(blobs: BlobStore, data: dict[str, bytes]) -> list[str]:
+    """Write the bundle's blobs; on failure remove those written so far, then raise."""
+    created: list[str] = []
+    try:
+        for sha, content in data.items():
+            if blobs.put_checked_sync(content, sha):
+                created.append(sha)
+    except BaseException:
+        for sha in created:
+            blobs.unlink(sha)
+        raise
+    return created
+
+
+def _write_rows(store: Store, conn: sqlite3.Connection, plan: ImportPlan) -> None:
+    conn.executemany(
+        f"INSERT INTO sessions ({', '.join(SESSION_COLUMNS)}) "
+        f"VALUES ({', '.join(':' + c for c in SESSION_COLUMNS)})", plan.sessions)
+    # plan.runs lists parents first: the parent_run_id foreign key is checked per row.
+    conn.executemany(
+        f"INSERT INTO runs ({', '.join(RUN_COLUMNS)}) "
+        f"VALUES ({', '.join(':' + c for c in RUN_COLUMNS)})", plan.runs)
+    conn.executemany("INSERT INTO run_files (run_id, sha256) VALUES (?, ?)", plan.run_files)
+    first = store.reserve_seqs(len(plan.events))
+    conn.executemany(
+        "INSERT INTO events (seq, run_id, kind, payload, ts) VALUES (?, ?, ?, ?, ?)",
+        [(first + i, *event) for i, event in enumerate(plan.events)])
+

@@ -1,0 +1,106 @@
+"""Redaction of user metadata before it is stored (issue 4, seed 001 "신뢰 경계").
+
+Only metadata is scrubbed: text, data and file bodies are user content and are kept as
+sent (the seeds say so; exports carry a privacy warning instead). The rules:
+
+- A key looks like a secret when, split into words (camelCase, `-`, `_`, `.`, spaces), one
+  word is in SECRET_WORDS, two neighbouring words join into one of SECRET_PAIRS, or the key
+  with separators removed contains one of SECRET_INFIXES or ends with "token". Matching is
+  case-insensitive. The whole value under such a key becomes REDACTED, whatever its type.
+- Any string value, at any depth, is searched for secret-looking substrings (`sk-...`
+  API keys, `Bearer ...`, JWTs, well-known token prefixes, URL userinfo passwords and URL
+  query parameters whose name looks like a secret, e.g. `?token=`); each match is replaced.
+
+Redaction is idempotent: redacting twice gives the same document.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from llamon_playground.daemon.data.json_depth import check_depth
+from llamon_playground.daemon.data.parts import RESERVED_METADATA_KEY
+
+REDACTED = "[REDACTED]"
+
+SECRET_WORDS = frozenset({
+    "password", "passwd", "pwd", "passphrase", "secret", "secrets", "token", "auth",
+    "authorization", "credential", "credentials", "cookie", "cookies", "bearer", "session",
+    "apikey", "privatekey", "jwt", "otp",
+})
+SECRET_PAIRS = frozenset({"apikey", "privatekey", "accesskey", "secretkey", "signingkey",
+                          "setcookie"})
+# Long enough that a substring hit is never an innocent word ("author" is not "auth").
+SECRET_INFIXES = ("password", "passwd", "secret", "apikey", "privatekey", "credential",
+                  "authorization", "bearer", "cookie")
+
+_CAMEL = re.compile(r"([a-z0-9])([A-Z])")
+_SEPARATORS = re.compile(r"[^A-Za-z0-9]+")
+
+_VALUE_PATTERNS = [
+    # OpenAI/Anthropic-style keys: sk-..., sk-proj-..., sk-ant-...
+    re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}"),
+    # An Authorization header value pasted into metadata.
+    re.compile(r"\b[Bb]earer\s+[A-Za-z0-9\-._~+/]{8,}=*"),
+    # JWT: three base64url segments, the header starting with {" (eyJ).
+    re.compile(r"\beyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*"),
+    # GitHub, Slack, AWS and Google key formats.
+    re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"
+               r"|xox[abposr]-[A-Za-z0-9\-]{10,}|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_\-]{30,})"),
+]
+# https://user:password@host → the password goes, the user stays.
+_URL_USERINFO = re.compile(r"(://[^/\s:@]+:)([^@/\s]+)(@)")
+# ?token=..., &api_key=..., #access_token=... → the value goes when the name looks secret.
+_URL_PARAM = re.compile(r"([?&;#]([A-Za-z0-9_.\-]+)=)([^&#;\s\"']*)")
+
+
+def key_words(key: str) -> list[str]:
+    """`X-Auth-Token` → ["x", "auth", "token"]; `apiKey` → ["api", "key"]."""
+    spaced = _CAMEL.sub(r"\1 \2", key)
+    return [w for w in _SEPARATORS.split(spaced.lower()) if w]
+
+
+def is_secret_key(key: str) -> bool:
+    words = key_words(key)
+    if any(w in SECRET_WORDS for w in words):
+        return True
+    if any(a + b in SECRET_PAIRS for a, b in zip(words, words[1:], strict=False)):
+        return True
+    compact = "".join(words)
+    return compact.endswith("token") or any(infix in compact for infix in SECRET_INFIXES)
+
+
+def redact_string(value: str) -> str:
+    for pattern in _VALUE_PATTERNS:
+        value = pattern.sub(REDACTED, value)
+    value = _URL_USERINFO.sub(lambda m: m.group(1) + REDACTED + m.group(3), value)
+
+    def param(match: re.Match[str]) -> str:
+        if match.group(3) and is_secret_key(match.group(2)):
+            return match.group(1) + REDACTED
+        return match.group(0)
+    return _URL_PARAM.sub(param, value)
+
+
+def redact(value: Any) -> Any:
+    """A redacted copy of a JSON value (never modified in place); callers bound its depth."""
+    if isinstance(value, dict):
+        return {key: REDACTED if is_secret_key(str(key)) else redact(item)
+                for key, item in value.items()}
+    if isinstance(value, list):
+        return [redact(item) for item in value]
+    if isinstance(value, str):
+        return redact_string(value)
+    return value
+
+
+def redact_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
+    """What may be stored or exported of user metadata: redacted, without the reserved key.
+
+    Raises BadRequest `nesting_too_deep` for metadata nested deeper than MAX_DEPTH levels.
+    """
+    check_depth(metadata, "metadata")
+    redacted: dict[str, Any] = redact(
+        {k: v for k, v in metadata.items() if k != RESERVED_METADATA_KEY})
+    return redacted

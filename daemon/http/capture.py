@@ -1,0 +1,81 @@
+"""The capture endpoint: trace events and evaluator results from the Host.
+
+Served only on the daemon's Unix socket (the front relays /api/playground/v1/* and
+/health, nothing else). Accepted only with the current generation's token and only for the
+active run of that generation.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from aiohttp import web
+
+from llamon_playground.common.http_json import json_response
+from llamon_playground.daemon.errors import ApiError, BadRequest, Conflict
+from llamon_playground.daemon.http.util import read_json
+from llamon_playground.daemon.services import SERVICES
+from llamon_playground.daemon.store.history import add_scores
+from llamon_playground.host_manager.capture import CAPTURE_PATH, token_matches
+
+MAX_CAPTURE_BYTES = 1024 * 1024
+MAX_EVENTS = 1000
+RESERVED_FIELDS = ("seq", "run_id", "kind")
+SCORE_OPTIONAL = ("reason", "passStatus", "scope", "node", "duration_ms")
+
+
+class CaptureRefused(ApiError):
+    status = 401
+    code = "capture_refused"
+
+
+def score_entry(event: dict[str, Any]) -> dict[str, Any]:
+    """Seed 000: score always; the optional keys only when the runtime reported them."""
+    name = event.get("evaluator", event.get("name"))
+    score = event.get("score")
+    if not isinstance(name, str) or not name:
+        raise BadRequest("evaluation.result needs an `evaluator` name", code="invalid_capture")
+    if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
+        raise BadRequest("evaluation.result needs a numeric `score`", code="invalid_capture")
+    entry: dict[str, Any] = {"evaluator": name, "score": score}
+    entry.update({k: event[k] for k in SCORE_OPTIONAL if k in event})
+    return entry
+
+
+async def capture(request: web.Request) -> web.Response:
+    s = request.app[SERVICES]
+    header = request.headers.get("Authorization", "")
+    given = header[7:] if header.startswith("Bearer ") else None
+    if not token_matches(s.host.capture_token, given):
+        raise CaptureRefused("capture token missing, wrong or from an old Host generation")
+    body = await read_json(request, MAX_CAPTURE_BYTES)
+    if not isinstance(body, dict) or not isinstance(body.get("events"), list):
+        raise BadRequest("expected {\"run_id\": ..., \"events\": [...]}", code="invalid_capture")
+    run_id, events = body.get("run_id"), body["events"]
+    if len(events) > MAX_EVENTS:
+        raise BadRequest(f"at most {MAX_EVENTS} events per request", code="invalid_capture")
+    active = s.runs.active
+    gen = s.host.generation
+    if (active is None or active.run_id != run_id or gen is None
+            or active.generation != gen.number):
+        raise Conflict("captures are accepted only for the active run of this Host generation",
+                       code="capture_not_active")
+    payloads: list[dict[str, Any]] = []
+    scores: list[dict[str, Any]] = []
+    for event in events:
+        if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+            raise BadRequest("each event needs a string `type`", code="invalid_capture")
+        payloads.append({k: v for k, v in event.items() if k not in RESERVED_FIELDS})
+        if event["type"] == "evaluation.result":
+            scores.append(score_entry(event))
+    await s.store.open()
+    for payload in payloads:
+        s.store.append_event(run_id, "trace", payload)
+    if scores:
+        await add_scores(s.store, run_id, scores)
+    return json_response({"accepted": len(payloads)})
+
+
+def add_capture_routes(app: web.Application) -> None:
+    app.router.add_post(CAPTURE_PATH, capture)

@@ -1,0 +1,145 @@
+"""Project introspection routes (issue 5), on the daemon's socket under /api/playground/v1.
+
+GET /composer-schema            the input composer: a Flow's contract tabs, or the AgentCard's
+GET /source-targets/{node_id}   file, line and column of a Flow node's function
+GET /runs/{run_id}/snippets     Copy curl / Copy Python of the run's A2A request
+
+Project source is parsed off the event loop (asyncio.to_thread): a large module must not
+stall the SSE streams this process also serves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from aiohttp import web
+
+from llamon_playground.common.http_json import json_response
+from llamon_playground.daemon.a2a.client import A2AClient, A2AUnavailable
+from llamon_playground.daemon.a2a.wire import V1
+from llamon_playground.daemon.errors import ApiError, NotFound, ProjectError
+from llamon_playground.daemon.http.routes import PREFIX, svc
+from llamon_playground.daemon.introspect.agent_card import agent_composer, source_only_composer
+from llamon_playground.daemon.introspect.composer import answer, flow_composer
+from llamon_playground.daemon.introspect.errors import NodeNotFound, SourceNotFound
+from llamon_playground.daemon.introspect.model import Diagnostic
+from llamon_playground.daemon.introspect.project_config import ProjectConfig, load_project_config
+from llamon_playground.daemon.introspect.project_source import ProjectSource, graph_file
+from llamon_playground.daemon.introspect.snippets import build_snippets
+from llamon_playground.daemon.introspect.source_targets import find_source_target
+from llamon_playground.daemon.services import SERVICES, Services
+from llamon_playground.daemon.store import history
+from llamon_playground.host_manager.state import HostState
+
+PROJECT_SOURCE = web.AppKey("project_source", ProjectSource)
+CARD_TIMEOUT = 3.0
+
+
+def _source(request: web.Request) -> ProjectSource:
+    return request.app[PROJECT_SOURCE]
+
+
+def _host_url(s: Services) -> str | None:
+    """The current generation's base URL while it is Ready; None otherwise."""
+    gen = s.host.generation
+    return gen.url if s.host.state == HostState.READY and gen is not None else None
+
+
+async def _config(s: Services) -> ProjectConfig:
+    return await asyncio.to_thread(load_project_config, s.settings.project_dir)
+
+
+# -- composer ---------------------------------------------------------------------------------
+
+def _flow_answer(source: ProjectSource, config: ProjectConfig, host_ready: bool
+                 ) -> dict[str, Any]:
+    graph = source.graph(config)
+    path = source.inside(graph_file(config))
+    stamp: dict[str, Any] = {}
+    if path is not None and path.is_file():
+        st = path.stat()
+        stamp = {"mtime_ns": st.st_mtime_ns, "size": st.st_size}
+    return flow_composer(graph, host_ready, stamp)
+
+
+async def composer_schema(request: web.Request) -> web.Response:
+    s = svc(request)
+    base_url = _host_url(s)
+    try:
+        config = await _config(s)
+    except ProjectError as exc:
+        note = Diagnostic("project_invalid", str(exc), "pyproject.toml")
+        return json_response(answer(None, base_url is not None, [], [note], source="none"))
+    if config.kind == "flow":
+        return json_response(await asyncio.to_thread(
+            _flow_answer, _source(request), config, base_url is not None))
+    if base_url is None:
+        return json_response(source_only_composer(
+            config.kind, f"the Host is not running (state: {s.host.state.value})"))
+    try:
+        card = await A2AClient(s.http, base_url).fetch_card(timeout=CARD_TIMEOUT)
+    except A2AUnavailable as exc:
+        return json_response(source_only_composer(config.kind, f"the Host's {exc}"))
+    return json_response(agent_composer(config.kind, card))
+
+
+# -- source targets ---------------------------------------------------------------------------
+
+async def source_target(request: web.Request) -> web.Response:
+    s = svc(request)
+    node_id = request.match_info["node_id"]
+    try:
+        config = await _config(s)
+    except ProjectError as exc:
+        raise ApiError(str(exc), code="project_invalid", status=422) from exc
+    if config.kind != "flow":
+        raise NotFound(f"the project is an {config.kind}: it has no Flow graph, so no node "
+                       f"{node_id!r}", code="node_not_found")
+    source = _source(request)
+    graph = await asyncio.to_thread(source.graph, config)
+    if not graph.parsed:
+        first = graph.diagnostics[0]
+        raise ApiError(f"the graph module cannot be read: {first.message}", code="graph_invalid",
+                       status=422, diagnostics=[d.as_dict() for d in graph.diagnostics])
+    try:
+        target = await asyncio.to_thread(find_source_target, source, graph, node_id)
+    except NodeNotFound as exc:
+        raise NotFound(str(exc), code="node_not_found") from exc
+    except SourceNotFound as exc:
+        raise NotFound(str(exc), code="source_not_found") from exc
+    return json_response(target.as_dict())
+
+
+# -- snippets ---------------------------------------------------------------------------------
+
+async def _rpc_url(s: Services) -> str | None:
+    """Where the snippets send: the Host's A2A 1.0 JSON-RPC URL, as its card states it."""
+    base_url = _host_url(s)
+    if base_url is None:
+        return None
+    try:
+        interface = await A2AClient(s.http, base_url).interface()
+    except A2AUnavailable:
+        return base_url + "/"
+    return interface.url if interface.version == V1 else base_url + "/"
+
+
+async def run_snippets(request: web.Request) -> web.Response:
+    s = svc(request)
+    run_id = request.match_info["run_id"]
+    run = await history.get_run(s.store, run_id)
+    if run is None:
+        raise NotFound(f"no run {run_id}", code="run_not_found")
+    url = await _rpc_url(s)
+    snippets = await asyncio.to_thread(build_snippets, run, s.blobs.read, url)
+    return json_response({**snippets, "host_ready": url is not None})
+
+
+def add_introspect_routes(app: web.Application) -> None:
+    """Called by the composition root after `app[SERVICES]` is set."""
+    app[PROJECT_SOURCE] = ProjectSource(app[SERVICES].settings.project_dir)
+    r = app.router
+    r.add_get(PREFIX + "/composer-schema", composer_schema)
+    r.add_get(PREFIX + "/source-targets/{node_id}", source_target)
+    r.add_get(PREFIX + "/runs/{run_id}/snippets", run_snippets)

@@ -1,0 +1,45 @@
+"""Who is on the other end of the daemon's Unix socket (SO_PEERCRED), and refusing others.
+
+The socket is 0600 in a 0700 directory, so only our uid (and root) can connect; this check
+is the second lock for when those permissions are loosened by mistake: a client of another
+uid gets 403 `peer_not_allowed` on every route, /health included.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import struct
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+
+from llamon_playground.common.http_json import error_response
+
+log = logging.getLogger(__name__)
+UCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def peer_uid(transport: asyncio.BaseTransport | None) -> int | None:
+    """The connecting process's uid, or None when the transport is not a Unix socket."""
+    sock = transport.get_extra_info("socket") if transport is not None else None
+    if sock is None or sock.family != socket.AF_UNIX:
+        return None
+    _pid, uid, _gid = UCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                   UCRED.size))
+    return int(uid)
+
+
+@web.middleware
+async def peer_cred_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    uid = peer_uid(request.transport)
+    if uid is not None and uid != os.getuid():
+        log.warning("refused a request from uid %d on the daemon socket", uid)
+        response = error_response(403, "peer_not_allowed",
+                                  "this daemon serves only its own user")
+        response.force_close()
+        return response
+    return await handler(request)

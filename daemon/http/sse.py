@@ -1,0 +1,90 @@
+"""SSE for one run: replay from SQLite after the cursor, then live, with no gap or duplicate.
+
+Hand-over is by seq: the live log only holds committed events, so anything the log does
+not cover (below its floor) is already in SQLite, and the cursor skips what was sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from aiohttp import web
+
+from llamon_playground.daemon.errors import BadRequest
+from llamon_playground.daemon.store.database import Store
+from llamon_playground.daemon.store.event_log import EventHub, RunLog
+
+KEEPALIVE = b": keep-alive\n\n"
+REPLAY_PAGE = 2000
+
+
+def parse_cursor(request: web.Request) -> int:
+    """The larger of Last-Event-ID and ?after= (seed 000)."""
+    cursor = 0
+    for name, raw in (("Last-Event-ID", request.headers.get("Last-Event-ID")),
+                      ("after", request.query.get("after"))):
+        if raw is None or raw == "":
+            continue
+        if not raw.isdigit() or len(raw) > 18:
+            raise BadRequest(f"{name} must be a non-negative integer event id",
+                             code="invalid_cursor")
+        cursor = max(cursor, int(raw))
+    return cursor
+
+
+async def prepare_stream(request: web.Request) -> web.StreamResponse:
+    response = web.StreamResponse(headers={
+        "Content-Type": "text/event-stream",
+        "Cache-Control": "no-cache",
+        "X-Accel-Buffering": "no",
+    })
+    await response.prepare(request)
+    return response
+
+
+async def stream_run(response: web.StreamResponse, store: Store, hub: EventHub, run_id: str,
+                     cursor: int, *, run_is_terminal: bool, keepalive: float) -> None:
+    """Write every event of `run_id` after `cursor`, then follow live until the run ends."""
+    log: RunLog | None = hub.get(run_id)
+    # While one replay page is written, SQLite already builds the next (it releases the GIL).
+    prefetch: asyncio.Task[tuple[bytes, int, bool]] | None = None
+    try:
+        while True:
+            if prefetch is None and log is not None and log.covers(cursor):
+                frames = log.after(cursor)
+                if frames:
+                    await response.write(b"".join(f.data for f in frames))
+                    cursor = frames[-1].seq
+                    if frames[-1].terminal:
+                        return
+                    continue
+                if log.closed:
+                    return
+                if not await log.wait_after(cursor, keepalive):
+                    await response.write(KEEPALIVE)
+                continue
+            page = prefetch if prefetch is not None else store.frames_after(
+                run_id, cursor, REPLAY_PAGE)
+            prefetch = None
+            data, last, terminal = await page
+            if data:
+                if not terminal:
+                    prefetch = asyncio.ensure_future(
+                        store.frames_after(run_id, last, REPLAY_PAGE))
+                await response.write(data)
+                cursor = last
+                if terminal:
+                    return
+                continue
+            # SQLite has nothing more. Either the run is live (follow its log) or it is over.
+            log = hub.get(run_id)
+            if log is None:
+                if run_is_terminal:
+                    return
+                # Not live any more: it ended after the caller looked, so its terminal event
+                # is committed now; one more read from SQLite delivers it.
+                run_is_terminal = True
+    finally:
+        if prefetch is not None:
+            prefetch.cancel()
+            await asyncio.gather(prefetch, return_exceptions=True)

@@ -1,0 +1,77 @@
+"""Reads `[tool.llamon]` from a project's pyproject.toml (text only; never imports the project)."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from llamon_playground.daemon.errors import ProjectError
+
+DEFAULT_HOST_COMMAND = ("uv", "run", "llamon", "run", ".")
+KINDS = ("agent", "flow", "orchestrator")
+
+
+@dataclass(frozen=True)
+class ProjectConfig:
+    kind: str = "agent"
+    host_command: tuple[str, ...] = DEFAULT_HOST_COMMAND
+    env_file: str = ".env"
+    graph: str = "app/graph.py"
+    state_backend: str | None = None
+    memory_backend: str | None = None
+    raw: dict[str, object] = field(default_factory=dict, compare=False)
+
+    def resolved_host_command(self) -> list[str]:
+        """`{python}` stands for the daemon's interpreter, so examples run without uv."""
+        return [sys.executable if part == "{python}" else part for part in self.host_command]
+
+    def recommended_run_command(self) -> str:
+        """The shell line a person runs to serve the project without the Playground."""
+        return shlex.join("python" if part == "{python}" else part for part in self.host_command)
+
+
+def load_project_config(project_dir: Path) -> ProjectConfig:
+    path = project_dir / "pyproject.toml"
+    try:
+        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ProjectError(f"{path} does not exist") from exc
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ProjectError(f"{path}: {exc}") from exc
+    table = doc.get("tool", {}).get("llamon", {})
+    if not isinstance(table, dict):
+        raise ProjectError("[tool.llamon] must be a table")
+    kind = table.get("kind", "agent")
+    if kind not in KINDS:
+        raise ProjectError(f"[tool.llamon].kind must be one of {', '.join(KINDS)}, not {kind!r}")
+    command = table.get("host_command", list(DEFAULT_HOST_COMMAND))
+    if isinstance(command, str):
+        command = shlex.split(command)
+    if not (isinstance(command, list) and command and all(isinstance(c, str) for c in command)):
+        raise ProjectError("[tool.llamon].host_command must be a non-empty list of strings")
+    env_file = table.get("env_file", ".env")
+    graph = table.get("graph", "app/graph.py")
+    if not isinstance(env_file, str) or not isinstance(graph, str):
+        raise ProjectError("[tool.llamon].env_file and .graph must be strings")
+    state = table.get("state_backend")
+    memory = table.get("memory_backend")
+    return ProjectConfig(kind=kind, host_command=tuple(command), env_file=env_file, graph=graph,
+                         state_backend=state if isinstance(state, str) else None,
+                         memory_backend=memory if isinstance(memory, str) else None,
+                         raw=dict(table))
+
+
+def backend_warnings(config: ProjectConfig) -> list[dict[str, str]]:
+    """Seed 001: a PostgreSQL backend is flagged from the start; nothing falls back to SQLite."""
+    warnings = []
+    for key, value in (("state_backend", config.state_backend),
+                       ("memory_backend", config.memory_backend)):
+        if value and value.lower() in ("postgresql", "postgres"):
+            warnings.append({
+                "code": "postgresql_backend",
+                "message": f"[tool.llamon].{key} is PostgreSQL: the Host needs that database "
+                           "reachable; the Playground never falls back to SQLite or resets it"})
+    return warnings

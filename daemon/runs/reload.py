@@ -1,0 +1,56 @@
+"""What an outside edit does: restart the Host when watched files really changed.
+
+The restart a run's own save causes is the run's (its restart phase); the watcher neither
+repeats it nor fails that run. Any other change fails the active run with
+`runtime_restarted` first (never retried), then restarts the Host.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from llamon_playground.daemon.runs.manager import RunManager
+from llamon_playground.host_manager.state import HostState
+from llamon_playground.host_manager.supervisor import HostSupervisor
+
+log = logging.getLogger(__name__)
+
+
+class ReloadCoordinator:
+    def __init__(self, host: HostSupervisor, runs: RunManager) -> None:
+        self._host = host
+        self._runs = runs
+        self.restarts = 0
+        self.batches = 0
+
+    def stats(self) -> dict[str, int]:
+        return {"batches": self.batches, "restarts": self.restarts}
+
+    async def on_changes(self, paths: set[str]) -> None:
+        try:
+            await self._react()
+        finally:
+            self.batches += 1  # counted after the reaction, so clients can wait on it
+
+    async def _react(self) -> None:
+        host = self._host
+        if host.state == HostState.CRASHLOOP:
+            log.info("edit while in crashloop: trying the Host again")
+            await host.restart_if_changed()
+            return
+        if host.state not in (HostState.READY, HostState.BACKOFF):
+            return
+        changed = await host.changed_since_generation()
+        if not changed:
+            return  # same content saved again, or nothing the Host depends on
+        run = self._runs.active
+        if run is not None:
+            own = set(run.request.changed_files)
+            if not run.host_checked and changed <= own:
+                return  # this run's own save: its restart phase handles it
+            await self._runs.fail_for_restart(run)
+        log.info("watched files changed (%s): restarting the Host", ", ".join(sorted(changed)[:5]))
+        # Checked again under the supervisor's lock: a run's restart may have applied the
+        # change meanwhile. The second scan re-hashes nothing unchanged (mtime/size cache).
+        if await host.restart_if_changed():
+            self.restarts += 1

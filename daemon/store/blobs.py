@@ -1,0 +1,97 @@
+"""Content-addressed file store: <project>/.llamon/playground/files/<sha256>.
+
+A blob is written to a temp file in the same folder, fsynced, then renamed into place, so a
+crash leaves either the whole blob or no blob (plus, at worst, a temp file that the next
+start removes). An existing blob is never overwritten.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import re
+from pathlib import Path
+
+from llamon_playground.daemon.errors import NotFound
+
+SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
+TMP_PREFIX = ".tmp-"
+
+
+class BlobStore:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def path_for(self, sha256: str) -> Path:
+        if not SHA256_RE.match(sha256):
+            raise NotFound(f"no file {sha256!r}", code="file_not_found")
+        return self.root / sha256
+
+    def exists(self, sha256: str) -> bool:
+        return self.path_for(sha256).is_file()
+
+    async def put(self, data: bytes) -> str:
+        return await asyncio.to_thread(self.put_sync, data)
+
+    def put_sync(self, data: bytes, expected_sha256: str | None = None) -> str:
+        digest = hashlib.sha256(data).hexdigest()
+        if expected_sha256 is not None and digest != expected_sha256:
+            raise ValueError(f"sha256 mismatch: expected {expected_sha256}, got {digest}")
+        final = self.root / digest
+        if final.is_file() and final.stat().st_size == len(data):
+            return digest
+        self.root.mkdir(parents=True, exist_ok=True)
+        tmp = self.root / f"{TMP_PREFIX}{digest}-{os.getpid()}-{os.urandom(4).hex()}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            if final.exists():
+                tmp.unlink()  # someone else won the race with identical content
+            else:
+                os.rename(tmp, final)
+                _fsync_dir(self.root)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        return digest
+
+    def put_checked_sync(self, data: bytes, sha256: str) -> bool:
+        """Store bytes whose sha256 the caller claims (a bundle blob, already verified by the
+        bundle validator; verified again here). True when this call created the blob, so a
+        failed import can remove exactly what it added and nothing else."""
+        existed = self.exists(sha256)
+        self.put_sync(data, expected_sha256=sha256)
+        return not existed
+
+    def read(self, sha256: str) -> bytes:
+        path = self.path_for(sha256)
+        try:
+            return path.read_bytes()
+        except FileNotFoundError as exc:
+            raise NotFound(f"no file {sha256}", code="file_not_found") from exc
+
+    def remove_temp_files(self) -> int:
+        """Boot clean-up: temp files are what a crash mid-write leaves behind."""
+        if not self.root.is_dir():
+            return 0
+        removed = 0
+        for entry in self.root.iterdir():
+            if entry.name.startswith(TMP_PREFIX):
+                entry.unlink(missing_ok=True)
+                removed += 1
+        return removed
+
+    def unlink(self, sha256: str) -> None:
+        self.path_for(sha256).unlink(missing_ok=True)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,138 @@
+"""Live fan-out of committed events: one shared, bounded log per live run.
+
+Subscribers keep their own cursor into the log and, when woken, write everything they are
+behind in one go (a queue per subscriber costs one write per event and does not scale). A
+subscriber that falls behind the log's floor is caught up from SQLite, never dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+from dataclasses import dataclass
+
+import orjson
+
+from llamon_playground.daemon.runs.state import TERMINAL_STATUSES
+from llamon_playground.daemon.store.database import EventRecord, EventRow
+
+TERMINAL_VALUES = frozenset(s.value for s in TERMINAL_STATUSES)
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    seq: int
+    data: bytes  # the full SSE frame
+    terminal: bool
+
+
+def is_terminal(record: EventRecord) -> bool:
+    if record.kind != "run.status":
+        return False
+    return orjson.loads(record.payload).get("status") in TERMINAL_VALUES
+
+
+def frame(record: EventRecord) -> Frame:
+    data = b"id: %d\nevent: %s\ndata: %s\n\n" % (
+        record.seq, record.kind.encode(), record.data_json())
+    return Frame(record.seq, data, is_terminal(record))
+
+
+class RunLog:
+    """The committed events of one live run; `floor` marks what was trimmed away."""
+
+    def __init__(self, run_id: str, capacity: int) -> None:
+        self.run_id = run_id
+        self.capacity = capacity
+        self.floor = 0  # every event of this run with seq > floor is in memory
+        self.closed = False
+        self._seqs: list[int] = []
+        self._frames: list[Frame] = []
+        self._changed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    @property
+    def last_seq(self) -> int:
+        return self._seqs[-1] if self._seqs else self.floor
+
+    def extend(self, frames: list[Frame]) -> None:
+        for f in frames:
+            self._seqs.append(f.seq)
+            self._frames.append(f)
+            if f.terminal:
+                self.closed = True
+        if len(self._frames) > 2 * self.capacity:
+            cut = len(self._frames) - self.capacity
+            self.floor = self._seqs[cut - 1]
+            del self._seqs[:cut]
+            del self._frames[:cut]
+        self._wake()
+
+    def close(self) -> None:
+        self.closed = True
+        self._wake()
+
+    def _wake(self) -> None:
+        # One future shared by every waiter: a wake-up costs one callback per subscriber,
+        # not a task and a timer each (that is what 200 subscribers would pay otherwise).
+        if not self._changed.done():
+            self._changed.set_result(None)
+        self._changed = asyncio.get_running_loop().create_future()
+
+    def covers(self, cursor: int) -> bool:
+        return cursor >= self.floor
+
+    def after(self, cursor: int) -> list[Frame]:
+        index = bisect.bisect_right(self._seqs, cursor)
+        return self._frames[index:]
+
+    async def wait_after(self, cursor: int, timeout: float) -> bool:
+        """Wait until something past `cursor` exists or the log closes; False on timeout."""
+        if self.last_seq > cursor or self.closed:
+            return True
+        try:
+            async with asyncio.timeout(timeout):
+                await asyncio.shield(self._changed)  # shield: a waiter leaving cancels nothing
+        except TimeoutError:
+            return False
+        return True
+
+
+class EventHub:
+    """Routes committed events to the live run logs."""
+
+    def __init__(self, capacity: int) -> None:
+        self._capacity = capacity
+        self._logs: dict[str, RunLog] = {}
+
+    def open_log(self, run_id: str) -> RunLog:
+        log = self._logs.get(run_id)
+        if log is None:
+            log = self._logs[run_id] = RunLog(run_id, self._capacity)
+        return log
+
+    def get(self, run_id: str) -> RunLog | None:
+        return self._logs.get(run_id)
+
+    def drop(self, run_id: str) -> None:
+        log = self._logs.pop(run_id, None)
+        if log is not None:
+            log.close()
+
+    def publish(self, rows: list[EventRow]) -> None:
+        """Called by the store's writer right after a commit; frames only what live runs need."""
+        by_run: dict[str, list[Frame]] = {}
+        logs = self._logs
+        for row in rows:
+            if row[1] in logs:
+                by_run.setdefault(row[1], []).append(frame(EventRecord.from_row(row)))
+        for run_id, frames in by_run.items():
+            log = self._logs[run_id]
+            log.extend(frames)
+            if log.closed:
+                # Late subscribers read a finished run from SQLite; holders keep their ref.
+                del self._logs[run_id]
+
+    def close_all(self) -> None:
+        for log in self._logs.values():
+            log.close()
+        self._logs.clear()

@@ -1,0 +1,221 @@
+"""Sessions and runs as rows: the queries the routes and the run lifecycle need."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from llamon_playground.daemon.runs.state import ACTIVE_STATUSES, RunStatus
+from llamon_playground.daemon.store.database import Store, utcnow
+from llamon_playground.daemon.store.ids import new_context_id, new_session_id
+
+RUN_JSON_COLUMNS = ("input", "output", "error", "scores")
+
+
+def session_to_dict(row: sqlite3.Row) -> dict[str, Any]:
+    return {"id": row["id"], "title": row["title"], "context_id": row["context_id"],
+            "created_at": row["created_at"], "metadata": orjson.loads(row["metadata"])}
+
+
+def score_summary(scores: list[dict[str, Any]]) -> dict[str, int]:
+    failed = sum(1 for s in scores if str(s.get("passStatus", "")).lower() in ("fail", "failed"))
+    return {"evaluators": len(scores), "failed": failed}
+
+
+def run_to_dict(row: sqlite3.Row) -> dict[str, Any]:
+    doc: dict[str, Any] = {key: row[key] for key in row.keys() if key != "_rowid"}
+    for key in RUN_JSON_COLUMNS:
+        doc[key] = orjson.loads(doc[key]) if doc[key] is not None else None
+    doc["score_summary"] = score_summary(doc["scores"] or [])
+    return doc
+
+
+async def create_session(store: Store, title: str, metadata: dict[str, Any]) -> dict[str, Any]:
+    session_id = new_session_id()
+    row = {"id": session_id, "title": title, "context_id": new_context_id(),
+           "created_at": utcnow(), "metadata": orjson.dumps(metadata).decode()}
+
+    def op(conn: sqlite3.Connection) -> None:
+        conn.execute(
+            "INSERT INTO sessions (id, title, context_id, created_at, metadata) "
+            "VALUES (:id, :title, :context_id, :created_at, :metadata)", row)
+    await store.write(op)
+    return {**row, "metadata": metadata}
+
+
+Page = tuple[list[dict[str, Any]], str | None]  # items, cursor of the next page (or None)
+
+
+def _page(rows: list[sqlite3.Row], limit: int) -> tuple[list[sqlite3.Row], str | None]:
+    """Keyset paging by rowid (insertion order: immune to clock jumps); one extra row tells
+    whether another page follows."""
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return rows, str(rows[-1]["_rowid"]) if more and rows else None
+
+
+async def list_sessions(store: Store, after: int = 0, limit: int = 100) -> Page:
+    rows, cursor = _page(await store.fetch_all(
+        "SELECT s.rowid AS _rowid, s.*, "
+        "(SELECT COUNT(*) FROM runs r WHERE r.session_id = s.id) AS run_count "
+        "FROM sessions s WHERE s.rowid > ? ORDER BY s.rowid LIMIT ?", (after, limit + 1)),
+        limit)
+    return [{**session_to_dict(r), "run_count": r["run_count"]} for r in rows], cursor
+
+
+async def get_session(store: Store, session_id: str) -> dict[str, Any] | None:
+    row = await store.fetch_one("SELECT * FROM sessions WHERE id = ?", (session_id,))
+    return session_to_dict(row) if row else None
+
+
+async def get_run(store: Store, run_id: str) -> dict[str, Any] | None:
+    row = await store.fetch_one("SELECT * FROM runs WHERE id = ?", (run_id,))
+    return run_to_dict(row) if row else None
+
+
+async def list_runs(store: Store, session_id: str, after: int = 0, limit: int = 100) -> Page:
+    rows, cursor = _page(await store.fetch_all(
+        "SELECT rowid AS _rowid, * FROM runs WHERE session_id = ? AND rowid > ? "
+        "ORDER BY rowid LIMIT ?", (session_id, after, limit + 1)), limit)
+    return [run_to_dict(r) for r in rows], cursor
+
+
+async def insert_run(store: Store, run: dict[str, Any], file_shas: list[str],
+                     resumed_parent: str | None = None) -> None:
+    values = dict(run)
+    for key in RUN_JSON_COLUMNS:
+        if key in values and values[key] is not None:
+            values[key] = orjson.dumps(values[key]).decode()
+    columns = ", ".join(values)
+    marks = ", ".join(f":{k}" for k in values)
+
+    def op(conn: sqlite3.Connection) -> None:
+        conn.execute(f"INSERT INTO runs ({columns}) VALUES ({marks})", values)
+        conn.executemany("INSERT OR IGNORE INTO run_files (run_id, sha256) VALUES (?, ?)",
+                               [(run["id"], sha) for sha in file_shas])
+        if resumed_parent is not None:
+            # Same transaction as the child: a parent is resumed at most once.
+            conn.execute("UPDATE runs SET resumed_by = ? WHERE id = ?",
+                               (run["id"], resumed_parent))
+    await store.write(op)
+
+
+async def update_run(store: Store, run_id: str, changes: dict[str, Any],
+                     file_shas: list[str] | None = None) -> None:
+    await store.write(run_update_op(run_id, changes, file_shas))
+
+
+def run_update_op(run_id: str, changes: dict[str, Any],
+                  file_shas: list[str] | None = None) -> Callable[[sqlite3.Connection], None]:
+    """The write op that applies `changes` to a run row (for store.write or store.submit)."""
+    values = dict(changes)
+    for key in RUN_JSON_COLUMNS:
+        if key in values and values[key] is not None:
+            values[key] = orjson.dumps(values[key]).decode()
+    sets = ", ".join(f"{k} = :{k}" for k in values)
+    values["_id"] = run_id
+
+    def op(conn: sqlite3.Connection) -> None:
+        conn.execute(f"UPDATE runs SET {sets} WHERE id = :_id", values)
+        if file_shas:
+            conn.executemany(
+                "INSERT OR IGNORE INTO run_files (run_id, sha256) VALUES (?, ?)",
+                [(run_id, sha) for sha in file_shas])
+    return op
+
+
+async def interrupt_leftover_runs(store: Store, reason: str) -> list[str]:
+    """Boot recovery: a run still active in the database belongs to a daemon that died."""
+    statuses = tuple(s.value for s in ACTIVE_STATUSES)
+    marks = ", ".join("?" for _ in statuses)
+    rows = await store.fetch_all(f"SELECT id, status FROM runs WHERE status IN ({marks})",
+                                 statuses)
+    now = utcnow()
+    for row in rows:
+        await update_run(store, row["id"], {"status": RunStatus.INTERRUPTED.value,
+                                             "reason": reason, "ended_at": now})
+        store.append_event(row["id"], "run.status", {
+            "status": RunStatus.INTERRUPTED.value, "reason": reason,
+            "previous": row["status"]})
+    await store.flush()
+    return [row["id"] for row in rows]
+
+
+async def delete_session(store: Store, session_id: str) -> list[str]:
+    """Delete a session, its runs and events; return blobs no remaining run references."""
+    def op(conn: sqlite3.Connection) -> list[str]:
+        run_ids = [r[0] for r in conn.execute(
+            "SELECT id FROM runs WHERE session_id = ?", (session_id,)).fetchall()]
+        shas: set[str] = set()
+        for run_id in run_ids:
+            shas.update(r[0] for r in conn.execute(
+                "SELECT sha256 FROM run_files WHERE run_id = ?", (run_id,)).fetchall())
+            conn.execute("DELETE FROM events WHERE run_id = ?", (run_id,))
+            conn.execute("DELETE FROM run_files WHERE run_id = ?", (run_id,))
+        conn.execute("UPDATE runs SET parent_run_id = NULL WHERE session_id = ?", (session_id,))
+        conn.execute("DELETE FROM runs WHERE session_id = ?", (session_id,))
+        conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+        orphans = []
+        for sha in shas:
+            used = conn.execute(
+                "SELECT 1 FROM run_files WHERE sha256 = ? LIMIT 1", (sha,)).fetchall()
+            if not used:
+                orphans.append(sha)
+        return orphans
+    return await store.write(op)
+
+
+async def add_scores(store: Store, run_id: str, entries: list[dict[str, Any]]) -> None:
+    """Append evaluator results to the run's scores (the list only grows)."""
+    def op(conn: sqlite3.Connection) -> None:
+        for entry in entries:
+            conn.execute("UPDATE runs SET scores = json_insert(scores, '$[#]', json(?)) "
+                               "WHERE id = ?", (orjson.dumps(entry).decode(), run_id))
+    await store.write(op)
+
+
+async def delete_all_history(store: Store) -> tuple[dict[str, int], list[str]]:
+    """Delete every session, run and event ("delete all history"), in one transaction.
+
+    Returns what was deleted and the blobs the deleted runs referenced; the caller unlinks
+    those after the commit (a crash in between leaves an unreferenced blob, never a hole).
+    """
+    def op(conn: sqlite3.Connection) -> tuple[dict[str, int], list[str]]:
+        counts: dict[str, int] = {}
+        for table in ("sessions", "runs", "events"):
+            counts[table] = int(conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
+        shas = [r[0] for r in conn.execute("SELECT DISTINCT sha256 FROM run_files")]
+        conn.execute("DELETE FROM events")
+        conn.execute("DELETE FROM run_files")
+        conn.execute("UPDATE runs SET parent_run_id = NULL")  # the foreign key
+        conn.execute("DELETE FROM runs")
+        conn.execute("DELETE FROM sessions")
+        return counts, shas
+    return await store.write(op)
+
+
+async def unreferenced(store: Store, shas: list[str]) -> list[str]:
+    """Those of `shas` that no run references (re-checked just before unlinking blobs)."""
+    left = []
+    for sha in shas:
+        if await store.fetch_one("SELECT 1 FROM run_files WHERE sha256 = ? LIMIT 1",
+                                 (sha,)) is None:
+            left.append(sha)
+    return left
+
+
+async def find_file_part(store: Store, sha256: str) -> dict[str, Any] | None:
+    """The stored file part of the newest run that references blob `sha256` (name, MIME)."""
+    rows = await store.fetch_all(
+        "SELECT r.input, r.output FROM run_files f JOIN runs r ON r.id = f.run_id "
+        "WHERE f.sha256 = ? ORDER BY r.created_at DESC, r.rowid DESC LIMIT 20", (sha256,))
+    for row in rows:
+        parts = [*orjson.loads(row["input"]).get("parts", []), *orjson.loads(row["output"])]
+        for part in parts:
+            if isinstance(part, dict) and part.get("kind") == "file" and \
+                    part.get("sha256") == sha256:
+                return part
+    return None

@@ -1,0 +1,62 @@
+"""The project-wide event stream: Host state changes and run status changes, live.
+
+Low volume, so each subscriber has its own bounded queue; one that overflows is closed
+(it reconnects and gets a fresh snapshot) rather than growing without bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import orjson
+
+from llamon_playground.daemon.store.database import EventRecord, EventRow
+
+QUEUE_LIMIT = 1000
+
+
+def sse_frame(kind: str, data: dict[str, Any], seq: int | None = None) -> bytes:
+    head = b"id: %d\n" % seq if seq is not None else b""
+    return head + b"event: %s\ndata: %s\n\n" % (kind.encode(), orjson.dumps(data))
+
+
+class ProjectEvents:
+    def __init__(self) -> None:
+        self._subscribers: set[asyncio.Queue[bytes | None]] = set()
+
+    def subscribe(self) -> asyncio.Queue[bytes | None]:
+        queue: asyncio.Queue[bytes | None] = asyncio.Queue(QUEUE_LIMIT)
+        self._subscribers.add(queue)
+        return queue
+
+    def unsubscribe(self, queue: asyncio.Queue[bytes | None]) -> None:
+        self._subscribers.discard(queue)
+
+    def _send(self, frame: bytes) -> None:
+        for queue in list(self._subscribers):
+            try:
+                queue.put_nowait(frame)
+            except asyncio.QueueFull:
+                self._subscribers.discard(queue)
+                queue.get_nowait()
+                queue.put_nowait(None)  # tells the handler to end this stream
+
+    def host_changed(self, status: dict[str, Any]) -> None:
+        self._send(sse_frame("host.state", status))
+
+    def committed(self, rows: list[EventRow]) -> None:
+        if not self._subscribers:
+            return
+        for row in rows:
+            if row[2] == "run.status":
+                record = EventRecord.from_row(row)
+                self._send(sse_frame("run.status", record.as_dict(), record.seq))
+
+    def close_all(self) -> None:
+        for queue in list(self._subscribers):
+            try:
+                queue.put_nowait(None)
+            except asyncio.QueueFull:
+                pass
+        self._subscribers.clear()

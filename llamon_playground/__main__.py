@@ -1,0 +1,7 @@
+"""`python -m llamon_playground` is the `llamon-playground` command."""
+
+import sys
+
+from llamon_playground.cli.main import main
+
+sys.exit(main())

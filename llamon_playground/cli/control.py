@@ -1,0 +1,317 @@
+"""`llamon-playground` commands that drive a running daemon, for scripts (issue 6).
+
+They talk to the daemon's socket directly (no front, no token). Exit codes: 0 ok, 1 error,
+2 usage, 3 daemon not running, 4 conflict (`active_run_conflict`, `run_not_active`...).
+`--json` prints the API's own objects, keys sorted, one document (or one event per line when
+streaming): stable for scripts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import fcntl
+import os
+import signal
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import orjson
+
+from llamon_playground.cli.client import (
+    DaemonClient,
+    DaemonError,
+    DaemonNotRunning,
+    SseEvent,
+    health,
+)
+from llamon_playground.common.config import Settings
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_RUNNING, EXIT_CONFLICT = 0, 1, 2, 3, 4
+TERMINAL = {"input_required", "completed", "failed", "cancelled", "interrupted"}
+SUCCESS = {"completed", "input_required"}
+Command = Callable[[DaemonClient, argparse.Namespace], Awaitable[int]]
+
+
+def emit(doc: Any) -> None:
+    sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_SORT_KEYS).decode() + "\n")
+    sys.stdout.flush()
+
+
+def fail(message: str) -> None:
+    print(f"llamon-playground: {message}", file=sys.stderr, flush=True)
+
+
+def run_command(settings: Settings, args: argparse.Namespace, command: Command) -> int:
+    """Run `command` against the daemon, mapping what went wrong to an exit code."""
+    async def main() -> int:
+        async with DaemonClient(settings) as client:
+            return await command(client, args)
+    try:
+        return asyncio.run(main())
+    except DaemonNotRunning as exc:
+        fail(f"no daemon serves {settings.project_dir} ({exc}); start one with "
+             "`llamon-playground up`")
+        return EXIT_NOT_RUNNING
+    except DaemonError as exc:
+        if getattr(args, "json", False):
+            emit({"detail": exc.detail})
+        fail(str(exc))
+        return EXIT_CONFLICT if exc.status == 409 else EXIT_ERROR
+    except KeyboardInterrupt:
+        return EXIT_OK  # `-f` / `--follow` end with Ctrl-C
+
+
+# -- host ---------------------------------------------------------------------------------------
+
+def print_host(status: dict[str, Any]) -> None:
+    print(f"state:      {status.get('state')}")
+    print(f"generation: {status.get('generation')}")
+    print(f"pid:        {status.get('pid') or '-'}")
+    print(f"url:        {status.get('url') or '-'}")
+    print(f"restarts:   {status.get('restarts')}  last exit code: {status.get('last_exit_code')}")
+
+
+async def host_action(client: DaemonClient, args: argparse.Namespace) -> int:
+    if args.action == "status":
+        status = await client.call("GET", "/host")
+    else:
+        status = await client.call("POST", f"/host/{args.action}")
+    if args.json:
+        emit(status)
+    else:
+        print_host(status)
+    return EXIT_OK
+
+
+def print_log_line(line: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        emit(line)
+    else:
+        sys.stdout.write(f"{line.get('text', '')}\n")
+        sys.stdout.flush()
+
+
+async def host_logs(client: DaemonClient, args: argparse.Namespace) -> int:
+    after = 0
+    while True:  # the whole kept log, page by page
+        page = await client.call("GET", "/host/logs", params={"after": str(after),
+                                                              "limit": "5000"})
+        for line in page["lines"]:
+            print_log_line(line, args.json)
+        if not page["lines"]:
+            break
+        after = page["next"]
+    if args.follow:
+        async for event in client.stream("/host/logs", {"follow": "1", "after": str(after)}):
+            if event.event == "log":
+                print_log_line(event.data, args.json)
+    return EXIT_OK
+
+
+# -- runs ---------------------------------------------------------------------------------------
+
+def _first_text(run: dict[str, Any]) -> str:
+    for part in (run.get("input") or {}).get("parts", []):
+        if part.get("kind") == "text":
+            return str(part.get("text", "")).replace("\n", " ")[:40]
+    return ""
+
+
+async def _all_pages(client: DaemonClient, path: str, key: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    after = ""
+    while True:
+        page = await client.call("GET", f"{path}?limit=1000&after={after}")
+        items.extend(page[key])
+        if not page.get("next_after"):
+            return items
+        after = page["next_after"]
+
+
+async def list_runs(client: DaemonClient, args: argparse.Namespace) -> int:
+    if args.session:
+        session_ids = [args.session]
+    else:
+        session_ids = [s["id"] for s in await _all_pages(client, "/sessions", "sessions")]
+    runs: list[dict[str, Any]] = []
+    for session_id in session_ids:
+        runs.extend(await _all_pages(client, f"/sessions/{session_id}/runs", "runs"))
+    if args.json:
+        emit({"runs": runs})
+        return EXIT_OK
+    for run in runs:
+        print(f"{run['id']}  {run['status']:<14} {run.get('reason') or '-':<20} "
+              f"{run['session_id']}  {run['created_at']}  {_first_text(run)}")
+    return EXIT_OK
+
+
+async def new_session(client: DaemonClient, args: argparse.Namespace) -> int:
+    session = await client.call("POST", "/sessions", {"title": args.title})
+    if args.json:
+        emit(session)
+    else:
+        print(session["id"])
+    return EXIT_OK
+
+
+async def follow_run(client: DaemonClient, run_id: str, as_json: bool, show_text: bool) -> str:
+    """Print the run's stream until it ends; return its final status."""
+    status = "unknown"
+    printed = False
+    async for event in client.stream(f"/runs/{run_id}/events"):
+        if as_json:
+            emit(event.data)
+        elif show_text and event.event == "output.delta":
+            sys.stdout.write(str(event.data.get("text", "")))
+            sys.stdout.flush()
+            printed = True
+        if _is_terminal(event):
+            status = str(event.data["status"])
+    if printed:
+        sys.stdout.write("\n")
+    return status
+
+
+def _is_terminal(event: SseEvent) -> bool:
+    return event.event == "run.status" and event.data.get("status") in TERMINAL
+
+
+async def cancel(client: DaemonClient, args: argparse.Namespace) -> int:
+    answer = await client.call("DELETE", f"/runs/{args.run_id}")
+    status = str(answer["status"])
+    if args.wait and status not in TERMINAL:
+        await follow_run(client, args.run_id, as_json=False, show_text=False)
+        status = (await client.call("GET", f"/runs/{args.run_id}"))["status"]
+    if args.json:
+        emit({"run_id": args.run_id, "status": status})
+    else:
+        print(f"{args.run_id} {status}")
+    return EXIT_OK
+
+
+async def send(client: DaemonClient, args: argparse.Namespace) -> int:
+    body = {"parts": [{"kind": "text", "text": args.text}]}
+    answer = await client.call("POST", f"/sessions/{args.session_id}/runs", body)
+    run_id = answer["run_id"]
+    if args.json:
+        emit(answer)
+    elif args.follow:
+        print(run_id, file=sys.stderr, flush=True)
+    else:
+        print(f"{run_id} {answer['status']}")
+    if not args.follow:
+        return EXIT_OK
+    status = await follow_run(client, run_id, args.json, show_text=True)
+    if not args.json:
+        print(f"{run_id} {status}", file=sys.stderr, flush=True)
+    return EXIT_OK if status in SUCCESS else EXIT_ERROR
+
+
+# -- daemon and token ---------------------------------------------------------------------------
+
+def stop_daemon(settings: Settings, args: argparse.Namespace) -> int:
+    """Graceful shutdown: SIGTERM to the pid the daemon itself reports, then wait until it
+    has let go of the project's lock (its last act)."""
+    try:
+        pid = int(asyncio.run(health(settings))["pid"])
+    except DaemonNotRunning:
+        fail(f"no daemon serves {settings.project_dir}")
+        return EXIT_NOT_RUNNING
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return EXIT_OK
+    deadline = time.monotonic() + args.timeout
+    while _lock_held(settings):
+        if time.monotonic() > deadline:
+            fail(f"the daemon (pid {pid}) did not stop within {args.timeout:g} s")
+            return EXIT_ERROR
+        time.sleep(0.05)
+    print(f"stopped the daemon (pid {pid})")
+    return EXIT_OK
+
+
+def _lock_held(settings: Settings) -> bool:
+    try:
+        fd = os.open(settings.lock_path, os.O_RDWR | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def print_token(settings: Settings, args: argparse.Namespace) -> int:
+    from llamon_playground.api.token_store import running_token
+    token = running_token(settings)
+    if token is None:
+        fail(f"no front with a token serves {settings.project_dir}")
+        return EXIT_NOT_RUNNING
+    print(token)
+    return EXIT_OK
+
+
+# -- parser ---------------------------------------------------------------------------------------
+
+def add_control_commands(sub: Any, project_of: Callable[[str | None], Any]) -> None:
+    """Add the control commands to `sub`; each sets `func(args) -> exit code`."""
+    def daemon_command(command: Command) -> Callable[[argparse.Namespace], int]:
+        return lambda args: run_command(project_of(args.project), args, command)
+
+    host = sub.add_parser("host", help="the project's Host: status, start, stop, restart, logs")
+    host_sub = host.add_subparsers(dest="action", required=True)
+    for action in ("status", "start", "stop", "restart"):
+        p = host_sub.add_parser(action, help=f"{action} the Host" if action != "status"
+                                else "the Host's state")
+        p.add_argument("project", nargs="?")
+        p.add_argument("--json", action="store_true")
+        p.set_defaults(func=daemon_command(host_action))
+    logs = host_sub.add_parser("logs", help="the Host's output (-f: keep following)")
+    logs.add_argument("project", nargs="?")
+    logs.add_argument("-f", "--follow", action="store_true")
+    logs.add_argument("--json", action="store_true", help="one JSON object per line")
+    logs.set_defaults(func=daemon_command(host_logs))
+
+    runs = sub.add_parser("runs", help="list runs (all sessions, or one)")
+    runs.add_argument("project", nargs="?")
+    runs.add_argument("--session")
+    runs.add_argument("--json", action="store_true")
+    runs.set_defaults(func=daemon_command(list_runs))
+
+    cancel_p = sub.add_parser("cancel", help="cancel the active run")
+    cancel_p.add_argument("run_id")
+    cancel_p.add_argument("project", nargs="?")
+    cancel_p.add_argument("--wait", action="store_true", help="wait until the run has ended")
+    cancel_p.add_argument("--json", action="store_true")
+    cancel_p.set_defaults(func=daemon_command(cancel))
+
+    session_p = sub.add_parser("new-session", help="create a session; print its id")
+    session_p.add_argument("project", nargs="?")
+    session_p.add_argument("--title", default="")
+    session_p.add_argument("--json", action="store_true")
+    session_p.set_defaults(func=daemon_command(new_session))
+
+    send_p = sub.add_parser("send", help="start a run with a text input")
+    send_p.add_argument("session_id")
+    send_p.add_argument("text")
+    send_p.add_argument("project", nargs="?")
+    send_p.add_argument("--follow", action="store_true",
+                        help="print the answer as it streams; exit 1 unless it completes")
+    send_p.add_argument("--json", action="store_true")
+    send_p.set_defaults(func=daemon_command(send))
+
+    stop = sub.add_parser("stop", help="stop the project's daemon gracefully")
+    stop.add_argument("project", nargs="?")
+    stop.add_argument("--timeout", type=float, default=60.0)
+    stop.set_defaults(func=lambda args: stop_daemon(project_of(args.project), args))
+
+    token = sub.add_parser("token", help="print the token of the project's running front(s)")
+    token.add_argument("project", nargs="?")
+    token.set_defaults(func=lambda args: print_token(project_of(args.project), args))

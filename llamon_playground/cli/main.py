@@ -1,0 +1,200 @@
+"""`llamon-playground`: run the daemon and the front, ask a daemon how it is, drive it.
+
+Exit codes: 0 ok, 1 error, 2 usage, 3 daemon not running, 4 conflict (another daemon, an
+active run). The commands that drive a running daemon live in cli_control.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import tomllib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from llamon_playground.cli.bundled_example import bundled_example
+from llamon_playground.cli.control import (
+    EXIT_CONFLICT,
+    EXIT_ERROR,
+    EXIT_NOT_RUNNING,
+    EXIT_OK,
+    EXIT_USAGE,
+    add_control_commands,
+)
+from llamon_playground.common.config import DAEMON_ONLY_ENV, Settings, build_settings, log_json
+from llamon_playground.common.logging_setup import setup_logging
+from llamon_playground.daemon.errors import AlreadyRunning
+
+if TYPE_CHECKING:  # the front's modules load only for the commands that run a front
+    from llamon_playground.api.app import FrontOptions
+
+def default_project() -> Path:
+    """The current folder when it is a llamon project, else the bundled example."""
+    here = Path.cwd()
+    try:
+        doc = tomllib.loads((here / "pyproject.toml").read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError):
+        return bundled_example()
+    return here if "llamon" in doc.get("tool", {}) else bundled_example()
+
+
+def _project(arg: str | None) -> Path:
+    path = Path(arg) if arg else default_project()
+    if not path.is_dir():
+        raise SystemExit(f"llamon-playground: {path} is not a folder")
+    return path
+
+
+def _settings(arg: str | None) -> Settings:
+    return build_settings(_project(arg))
+
+
+def cmd_daemon(args: argparse.Namespace) -> int:
+    from llamon_playground.common.runtime_dir import RuntimeDirTooLong
+    from llamon_playground.daemon.app import serve
+    settings = build_settings(_project(args.project))
+    # The Host inherits the daemon's environment: not the front's token, not systemd's.
+    environ = {k: v for k, v in os.environ.items() if k not in DAEMON_ONLY_ENV}
+    try:
+        asyncio.run(serve(settings, environ))
+    except AlreadyRunning as exc:
+        print(f"llamon-playground: {exc}", file=sys.stderr)
+        return EXIT_CONFLICT
+    except (PermissionError, RuntimeDirTooLong) as exc:  # not ours, a symlink, too deep
+        print(f"llamon-playground: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    return EXIT_OK
+
+
+def _front_options(args: argparse.Namespace, show_token_url: bool) -> FrontOptions:
+    from llamon_playground.api.app import FrontOptions
+    return FrontOptions(host=args.host, port=args.port, auth=not args.no_auth,
+                        show_token_url=show_token_url)
+
+
+def _run_front(settings: Settings, options: FrontOptions) -> int:
+    """The front until SIGTERM/SIGINT, with its refusals as exit codes."""
+    from llamon_playground.api.app import run_front
+    from llamon_playground.api.guard import NonLoopbackBind
+    from llamon_playground.api.token_store import TokenError
+    try:
+        asyncio.run(run_front(settings, options))
+    except (NonLoopbackBind, TokenError) as exc:
+        print(f"llamon-playground: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except PermissionError as exc:
+        print(f"llamon-playground: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    return EXIT_OK
+
+
+def cmd_front(args: argparse.Namespace) -> int:
+    return _run_front(_settings(args.project), _front_options(args, show_token_url=False))
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    from llamon_playground.api.guard import NonLoopbackBind, check_bind_address
+    from llamon_playground.cli.client import DaemonNotRunning, health, spawn_daemon, wait_healthy
+    settings = _settings(args.project)
+    try:
+        check_bind_address(args.host)
+    except NonLoopbackBind as exc:
+        print(f"llamon-playground: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+    async def attach() -> None:
+        try:
+            info = await health(settings)
+            print(f"attached to the running daemon (pid {info.get('pid')})", flush=True)
+        except DaemonNotRunning:
+            proc = spawn_daemon(settings)
+            info = await wait_healthy(settings, proc)
+            print(f"started the daemon (pid {info.get('pid')}); log: "
+                  f"{settings.runtime_dir / 'daemon.log'}", flush=True)
+
+    try:
+        asyncio.run(attach())
+    except DaemonNotRunning as exc:
+        print(f"llamon-playground: {exc}", file=sys.stderr)
+        return EXIT_NOT_RUNNING
+    # A person runs `up`: it prints the URL with the token (a service's front never does).
+    return _run_front(settings, _front_options(args, show_token_url=True))
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from llamon_playground.cli.client import DaemonNotRunning, health
+    settings = build_settings(_project(args.project))
+    try:
+        info = asyncio.run(health(settings))
+    except DaemonNotRunning:
+        info = {"status": "not_running", "project": str(settings.project_dir)}
+        _print_status(info, args.json)
+        return EXIT_NOT_RUNNING
+    _print_status(info, args.json)
+    return EXIT_OK
+
+
+def _print_status(info: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        print(orjson.dumps(info, option=orjson.OPT_SORT_KEYS).decode())
+        return
+    print(f"project:    {info.get('project')}")
+    if info.get("status") == "not_running":
+        print("daemon:     not running")
+        return
+    host = info.get("host") or {}
+    print(f"daemon:     running (pid {info.get('pid')}, version {info.get('version')})")
+    print(f"database:   {info.get('database')}")
+    print(f"host:       {host.get('state')} (generation {host.get('generation')}, "
+          f"url {host.get('url')})")
+    print(f"active run: {info.get('active_run_id') or '-'}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="llamon-playground",
+                                     description="llamon Playground daemon and front")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument("--log-json", action="store_true",
+                        help="log one JSON object per line (also LLAMON_PLAYGROUND_LOG_FORMAT=json)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    up = sub.add_parser("up", help="start or attach to the daemon, run the front in the foreground")
+    up.add_argument("project", nargs="?")
+    up.add_argument("--port", type=int, default=8765)
+    up.add_argument("--host", default="127.0.0.1")
+    up.add_argument("--no-auth", action="store_true", help="no token (scripted local use only)")
+    up.set_defaults(func=cmd_up)
+
+    daemon = sub.add_parser("daemon", help="run the daemon in the foreground")
+    daemon.add_argument("project", nargs="?")
+    daemon.set_defaults(func=cmd_daemon)
+
+    front = sub.add_parser("front", help="run only the front (the daemon must be running)")
+    front.add_argument("project", nargs="?")
+    front.add_argument("--port", type=int, default=8765)
+    front.add_argument("--host", default="127.0.0.1")
+    front.add_argument("--no-auth", action="store_true",
+                       help="no token (scripted local use only; prints a warning)")
+    front.set_defaults(func=cmd_front)
+
+    status = sub.add_parser("status", help="daemon, Host and active run of a project")
+    status.add_argument("project", nargs="?")
+    status.add_argument("--json", action="store_true")
+    status.set_defaults(func=cmd_status)
+    add_control_commands(sub, _settings)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    setup_logging(verbose=args.verbose, json_lines=args.log_json or log_json())
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
