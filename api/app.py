@@ -17,11 +17,12 @@ from llamon_playground.api.guard import check_bind_address
 from llamon_playground.api.relay import UPSTREAM, relay
 from llamon_playground.api.token_store import TokenLease, acquire_token
 from llamon_playground.common.config import Settings
+from llamon_playground.common.contract import API_PREFIX
 from llamon_playground.common.request_context import echo_request_id
 from llamon_playground.common.stop_signal import wait_for_stop_signal
 
 log = logging.getLogger(__name__)
-API = "/api/playground/v1"
+API = API_PREFIX
 NO_AUTH_WARNING = ("WARNING: --no-auth: the front asks for no token; any local process or web "
                    "page that reaches {url} can use the Playground and run the project's code")
 

@@ -14,11 +14,12 @@ from collections.abc import AsyncIterator
 from aiohttp import StreamReader
 
 from llamon_playground.common.config import Settings
+from llamon_playground.common.contract import API_PREFIX
 
 MIB = 1024 * 1024
 SMALL_BODY = 1 * MIB
 IMPORT_BODY = 256 * MIB  # = daemon.http.data.MAX_IMPORT_BYTES (a unit test keeps them equal)
-P = "/api/playground/v1"
+P = API_PREFIX
 _RUN_BODY = re.compile(rf"{P}/(sessions/[^/]+/runs|runs/[^/]+/resume)")
 _IMPORT = f"{P}/bundles/import"
 

@@ -16,6 +16,7 @@ from urllib.parse import quote
 import orjson
 from aiohttp import web
 
+from llamon_playground.common.contract import API_PREFIX
 from llamon_playground.common.http_json import json_response
 from llamon_playground.daemon.data.bundles import export_bundle, import_bundle, parse_selection
 from llamon_playground.daemon.data.compare import compare_runs
@@ -24,7 +25,7 @@ from llamon_playground.daemon.http.util import read_json
 from llamon_playground.daemon.services import SERVICES, Services
 from llamon_playground.daemon.store import history
 
-PREFIX = "/api/playground/v1"
+PREFIX = API_PREFIX
 # A bundle carries its files as base64 (4/3 of their size), so it needs more than the
 # default 16 MiB body limit; the validator's own limits (160 MiB of blobs) fit inside.
 MAX_IMPORT_BYTES = 256 * 1024 * 1024

@@ -7,6 +7,7 @@ from collections.abc import Awaitable
 
 from aiohttp import web
 
+from llamon_playground.common.contract import API_PREFIX
 from llamon_playground.common.http_json import json_response
 from llamon_playground.daemon.errors import Conflict
 from llamon_playground.daemon.http.sse import KEEPALIVE, prepare_stream
@@ -15,7 +16,7 @@ from llamon_playground.daemon.services import SERVICES, Services
 from llamon_playground.daemon.store.project_events import sse_frame
 from llamon_playground.host_manager.errors import HostUnavailable
 
-PREFIX = "/api/playground/v1"
+PREFIX = API_PREFIX
 MAX_LOG_LIMIT = 5000
 
 

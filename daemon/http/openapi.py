@@ -16,10 +16,11 @@ from typing import Any
 from aiohttp import web
 
 from llamon_playground import __version__
+from llamon_playground.common.contract import API_PREFIX
 from llamon_playground.common.http_json import json_response
 from llamon_playground.daemon.http.openapi_schemas import SCHEMAS, STR, Schema, ref
 
-PREFIX = "/api/playground/v1"
+PREFIX = API_PREFIX
 JSON = "application/json"
 SSE = "text/event-stream"
 DIGITS: Schema = {"type": "string", "pattern": "^[0-9]{1,18}$"}

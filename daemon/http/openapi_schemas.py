@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from llamon_playground.common.contract import RunStatus
+
 Schema = dict[str, Any]
 
 STR: Schema = {"type": "string"}
@@ -39,8 +41,7 @@ def obj(required: tuple[str, ...] = (), closed: bool = False, **props: Schema) -
     return schema
 
 
-RUN_STATUSES = ["queued", "preparing", "running", "input_required", "completed", "failed",
-                "cancelled", "interrupted"]
+RUN_STATUSES = [status.value for status in RunStatus]
 
 SCHEMAS: dict[str, Schema] = {
     "Error": obj(("detail",), detail=obj(("error", "message"), error=STR, message=STR)),

@@ -10,18 +10,18 @@ from typing import Any
 
 from aiohttp import web
 
+from llamon_playground.common.contract import API_PREFIX, TERMINAL_STATUSES
 from llamon_playground.common.http_json import error_response, json_response
 from llamon_playground.daemon.data.redact import redact_metadata
 from llamon_playground.daemon.errors import ApiError, BadRequest, NotFound, StoreError
 from llamon_playground.daemon.http.sse import parse_cursor, prepare_stream, stream_run
 from llamon_playground.daemon.http.util import int_query, read_json
-from llamon_playground.daemon.runs.state import TERMINAL_STATUSES
 from llamon_playground.daemon.services import SERVICES, Services
 from llamon_playground.daemon.store import history
 
 log = logging.getLogger(__name__)
 
-PREFIX = "/api/playground/v1"
+PREFIX = API_PREFIX
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 

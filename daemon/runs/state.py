@@ -1,23 +1,11 @@
-"""The run state machine: exactly the eight statuses of seed 000 and the moves between them."""
+"""The run state machine: the moves between the eight statuses, and the known reasons."""
 
 from __future__ import annotations
 
-from enum import StrEnum
+from llamon_playground.common.contract import ACTIVE_STATUSES, TERMINAL_STATUSES, RunStatus
 
+__all__ = ["ACTIVE_STATUSES", "TERMINAL_STATUSES", "RunStatus"]
 
-class RunStatus(StrEnum):
-    QUEUED = "queued"
-    PREPARING = "preparing"
-    RUNNING = "running"
-    INPUT_REQUIRED = "input_required"
-    COMPLETED = "completed"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-    INTERRUPTED = "interrupted"
-
-
-ACTIVE_STATUSES = frozenset({RunStatus.QUEUED, RunStatus.PREPARING, RunStatus.RUNNING})
-TERMINAL_STATUSES = frozenset(RunStatus) - ACTIVE_STATUSES
 _ENDINGS = TERMINAL_STATUSES
 
 TRANSITIONS: dict[RunStatus, frozenset[RunStatus]] = {

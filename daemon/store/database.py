@@ -24,6 +24,7 @@ import aiosqlite
 import orjson
 
 from llamon_playground.common.config import Settings
+from llamon_playground.common.contract import TERMINAL_STATUSES
 from llamon_playground.daemon.errors import StoreError, UnsupportedDatabaseVersion
 from llamon_playground.daemon.store.migrations import MIGRATIONS, SCHEMA_VERSION
 
@@ -360,7 +361,7 @@ class Store:
         return [EventRecord(r[0], run_id, r[1], bytes(r[2])) for r in rows]
 
 
-TERMINAL_SQL = "('input_required', 'completed', 'failed', 'cancelled', 'interrupted')"
+TERMINAL_SQL = "(" + ", ".join(f"'{s.value}'" for s in sorted(TERMINAL_STATUSES)) + ")"
 # Builds exactly what event_log.frame() builds (a test holds the two to the same bytes);
 # printf() in SQLite is about twice as fast as chains of || here.
 FRAMES_SQL = f"""

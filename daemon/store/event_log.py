@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import orjson
 
-from llamon_playground.daemon.runs.state import TERMINAL_STATUSES
+from llamon_playground.common.contract import TERMINAL_STATUSES
 from llamon_playground.daemon.store.database import EventRecord, EventRow
 
 TERMINAL_VALUES = frozenset(s.value for s in TERMINAL_STATUSES)

@@ -23,8 +23,9 @@ import aiohttp
 import orjson
 
 from llamon_playground.common.config import Settings
+from llamon_playground.common.contract import API_PREFIX
 
-PREFIX = "/api/playground/v1"
+PREFIX = API_PREFIX
 
 
 class DaemonNotRunning(Exception):

@@ -28,10 +28,11 @@ from llamon_playground.cli.client import (
     health,
 )
 from llamon_playground.common.config import Settings
+from llamon_playground.common.contract import SUCCESS_STATUSES, TERMINAL_STATUSES
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_RUNNING, EXIT_CONFLICT = 0, 1, 2, 3, 4
-TERMINAL = {"input_required", "completed", "failed", "cancelled", "interrupted"}
-SUCCESS = {"completed", "input_required"}
+TERMINAL = TERMINAL_STATUSES
+SUCCESS = SUCCESS_STATUSES
 Command = Callable[[DaemonClient, argparse.Namespace], Awaitable[int]]
 
 

@@ -6,9 +6,10 @@ import asyncio
 
 import aiohttp
 
+from llamon_playground.common.contract import API_PREFIX
 from tests.support.api import Api, parse_sse
 
-P = "/api/playground/v1"
+P = API_PREFIX
 
 
 async def test_host_control_and_logs(api: Api) -> None:

@@ -10,7 +10,9 @@ from typing import Any
 import aiohttp
 import orjson
 
-P = "/api/playground/v1"
+from llamon_playground.common.contract import API_PREFIX
+
+P = API_PREFIX
 TERMINAL = {"input_required", "completed", "failed", "cancelled", "interrupted"}
 # The front asks for a token (issue 6). Stack.start_front records each front's token here
 # by URL, so Api.for_url(url) authenticates without every test passing the token along.

@@ -19,9 +19,10 @@ from typing import Any
 import aiohttp
 import pytest
 
+from llamon_playground.common.contract import API_PREFIX
 from tests.support.procs import REPO, Proc, Stack, copy_example, short_tmpdir, stack_for, wait_for
 
-P = "/api/playground/v1"
+P = API_PREFIX
 
 
 @dataclass
