@@ -58,7 +58,3 @@ class StoreError(Exception):
 
 class ProjectError(Exception):
     """The project folder or its pyproject.toml cannot be used."""
-
-
-class AlreadyRunning(Exception):
-    """Another daemon holds the lock for this project."""

@@ -27,7 +27,7 @@ from llamon_playground.cli.control import (
 )
 from llamon_playground.common.config import DAEMON_ONLY_ENV, Settings, build_settings, log_json
 from llamon_playground.common.logging_setup import setup_logging
-from llamon_playground.daemon.errors import AlreadyRunning
+from llamon_playground.common.runtime_dir import AlreadyRunning
 
 if TYPE_CHECKING:  # the front's modules load only for the commands that run a front
     from llamon_playground.api.app import FrontOptions

@@ -11,7 +11,6 @@ from pathlib import Path
 import orjson
 
 from llamon_playground.common.config import Settings
-from llamon_playground.daemon.errors import AlreadyRunning
 
 
 def ensure_private_dir(path: Path) -> None:
@@ -40,6 +39,10 @@ class RuntimeLock:
 
 
 MAX_SOCKET_PATH = 107  # sockaddr_un holds 108 bytes, NUL included
+
+
+class AlreadyRunning(Exception):
+    """Another daemon holds the lock for this project."""
 
 
 class RuntimeDirTooLong(Exception):

@@ -1,0 +1,138 @@
+"""A real install: build the wheel, install it (not editable) into a fresh venv, start it.
+
+The fresh venv takes its third-party dependencies from the test venv through a `.pth` line
+(no network, no second download of aiohttp and a2a-sdk); the package itself comes only from
+the wheel, which the test checks before starting anything.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import aiohttp
+import orjson
+import pytest
+
+from tests.support.api import Api
+from tests.support.procs import REPO, Proc, copy_example, kill_tree, process_tree, wait_for
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
+                    "--no-build-isolation", "--wheel-dir", str(out), str(REPO)],
+                   check=True, cwd=out, timeout=300)
+    (built,) = out.glob("llamon_playground-*.whl")
+    return built
+
+
+@pytest.fixture(scope="module")
+def fresh_venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    venv = tmp_path_factory.mktemp("venv") / "v"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet",
+                    "--no-deps", "--no-index", str(wheel)], check=True, timeout=300)
+    purelib = Path(subprocess.check_output(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        text=True).strip())
+    (purelib / "test-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    return venv
+
+
+def test_the_wheel_has_one_import_root(wheel: Path) -> None:
+    with zipfile.ZipFile(wheel) as archive:
+        tops = {name.split("/")[0] for name in archive.namelist()}
+        names = set(archive.namelist())
+    assert {t for t in tops if not t.endswith(".dist-info")} == {"llamon_playground"}
+    assert "llamon_playground/daemon/app.py" in names
+    assert "llamon_playground/examples/echo_agent/pyproject.toml" in names
+    assert "llamon_playground/examples/echo_agent/app/host.py" in names
+
+
+def test_the_installed_package_is_the_wheel_not_the_checkout(fresh_venv: Path) -> None:
+    probe = ("import llamon_playground.daemon.app as a, llamon_playground.api.app, sys; "
+             "print(a.__file__); "
+             "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+             "('daemon', 'api', 'host_manager', 'cli', 'common')))")
+    out = subprocess.check_output([str(fresh_venv / "bin" / "python"), "-c", probe],
+                                  text=True, cwd="/", env=_clean_env({})).splitlines()
+    assert out[0].startswith(str(fresh_venv)) and "site-packages" in out[0]
+    assert out[1] == "[]"
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Iterator[Path]:
+    runtime = Path(os.environ.get("TMPDIR", "/tmp")) / f"lpi{os.getpid()}"
+    runtime.mkdir(exist_ok=True)
+    yield tmp_path
+    subprocess.run(["rm", "-rf", str(runtime)], check=False)
+
+
+def _clean_env(extra: dict[str, str]) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VIRTUAL_ENV"}}
+    return {**env, **extra}
+
+
+async def _up_serves_a_run(venv: Path, args: list[str], env: dict[str, str], cwd: Path,
+                           log: Path) -> None:
+    """`llamon-playground up ARGS` from the venv: a run completes through its front."""
+    up = Proc([str(venv / "bin" / "llamon-playground"), "up", *args, "--port", "0"], env, log, cwd)
+    daemon_pid = None
+    try:
+        link = wait_for(lambda: next((ln.split("open in a browser: ")[1].strip()
+                                      for ln in up.output().splitlines()
+                                      if "open in a browser: " in ln), None)
+                        or up.popen.poll() is not None and up.output(),
+                        60, "the link from `up`")
+        assert "?token=" in link, link
+        url, token = link.split("/?token=")
+        api = Api(aiohttp.ClientSession(base_url=url,
+                                        headers={"Authorization": f"Bearer {token}"}))
+        try:
+            session = await api.session()
+            run = await api.wait_status(await api.start_run(session, "hello from a wheel"))
+            assert run["status"] == "completed", run
+            health = await api.ok("GET", "/health")
+            daemon_pid = health.get("pid")
+        finally:
+            await api.close()
+    finally:
+        up.stop()
+        status = subprocess.run([str(venv / "bin" / "llamon-playground"), "status", *args,
+                                 "--json"], env=env, cwd=cwd, capture_output=True, text=True,
+                                timeout=60)
+        if status.returncode == 0:
+            daemon_pid = orjson.loads(status.stdout)["pid"]
+        if daemon_pid is not None:
+            kill_tree(process_tree(daemon_pid), grace=10)
+
+
+async def test_up_with_no_project_serves_a_copy_of_the_bundled_example(
+        fresh_venv: Path, home: Path) -> None:
+    runtime = Path(os.environ.get("TMPDIR", "/tmp")) / f"lpi{os.getpid()}"
+    env = _clean_env({"HOME": str(home), "XDG_DATA_HOME": str(home / "data"),
+                      "LLAMON_PLAYGROUND_RUNTIME_DIR": str(runtime)})
+    await _up_serves_a_run(fresh_venv, [], env, home, home / "up.log")
+    example = home / "data" / "llamon-playground" / "examples" / "echo_agent"
+    assert (example / "pyproject.toml").is_file()
+    # History went to the copy, never into site-packages.
+    assert (example / ".llamon" / "playground" / "playground.sqlite3").is_file()
+    assert not list((fresh_venv / "lib").rglob(".llamon"))
+
+
+async def test_up_with_a_project_serves_it(fresh_venv: Path, home: Path) -> None:
+    runtime = Path(os.environ.get("TMPDIR", "/tmp")) / f"lpi{os.getpid()}"
+    project = copy_example(home)
+    env = _clean_env({"HOME": str(home), "LLAMON_PLAYGROUND_RUNTIME_DIR": str(runtime)})
+    await _up_serves_a_run(fresh_venv, [str(project)], env, home, home / "up.log")
+    assert (project / ".llamon" / "playground" / "playground.sqlite3").is_file()

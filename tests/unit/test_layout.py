@@ -1,0 +1,104 @@
+"""The package's shape: one import root, rooms that import one way, no folder too full.
+
+Read from the source with `ast`, so a forbidden import fails here even when no test happens
+to execute the line.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+ROOT = "llamon_playground"
+# Where each room's source lives (pyproject.toml maps the top-level folders under the root).
+ROOM_DIRS = {
+    "common": REPO / ROOT / "common",
+    "cli": REPO / ROOT / "cli",
+    "daemon": REPO / "daemon",
+    "api": REPO / "api",
+    "host_manager": REPO / "host_manager",
+}
+# Which rooms each room may import (besides itself); imports flow one way.
+MAY_IMPORT = {
+    "common": set(),
+    "host_manager": {"common"},
+    "daemon": {"common", "host_manager"},
+    "api": {"common"},
+    "cli": {"common", "host_manager", "daemon", "api"},
+}
+BARE_NAMES = {"daemon", "api", "host_manager", "common", "cli"}
+MAX_MODULES_PER_FOLDER = 15
+
+
+def python_files() -> Iterator[Path]:
+    for path in REPO.rglob("*.py"):
+        rel = path.relative_to(REPO)
+        if rel.parts[0] in {".venv", ".git", "build"} or "site-packages" in rel.parts:
+            continue
+        yield path
+
+
+def imported_modules(path: Path) -> Iterator[tuple[int, str]]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            yield node.lineno, node.module
+
+
+def room_of_module(name: str) -> str | None:
+    parts = name.split(".")
+    if parts[0] != ROOT or len(parts) < 2:
+        return None
+    return parts[1] if parts[1] in MAY_IMPORT else None
+
+
+def test_nothing_imports_a_top_level_folder_by_its_bare_name() -> None:
+    offenders = [f"{path.relative_to(REPO)}:{line}: {name}"
+                 for path in python_files() for line, name in imported_modules(path)
+                 if name.split(".")[0] in BARE_NAMES]
+    assert offenders == []
+
+
+def test_no_relative_import_climbs_out_of_its_room() -> None:
+    # A relative import is resolved against the import name, which differs from the folder
+    # layout for the mapped rooms; absolute names are the one spelling.
+    offenders = []
+    for path in python_files():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        offenders += [f"{path.relative_to(REPO)}:{node.lineno}" for node in ast.walk(tree)
+                      if isinstance(node, ast.ImportFrom) and node.level > 0]
+    assert offenders == []
+
+
+@pytest.mark.parametrize("room", sorted(MAY_IMPORT))
+def test_rooms_import_one_way(room: str) -> None:
+    offenders = []
+    for path in ROOM_DIRS[room].rglob("*.py"):
+        for line, name in imported_modules(path):
+            target = room_of_module(name)
+            if target is not None and target != room and target not in MAY_IMPORT[room]:
+                offenders.append(f"{path.relative_to(REPO)}:{line}: {name}")
+    assert offenders == []
+
+
+def test_the_example_hosts_use_only_the_host_helper() -> None:
+    for path in (REPO / "examples").rglob("*.py"):
+        for line, name in imported_modules(path):
+            if name.startswith(ROOT):
+                assert name == f"{ROOT}.host_manager.capture_host", f"{path}:{line}: {name}"
+
+
+def test_every_package_says_what_lives_there_and_no_folder_is_too_full() -> None:
+    for directory in ROOM_DIRS.values():
+        for init in [directory / "__init__.py", *directory.rglob("*/__init__.py")]:
+            folder = init.parent
+            assert ast.get_docstring(ast.parse(init.read_text())), f"{init} has no docstring"
+            modules = [p for p in folder.glob("*.py") if p.name != "__init__.py"]
+            assert len(modules) <= MAX_MODULES_PER_FOLDER, (folder, len(modules))
