@@ -1,4 +1,4 @@
-"""What the front lets in before anything else looks at a request (issue 6, the door).
+"""What the front lets in before anything else looks at a request (docs/security.md).
 
 - It listens on loopback only.
 - `Host` must name loopback with the front's own port: a DNS-rebinding page, whose Host is

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from llamon_playground.common.config import Settings
+from llamon_playground.common.config import ENV_TOKEN, Settings
 from llamon_playground.common.runtime_dir import ensure_private_dir
 
 TOKEN_BYTES = 32  # 256 bits
@@ -39,14 +39,15 @@ def new_token() -> str:
 
 def given_token(settings: Settings) -> str | None:
     """The token the environment gives, checked; None when it gives none."""
-    if settings.token is not None:
-        value, origin = settings.token, "LLAMON_PLAYGROUND_TOKEN"
-    elif settings.token_file is not None:
+    given = settings.front
+    if given.token is not None:
+        value, origin = given.token, ENV_TOKEN
+    elif given.token_file is not None:
         try:
-            value = settings.token_file.read_text(encoding="utf-8").strip()
+            value = given.token_file.read_text(encoding="utf-8").strip()
         except (OSError, UnicodeDecodeError) as exc:
-            raise TokenError(f"cannot read the token file {settings.token_file}: {exc}") from exc
-        origin = str(settings.token_file)
+            raise TokenError(f"cannot read the token file {given.token_file}: {exc}") from exc
+        origin = str(given.token_file)
     else:
         return None
     if len(value) < MIN_GIVEN_LENGTH or not value.isascii() or not value.isprintable() \

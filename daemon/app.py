@@ -25,6 +25,7 @@ from llamon_playground.daemon.http.peercred import peer_cred_middleware
 from llamon_playground.daemon.http.routes import add_routes, errors_middleware
 from llamon_playground.daemon.introspect.project_config import backend_warnings, load_project_config
 from llamon_playground.daemon.runs.executor import RunExecutor
+from llamon_playground.daemon.runs.journal import RunJournal
 from llamon_playground.daemon.runs.manager import RunManager
 from llamon_playground.daemon.runs.reload import ReloadCoordinator
 from llamon_playground.daemon.runs.state import Reason
@@ -36,10 +37,11 @@ from llamon_playground.daemon.store.event_log import EventHub
 from llamon_playground.daemon.store.history import interrupt_leftover_runs
 from llamon_playground.daemon.store.project_events import ProjectEvents
 from llamon_playground.host_manager.crash_policy import CrashSettings
+from llamon_playground.host_manager.environment import ENV_MARKER
 from llamon_playground.host_manager.errors import HostUnavailable
 from llamon_playground.host_manager.fingerprint import WatchRules
 from llamon_playground.host_manager.orphans import reap_orphan
-from llamon_playground.host_manager.supervisor import ENV_MARKER, HostConfig, HostSupervisor
+from llamon_playground.host_manager.supervisor import HostConfig, HostSupervisor
 from llamon_playground.host_manager.watcher import ProjectWatcher
 
 log = logging.getLogger(__name__)
@@ -80,11 +82,12 @@ async def build_services(settings: Settings, environ: dict[str, str]) -> Service
         start_timeout=settings.host_start_timeout, stop_grace=settings.host_stop_grace))
     host.warnings = warnings
     host.listeners.append(project_events.host_changed)
-    runs = RunManager(store, blobs, hub)
     # No total timeout: run streams last as long as the Host streams.
     http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_connect=5))
-    runs.executor = RunExecutor(settings.project_dir, store, blobs, host, http, runs.release,
-                                stall_timeout=settings.host_stall_timeout)
+    journal = RunJournal(store, blobs)
+    executor = RunExecutor(settings.project_dir, journal, blobs, host, http,
+                           stall_timeout=settings.host_stall_timeout)
+    runs = RunManager(store, blobs, hub, journal, executor)
     services = Services(settings, store, blobs, hub, host, runs, http, project_events,
                         ReloadCoordinator(host, runs))
     return services
@@ -126,7 +129,7 @@ async def shutdown(services: Services) -> None:
 
 
 def make_app(services: Services) -> web.Application:
-    # A foreign uid is refused before anything else runs (issue 6, socket trust).
+    # A foreign uid is refused before anything else runs (docs/security.md, the socket).
     app = web.Application(middlewares=[peer_cred_middleware],
                           client_max_size=services.settings.max_request_bytes)
     add_request_context(app)

@@ -1,4 +1,4 @@
-"""The daemon's exceptions. Only daemon/http.py maps them to HTTP answers."""
+"""The daemon's exceptions. Only the routes in daemon/http/ map them to HTTP answers."""
 
 from __future__ import annotations
 

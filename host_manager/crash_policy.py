@@ -1,34 +1,39 @@
-"""When a Host exits on its own: restart now, after a back-off, or give up (crashloop)."""
+"""When a Host exits on its own: restart now, after a back-off, or give up (crashloop).
+
+The numbers come from the daemon's Settings (declared once there); this module has none of
+its own. Time is read through an injected clock so the policy can be stepped by hand.
+"""
 
 from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
 class CrashSettings:
-    min_uptime: float = 5.0  # an exit sooner than this after Ready (or before it) is a crash
-    backoff_base: float = 0.5
-    backoff_cap: float = 15.0
-    limit: int = 5  # this many crashes ...
-    window: float = 60.0  # ... within this many seconds: crashloop
+    min_uptime: float  # an exit sooner than this after Ready (or before it) is a crash
+    backoff_base: float  # the first back-off; each further consecutive crash doubles it
+    backoff_cap: float  # ... up to this
+    limit: int  # this many crashes ...
+    window: float  # ... within this many seconds: crashloop
 
 
 @dataclass
 class CrashPolicy:
     settings: CrashSettings
-    _crashes: deque[float] = field(default_factory=deque)
+    clock: Callable[[], float] = time.monotonic
     consecutive: int = 0
+    _crashes: deque[float] = field(default_factory=deque)
 
-    def on_exit(self, was_ready: bool, uptime: float, now: float | None = None
-                ) -> float | None:
+    def on_exit(self, was_ready: bool, uptime: float) -> float | None:
         """Delay before the automatic restart, or None for crashloop."""
-        now = time.monotonic() if now is None else now
         if was_ready and uptime >= self.settings.min_uptime:
             self.consecutive = 0
             return 0.0  # it ran fine for a while: just bring it back
+        now = self.clock()
         self.consecutive += 1
         self._crashes.append(now)
         while self._crashes and now - self._crashes[0] > self.settings.window:

@@ -1,6 +1,6 @@
 """Which project files a Host depends on, and a fingerprint of their contents.
 
-Watched (seed 001): *.py, the env file, pyproject.toml, orchestrator.toml, okf/**/*.md and
+Watched: *.py, the env file, pyproject.toml, orchestrator.toml, okf/**/*.md and
 okf-contracts/**/*.md. Folders that are never project source are skipped before anything
 is read, so churn in .venv/ or .git/ costs nothing.
 """

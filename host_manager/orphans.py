@@ -1,5 +1,8 @@
 """The generation record in the runtime directory, and finding a Host a dead daemon left.
 
+Each generation is recorded as soon as it is spawned and forgotten once it is
+stopped, so a daemon that dies in between leaves enough for the next one to reap it.
+
 A pid from a file is never signalled on its own: the process must also have the recorded
 create time and carry our environment marker, or it is somebody else's and left alone.
 """
@@ -15,7 +18,26 @@ from typing import Any
 import orjson
 import psutil
 
+from llamon_playground.host_manager.environment import marker
+from llamon_playground.host_manager.generation import Generation
+
 log = logging.getLogger(__name__)
+
+
+def record_generation(path: Path, gen: Generation) -> None:
+    """Write the record of a just-spawned generation; a failure is logged, not raised."""
+    try:
+        write_record(path, {
+            "daemon_pid": os.getpid(), "generation": gen.number, "pid": gen.pid,
+            "create_time": gen.create_time, "started_at": gen.started_at,
+            "marker": marker(gen.number)})
+    except OSError as exc:
+        log.warning("could not write the Host record: %s", exc)
+
+
+def forget_generation(path: Path) -> None:
+    """The recorded generation is stopped: nothing left for a next daemon to reap."""
+    path.unlink(missing_ok=True)
 
 
 def write_record(path: Path, record: dict[str, Any]) -> None:

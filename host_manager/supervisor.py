@@ -4,49 +4,53 @@ Every lifecycle action runs in a task the supervisor owns, one at a time (a lock
 cancelled caller never leaves the Host half started. Exits are classified by CrashPolicy:
 restart now, restart after a back-off, or stop trying (crashloop) until an edit or an
 explicit start. Stop wins: it cancels a pending back-off.
+
+The state changes only in the named transitions at the end (`_starting`, `_ready`,
+`_stopping`, `_stopped`, `_crashed`), each checked against the table in `state.py`. The
+rest is delegated, one job per module: the child's environment (`environment`), readiness
+(`readiness`), the orphan record (`orphans`), restart on a file change (`change_policy`),
+back-off and crashloop (`crash_policy`), the process itself (`process`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import socket
 import time
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-import aiohttp
-
-from llamon_playground.host_manager.capture import ENV_SOCKET, ENV_TOKEN, new_token
-from llamon_playground.host_manager.crash_policy import CrashPolicy, CrashSettings
-from llamon_playground.host_manager.errors import HostUnavailable
-from llamon_playground.host_manager.fingerprint import (
-    Fingerprint,
-    Fingerprinter,
-    WatchRules,
-    differences,
+from llamon_playground.host_manager.capture import new_token
+from llamon_playground.host_manager.change_policy import (
+    CRASHLOOP_CLEARED,
+    ChangePolicy,
+    restart_wanted,
 )
+from llamon_playground.host_manager.crash_policy import CrashPolicy, CrashSettings
+from llamon_playground.host_manager.environment import child_env, free_port
+from llamon_playground.host_manager.errors import HostUnavailable
+from llamon_playground.host_manager.fingerprint import Fingerprint, WatchRules
+from llamon_playground.host_manager.generation import Generation
 from llamon_playground.host_manager.logs import HostLogs
-from llamon_playground.host_manager.orphans import write_record
+from llamon_playground.host_manager.orphans import forget_generation, record_generation
 from llamon_playground.host_manager.process import HostProcess
+from llamon_playground.host_manager.readiness import wait_ready
 from llamon_playground.host_manager.state import HostState, check
+
+__all__ = ["Generation", "HostConfig", "HostSupervisor"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-CARD_PATH = "/.well-known/agent-card.json"
-# Never handed to the Host: they belong to the daemon's own service manager.
-INHERIT_BLOCKLIST_PREFIXES = ("LISTEN_", "WATCHDOG_")
-INHERIT_BLOCKLIST = {"NOTIFY_SOCKET", ENV_TOKEN, ENV_SOCKET}
-ENV_MARKER = "LLAMON_PLAYGROUND_HOST"
-LOG_TAIL = 20
+LOG_TAIL = 20  # log lines a HostUnavailable carries
 
 
 @dataclass(frozen=True)
 class HostConfig:
+    """Built by the daemon from its Settings; no defaults here, they are declared there."""
+
     project_dir: Path
     command: Callable[[], list[str]]  # read at each start: pyproject edits apply next start
     base_env: Mapping[str, str]
@@ -54,33 +58,9 @@ class HostConfig:
     record_path: Path  # the generation record a next daemon uses to find an orphan
     capture_socket: str
     rules: WatchRules
-    crash: CrashSettings = CrashSettings()
-    start_timeout: float = 30.0
-    stop_grace: float = 3.0
-
-
-@dataclass
-class Generation:
-    number: int
-    pid: int
-    port: int
-    started_at: float
-    create_time: float
-    token: str = field(repr=False)
-    fingerprint: Fingerprint = field(repr=False)
-    ready_at: float | None = None
-    ready_mono: float | None = None
-    exit_code: int | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    crash: CrashSettings
+    start_timeout: float
+    stop_grace: float
 
 
 class HostSupervisor:
@@ -92,7 +72,7 @@ class HostSupervisor:
         self.warnings: list[dict[str, str]] = []
         self.listeners: list[Callable[[dict[str, Any]], None]] = []
         self._process: HostProcess | None = None
-        self._fingerprinter = Fingerprinter(config.rules)
+        self._changes = ChangePolicy(config.rules)
         self._policy = CrashPolicy(config.crash)
         self._lock = asyncio.Lock()
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -123,14 +103,6 @@ class HostSupervisor:
                 "backoff_until": self._backoff_until if self.state == HostState.BACKOFF
                 else None,
                 "warnings": list(self.warnings)}
-
-    def _move(self, target: HostState) -> None:
-        check(self.state, target)
-        log.info("host %s -> %s", self.state.value, target.value)
-        self.state = target
-        snapshot = self.status()
-        for listener in self.listeners:
-            listener(snapshot)
 
     @property
     def process(self) -> HostProcess | None:
@@ -167,14 +139,11 @@ class HostSupervisor:
 
     def file_digest(self, rel: str) -> str | None:
         """sha256 of a project file (None when it is gone), cached by mtime and size."""
-        return self._fingerprinter.hash_file(rel)
+        return self._changes.digest(rel)
 
     async def changed_since_generation(self) -> set[str]:
         gen = self.generation
-        if gen is None:
-            return set()
-        now = await asyncio.to_thread(self._fingerprinter.scan)
-        return differences(gen.fingerprint, now)
+        return set() if gen is None else await self._changes.changed_since(gen.fingerprint)
 
     async def close(self) -> None:
         """Daemon shutdown: cancel the back-off, let actions finish, stop the Host for good."""
@@ -190,10 +159,7 @@ class HostSupervisor:
         async def serialized() -> T:
             async with self._lock:
                 return await fn()
-        task = asyncio.create_task(serialized())
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return await asyncio.shield(task)
+        return await asyncio.shield(self._spawn(serialized()))
 
     # -- actions (run under the lock) ---------------------------------------------------------
 
@@ -213,25 +179,22 @@ class HostSupervisor:
         gen = self.generation
         if self.state != HostState.READY or gen is None:
             return False
-        changed = [rel for rel in changed_files if self.config.rules.is_watched(rel)
-                   and await asyncio.to_thread(self.file_digest, rel)
-                   != gen.fingerprint.get(rel)]
-        if not changed:
+        if not await self._changes.saved_changes(changed_files, gen.fingerprint):
             return False
         await self._restart()
         return True
 
     async def _restart_if_changed(self) -> set[str]:
         changed = await self.changed_since_generation()
+        if not restart_wanted(self.state, changed):
+            return set()
         if self.state == HostState.CRASHLOOP:
             self._policy.reset()  # an edit clears a crashloop
-        elif not changed or self.state not in (HostState.READY, HostState.BACKOFF):
-            return set()
         try:
             await self._restart()
         except HostUnavailable:
             pass  # recorded as a crash; the status tells
-        return changed or {"(crashloop cleared)"}
+        return changed or {CRASHLOOP_CLEARED}
 
     async def _start(self) -> Generation:
         retiring: asyncio.Task[None] | None = None
@@ -250,29 +213,27 @@ class HostSupervisor:
 
     def _retire(self) -> asyncio.Task[None]:
         self._cancel_backoff()
-        self._move(HostState.STOPPING)
-        process, self._process = self._process, None
         gen = self.generation
-        self._move(HostState.STOPPED)
+        process = self._stopping()
+        self._stopped()
+        return self._spawn(self._reap(process, gen))
 
-        async def reap() -> None:
-            if process is None:
-                return
-            step = await process.stop(self.config.stop_grace)
-            self._last_stop_step = step.value
-            self._last_exit_code = process.returncode
-            if gen is not None:
-                gen.exit_code = process.returncode
-        return self._spawn(reap())
+    async def _stop(self) -> None:
+        self._cancel_backoff()
+        if self.state == HostState.STOPPED:
+            return
+        process = self._stopping()
+        try:
+            await self._reap(process, self.generation)
+        finally:
+            forget_generation(self.config.record_path)
+            self._stopped()
 
     async def _spawn_generation(self) -> Generation:
-        self._generations += 1  # first, so the `starting` event names its generation
-        number = self._generations
-        self._move(HostState.STARTING)
-        port = free_port()
-        token = new_token()
+        number = self._starting()
+        port, token = free_port(), new_token()
         # The fingerprint is taken while the Host starts; Ready waits for both.
-        scan = asyncio.ensure_future(asyncio.to_thread(self._fingerprinter.scan))
+        scan = asyncio.ensure_future(self._changes.fingerprint())
         try:
             return await self._launch(number, port, token, scan)
         finally:
@@ -282,17 +243,17 @@ class HostSupervisor:
 
     async def _launch(self, number: int, port: int, token: str,
                       scan: asyncio.Future[Fingerprint]) -> Generation:
-
         def on_line(stream: str, text: str) -> None:
             self.logs.append(number, stream, text)
 
         argv: list[str] = []
         try:
             argv = self.config.command()
-            process = HostProcess(argv, self.config.project_dir,
-                                  self._child_env(number, port, token), on_line)
+            env = child_env(self.config.base_env, generation=number, port=port, token=token,
+                            capture_socket=self.config.capture_socket)
+            process = HostProcess(argv, self.config.project_dir, env, on_line)
         except (HostUnavailable, OSError) as exc:
-            self._after_crash(was_ready=False, uptime=0.0)
+            self._crashed(was_ready=False, uptime=0.0)
             if isinstance(exc, HostUnavailable):
                 raise
             raise HostUnavailable(f"could not start the Host ({argv[:1]}): {exc}",
@@ -300,40 +261,28 @@ class HostSupervisor:
         self._process = process
         gen = Generation(number, process.pid, port, time.time(), process.create_time, token, {})
         self.generation = gen
-        self._record(gen)
+        record_generation(self.config.record_path, gen)
         try:
-            await self._wait_ready(process, gen)
+            await wait_ready(process, gen.url, self.config.start_timeout,
+                             lambda: self.logs.tail(LOG_TAIL, number))
             gen.fingerprint = await scan
         except HostUnavailable:
-            step = await process.stop(self.config.stop_grace)
-            self._last_stop_step = step.value
-            gen.exit_code = process.returncode
-            self._last_exit_code = process.returncode
+            await self._reap(process, gen)
             self._process = None
-            self._after_crash(was_ready=False, uptime=0.0)
+            self._crashed(was_ready=False, uptime=0.0)
             raise
-        gen.ready_at = time.time()
-        gen.ready_mono = time.monotonic()
-        self._move(HostState.READY)
-        self._spawn(self._watch_exit(process, gen))
+        self._ready(process, gen)
         return gen
 
-    async def _stop(self) -> None:
-        self._cancel_backoff()
-        if self.state == HostState.STOPPED:
+    async def _reap(self, process: HostProcess | None, gen: Generation | None) -> None:
+        """Stop a process by the bounded sequence and note how that ended."""
+        if process is None:
             return
-        self._move(HostState.STOPPING)
-        process, self._process = self._process, None
-        try:
-            if process is not None:
-                step = await process.stop(self.config.stop_grace)
-                self._last_stop_step = step.value
-                if self.generation is not None:
-                    self.generation.exit_code = process.returncode
-                self._last_exit_code = process.returncode
-        finally:
-            self.config.record_path.unlink(missing_ok=True)
-            self._move(HostState.STOPPED)
+        step = await process.stop(self.config.stop_grace)
+        self._last_stop_step = step.value
+        self._last_exit_code = process.returncode
+        if gen is not None:
+            gen.exit_code = process.returncode
 
     # -- exits, back-off ----------------------------------------------------------------------
 
@@ -350,18 +299,7 @@ class HostSupervisor:
         await process.stop(self.config.stop_grace)  # reaps whatever is left in its group
         self._process = None
         uptime = time.monotonic() - (gen.ready_mono or time.monotonic())
-        self._after_crash(was_ready=True, uptime=uptime)
-
-    def _after_crash(self, was_ready: bool, uptime: float) -> None:
-        delay = self._policy.on_exit(was_ready, uptime)
-        if delay is None:
-            self._move(HostState.CRASHLOOP)
-            return
-        self._move(HostState.BACKOFF)
-        if self._closed:
-            return
-        self._backoff_until = time.time() + delay
-        self._backoff = self._spawn(self._restart_after(delay))
+        self._crashed(was_ready=True, uptime=uptime)
 
     async def _restart_after(self, delay: float) -> None:
         await asyncio.sleep(delay)
@@ -382,55 +320,50 @@ class HostSupervisor:
         if task is not None and task is not asyncio.current_task():
             task.cancel()
 
-    # -- helpers ------------------------------------------------------------------------------
-
-    def _spawn(self, coro: Awaitable[Any]) -> asyncio.Task[Any]:
-        task = asyncio.ensure_future(coro)
+    def _spawn(self, coro: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
+        """A task this supervisor owns: `close` awaits every one of them."""
+        task = asyncio.create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
 
-    def _child_env(self, generation: int, port: int, token: str) -> dict[str, str]:
-        env = {k: v for k, v in self.config.base_env.items()
-               if k not in INHERIT_BLOCKLIST and not k.startswith(INHERIT_BLOCKLIST_PREFIXES)}
-        env.update({"PYTHONUNBUFFERED": "1", "LLAMON_HOST_PORT": str(port),
-                    "LLAMON_HOST_URL": f"http://127.0.0.1:{port}",
-                    ENV_TOKEN: token, ENV_SOCKET: self.config.capture_socket,
-                    ENV_MARKER: self._marker(generation)})
-        return env
+    # -- transitions: the only places the state changes ---------------------------------------
 
-    @staticmethod
-    def _marker(generation: int) -> str:
-        return f"{os.getpid()}:{generation}"
+    def _starting(self) -> int:
+        """A new generation is being spawned; its number."""
+        self._generations += 1  # first, so the `starting` event names its generation
+        self._move(HostState.STARTING)
+        return self._generations
 
-    def _record(self, gen: Generation) -> None:
-        try:
-            write_record(self.config.record_path, {
-                "daemon_pid": os.getpid(), "generation": gen.number, "pid": gen.pid,
-                "create_time": gen.create_time, "started_at": gen.started_at,
-                "marker": self._marker(gen.number)})
-        except OSError as exc:
-            log.warning("could not write the Host record: %s", exc)
+    def _ready(self, process: HostProcess, gen: Generation) -> None:
+        """The generation answered its agent card; from now on its exit is watched."""
+        gen.ready_at = time.time()
+        gen.ready_mono = time.monotonic()
+        self._move(HostState.READY)
+        self._spawn(self._watch_exit(process, gen))
 
-    async def _wait_ready(self, process: HostProcess, gen: Generation) -> None:
-        deadline = time.monotonic() + self.config.start_timeout
-        timeout = aiohttp.ClientTimeout(total=2)
-        async with aiohttp.ClientSession(timeout=timeout) as http:
-            while True:
-                if process.exited.done():
-                    raise HostUnavailable(
-                        f"the Host exited with code {process.returncode} before it was Ready",
-                        self.logs.tail(LOG_TAIL, gen.number))
-                try:
-                    async with http.get(gen.url + CARD_PATH) as resp:
-                        if resp.status == 200:
-                            await resp.read()
-                            return
-                except (aiohttp.ClientError, TimeoutError):
-                    pass
-                if time.monotonic() > deadline:
-                    raise HostUnavailable(
-                        f"the Host did not answer its agent card within "
-                        f"{self.config.start_timeout:g} s", self.logs.tail(LOG_TAIL, gen.number))
-                # Poll interval, cut short when the process exits.
-                await asyncio.wait({process.exited}, timeout=0.02)
+    def _stopping(self) -> HostProcess | None:
+        """The running process is detached (an exit now is ours, not a crash) for reaping."""
+        self._move(HostState.STOPPING)
+        process, self._process = self._process, None
+        return process
+
+    def _stopped(self) -> None:
+        self._move(HostState.STOPPED)
+
+    def _crashed(self, was_ready: bool, uptime: float) -> None:
+        """The Host exited or never got Ready: back off and retry, or crashloop."""
+        delay = self._policy.on_exit(was_ready, uptime)
+        self._move(HostState.CRASHLOOP if delay is None else HostState.BACKOFF)
+        if delay is None or self._closed:
+            return
+        self._backoff_until = time.time() + delay
+        self._backoff = self._spawn(self._restart_after(delay))
+
+    def _move(self, target: HostState) -> None:
+        check(self.state, target)
+        log.info("host %s -> %s", self.state.value, target.value)
+        self.state = target
+        snapshot = self.status()
+        for listener in self.listeners:
+            listener(snapshot)

@@ -20,7 +20,7 @@ log = logging.getLogger(__name__)
 
 class ProjectWatcher:
     def __init__(self, rules: WatchRules, on_changes: Callable[[set[str]], Awaitable[None]],
-                 quiet: float = 0.3) -> None:
+                 quiet: float) -> None:
         self._rules = rules
         self._on_changes = on_changes
         self._quiet = quiet

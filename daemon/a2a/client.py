@@ -9,6 +9,7 @@ from typing import Any
 import aiohttp
 import orjson
 
+from llamon_playground.common.sse import aiter_sse
 from llamon_playground.daemon.a2a.wire import (
     V1,
     A2AEvent,
@@ -111,29 +112,12 @@ class A2AClient:
 
 
 async def _read_sse(resp: aiohttp.ClientResponse) -> AsyncIterator[A2AEvent]:
-    data_lines: list[bytes] = []
-    event_name = b""
-    async for line in resp.content:
-        line = line.rstrip(b"\r\n")
-        if not line:
-            if data_lines:
-                payload = b"\n".join(data_lines)
-                data_lines = []
-                try:
-                    doc = orjson.loads(payload)
-                except orjson.JSONDecodeError as exc:
-                    raise A2AProtocolError("a streamed frame is not JSON") from exc
-                event = parse_result(doc)
-                if event_name == b"error" and event.type != "error":
-                    event = A2AEvent("error", error_message="Host reported an error")
-                yield event
-            event_name = b""
-            continue
-        if line.startswith(b":"):
-            continue
-        field, _, value = line.partition(b":")
-        value = value[1:] if value.startswith(b" ") else value
-        if field == b"data":
-            data_lines.append(value)
-        elif field == b"event":
-            event_name = value
+    async for frame in aiter_sse(resp.content.iter_any()):
+        try:
+            doc = orjson.loads(frame.data)
+        except orjson.JSONDecodeError as exc:
+            raise A2AProtocolError("a streamed frame is not JSON") from exc
+        event = parse_result(doc)
+        if frame.event == "error" and event.type != "error":
+            event = A2AEvent("error", error_message="Host reported an error")
+        yield event

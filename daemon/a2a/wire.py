@@ -1,6 +1,7 @@
 """A2A wire shapes, 1.0 and 0.3, turned into one small set of normalized events.
 
-See shared/A2A_WIRE.md for what an a2a-sdk 1.3 server really sends.
+The shapes are what a real a2a-sdk 1.3 server sends; tests/e2e/test_example_host.py runs
+both versions against the example Host.
 """
 
 from __future__ import annotations

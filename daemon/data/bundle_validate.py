@@ -1,4 +1,4 @@
-"""Checks an imported bundle completely, in memory, before anything is written (issue 4).
+"""Checks an imported bundle completely, in memory, before anything is written.
 
 Format, field types, every ID relation (run → session, run → parent run, event → run, file
 part → blob), every blob's base64, size and sha256, and the limits (blob count and sizes,
@@ -244,7 +244,7 @@ def _check_run_documents(run: dict[str, Any], where: str,
 
 
 def _check_part(part: Any, where: str, blob_sizes: dict[str, int]) -> str | None:
-    """A stored tagged part (seed 000); returns the blob a local file part references."""
+    """A stored tagged part (docs/storage.md); returns the blob a local file part references."""
     if not isinstance(part, dict):
         raise bad("invalid_bundle", "a part must be an object", where)
     _only_keys(part, PART_KEYS, where)

@@ -1,4 +1,4 @@
-"""Bundle v1 (seed 000 "Bundle v1", seed 001 "재현 bundle"; issue 4).
+"""Bundle v1: a reproduction to hand to a colleague (docs/storage.md, "Bundles").
 
 Export: the selected sessions and runs, every run's resume ancestors and its session, their
 events, and each referenced blob once (base64, keyed by sha256), read from one SQLite
@@ -34,7 +34,7 @@ from llamon_playground.daemon.data.bundle_validate import (
 )
 from llamon_playground.daemon.data.redact import redact_metadata
 from llamon_playground.daemon.errors import BadRequest, Conflict, NotFound, PayloadTooLarge
-from llamon_playground.daemon.runs.state import ACTIVE_STATUSES, Reason, RunStatus
+from llamon_playground.daemon.runs.state import ACTIVE_STATUSES, Reason, status_for
 from llamon_playground.daemon.store.blobs import BlobStore
 from llamon_playground.daemon.store.database import Store, utcnow
 from llamon_playground.daemon.store.history import RUN_JSON_COLUMNS
@@ -220,7 +220,7 @@ class ImportPlan:
 
 
 def bundle_of(body: Any) -> Any:
-    """`{"bundle": <bundle>}` or the bundle itself (seed 000)."""
+    """`{"bundle": <bundle>}` or the bundle itself: the import accepts both."""
     if isinstance(body, dict) and set(body) == {"bundle"}:
         return body["bundle"]
     return body
@@ -269,7 +269,7 @@ def plan_import(valid: ValidBundle) -> ImportPlan:
                             orjson.dumps(payload), event.get("ts") or now))
     for run_id, previous in interrupted.items():
         plan.events.append((run_id, "run.status", orjson.dumps({
-            "status": RunStatus.INTERRUPTED.value, "previous": previous,
+            "status": status_for(Reason.IMPORTED).value, "previous": previous,
             "reason": Reason.IMPORTED}), now))
     return plan
 
@@ -282,7 +282,7 @@ def _run_row(run: dict[str, Any], plan: ImportPlan, now: str) -> dict[str, Any]:
                rerun_of=ids.get(run.get("rerun_of") or ""),
                resumed_by=ids.get(run.get("resumed_by") or ""))
     if run["status"] in ACTIVE_VALUES:
-        row.update(status=RunStatus.INTERRUPTED.value, reason=Reason.IMPORTED,
+        row.update(status=status_for(Reason.IMPORTED).value, reason=Reason.IMPORTED,
                    ended_at=row["ended_at"] or now)
     stored_input = dict(run["input"])
     stored_input["metadata"] = redact_metadata(stored_input.get("metadata") or {})

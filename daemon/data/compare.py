@@ -1,4 +1,4 @@
-"""Structural comparison of two runs (seed 000 "Compare"; issue 4).
+"""Structural comparison of two runs (the answer's shape: docs/api.md, "Compare").
 
 Pure functions over run documents (as `history.run_to_dict` builds them). The answer holds
 status and duration of each side, the output text in full plus a unified diff, DataPart

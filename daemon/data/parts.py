@@ -1,4 +1,4 @@
-"""Tagged parts (seed 000) and the run request body: validation, and what gets stored.
+"""Tagged parts and the run request body: validation, and what gets stored.
 
 Stored part kinds: text, data, file, status, error. Input validation never writes anything;
 inline file bytes are carried as `PendingFile`s until the run is accepted.

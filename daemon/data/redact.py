@@ -1,7 +1,7 @@
-"""Redaction of user metadata before it is stored (issue 4, seed 001 "신뢰 경계").
+"""Redaction of user metadata before it is stored (docs/storage.md, "Redaction").
 
-Only metadata is scrubbed: text, data and file bodies are user content and are kept as
-sent (the seeds say so; exports carry a privacy warning instead). The rules:
+Only metadata is scrubbed: text, data and file bodies are user content and are kept as sent
+(they are what the person is testing; exports carry a privacy warning instead). The rules:
 
 - A key looks like a secret when, split into words (camelCase, `-`, `_`, `.`, spaces), one
   word is in SECRET_WORDS, two neighbouring words join into one of SECRET_PAIRS, or the key

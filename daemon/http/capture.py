@@ -31,7 +31,7 @@ class CaptureRefused(ApiError):
 
 
 def score_entry(event: dict[str, Any]) -> dict[str, Any]:
-    """Seed 000: score always; the optional keys only when the runtime reported them."""
+    """A stored score: `score` always, the optional keys only when the runtime sent them."""
     name = event.get("evaluator", event.get("name"))
     score = event.get("score")
     if not isinstance(name, str) or not name:

@@ -1,4 +1,4 @@
-"""The data routes of issue 4: files, compare, bundles and "delete all history".
+"""The data routes: files, compare, bundles and "delete all history" (docs/storage.md).
 
     GET    /api/playground/v1/files/{sha256}     a stored blob, always as an attachment
     GET    /api/playground/v1/compare?left=&right=

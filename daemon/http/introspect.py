@@ -1,4 +1,4 @@
-"""Project introspection routes (issue 5), on the daemon's socket under /api/playground/v1.
+"""Project introspection routes, on the daemon's socket under /api/playground/v1.
 
 GET /composer-schema            the input composer: a Flow's contract tabs, or the AgentCard's
 GET /source-targets/{node_id}   file, line and column of a Flow node's function

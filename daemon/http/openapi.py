@@ -65,7 +65,7 @@ OPERATIONS: tuple[Op, ...] = (
     Op("GET", "//health", "Daemon health: pid, version, database, Host, active run",
        answer=ref("Health")),
     Op("GET", "/openapi.json", "This document", answer=ref("OpenApiDocument")),
-    # sessions and runs (seed 000)
+    # sessions and runs
     Op("GET", "/sessions", "List sessions (oldest first, paged)", answer=ref("SessionList"),
        params=PAGING, errors=(400,)),
     Op("POST", "/sessions", "Create a session", 201, ref("Session"),
@@ -93,7 +93,7 @@ OPERATIONS: tuple[Op, ...] = (
                Param("Last-Event-ID", DIGITS, "header"))),
     Op("GET", "/runs/{run_id}/snippets", "Copy curl / Copy Python of the run's A2A request",
        answer=ref("Snippets")),
-    # data (issue 4)
+    # data
     Op("GET", "/files/{sha256}", "A stored file, as an attachment", media="*/*"),
     Op("GET", "/compare", "Compare two runs", answer=ref("Compare"), errors=(400, 404),
        params=(Param("left", STR), Param("right", STR))),
@@ -101,12 +101,12 @@ OPERATIONS: tuple[Op, ...] = (
        body=ref("ExportRequest"), body_required=False, errors=(400, 404)),
     Op("POST", "/bundles/import", "Import a bundle (validated before any write)", 201,
        ref("BundleImported"), body=ref("Bundle"), errors=(400, 409)),
-    # introspection (issue 5)
+    # introspection
     Op("GET", "/composer-schema", "The input composer of the project",
        answer=ref("ComposerSchema")),
     Op("GET", "/source-targets/{node_id}", "File, line and column of a Flow node",
        answer=ref("SourceTarget"), errors=(422,)),
-    # Host (issue 3)
+    # Host
     Op("GET", "/host", "Host state", answer=ref("HostStatus")),
     Op("POST", "/host/start", "Start the Host", answer=ref("HostStatus"), extra={
         503: ref("HostError")}),

@@ -19,7 +19,7 @@ REPLAY_PAGE = 2000
 
 
 def parse_cursor(request: web.Request) -> int:
-    """The larger of Last-Event-ID and ?after= (seed 000)."""
+    """The larger of Last-Event-ID and ?after= (docs/api.md, "Events (SSE)")."""
     cursor = 0
     for name, raw in (("Last-Event-ID", request.headers.get("Last-Event-ID")),
                       ("after", request.query.get("after"))):

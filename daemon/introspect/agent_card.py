@@ -1,11 +1,11 @@
 """The composer of an Agent or Orchestrator, from the AgentCard its running Host serves.
 
-Seed 001 ("입력 composer"): when the card's capability declares `input_schemas` names, the
-composer offers `{"schema": "<name>"}` and says the fields are undeclared; with none, a text
-composer described by the card's input modes and skill examples.
+When the card's capability declares `input_schemas` names, the composer offers
+`{"schema": "<name>"}` and says the fields are undeclared; with none, a text composer
+described by the card's input modes and skill examples.
 
 An A2A 1.0 card has no free-form fields (a2a-sdk builds it from protobuf), so the capability
-is an AgentExtension (README, "Project format"):
+is an AgentExtension (docs/project-format.md):
 
     "capabilities": {"extensions": [{"uri": "urn:llamon:input-schemas",
                                       "params": {"schemas": ["approval.v1"]}}]}

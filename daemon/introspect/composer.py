@@ -1,10 +1,10 @@
 """The input composer's answer (GET /composer-schema) and a Flow's tabs.
 
-Seed 001 ("입력 composer"): one tab per input contract of every node connected directly from
-START, the same contract name on two start nodes giving two tabs. The contract name is the
-tab's label, never a field the user types; the JSON draft is the whole DataPart `data`, with
-skeleton values and the contract's schema id already in `data.schema`. Required marks are
-only shown: they change no runtime validation.
+One tab per input contract of every node connected directly from START, the same contract
+name on two start nodes giving two tabs. The contract name is the tab's label, never a field
+the user types; the JSON draft is the whole DataPart `data`, with skeleton values and the
+contract's schema id already in `data.schema`. Required marks are only shown: they change no
+runtime validation.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Introspection failures. daemon/http_introspect.py maps them to HTTP answers."""
+"""Introspection failures. daemon/http/introspect.py maps them to HTTP answers."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """Values computed from a source file, kept while the file's (mtime_ns, size) is unchanged.
 
-Issue 5: the composer reads the graph "as it is on disk now": an edit is seen on the next
-call, and an unchanged file is not parsed again. The stat is taken before the read, so a
-write racing the read at worst costs one extra parse on the next call, never a stale answer.
+The composer shows the graph as it is on disk now: an edit is seen on the next call, and an
+unchanged file is not parsed again. The stat is taken before the read, so a write racing the
+read at worst costs one extra parse on the next call, never a stale answer.
 """
 
 from __future__ import annotations

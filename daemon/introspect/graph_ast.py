@@ -1,6 +1,6 @@
 """A Flow's graph module read with `ast` (never imported): nodes, edges, input contracts.
 
-The format (README, "Project format"): anywhere in the module,
+The format (docs/project-format.md): anywhere in the module,
 
     graph.add_node("id", nodes.func, input_contracts=[DataContract(...), ...])
     graph.add_edge(START, "id")      # also "a" -> "b", and "b" -> END

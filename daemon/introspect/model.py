@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 Severity = Literal["error", "warning", "info"]
 
-# The field types a DataContract may declare (README, "Project format").
+# The field types a DataContract may declare (docs/project-format.md).
 FIELD_TYPES = ("string", "number", "integer", "boolean", "object", "array")
 
 # Diagnostics after which a graph model is empty: the file was not read or did not parse.

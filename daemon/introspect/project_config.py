@@ -65,7 +65,7 @@ def load_project_config(project_dir: Path) -> ProjectConfig:
 
 
 def backend_warnings(config: ProjectConfig) -> list[dict[str, str]]:
-    """Seed 001: a PostgreSQL backend is flagged from the start; nothing falls back to SQLite."""
+    """A PostgreSQL backend is flagged from the start; nothing falls back to SQLite."""
     warnings = []
     for key, value in (("state_backend", config.state_backend),
                        ("memory_backend", config.memory_backend)):

@@ -1,10 +1,10 @@
 """Copy curl / Copy Python: a run's A2A request, to send to the Host without the Playground.
 
-Seed 001 ("대화·재개·비교"): the run's text, data and file parts, its (redacted) business
-metadata, its contextId, and the taskId when the run resumes a task; never the capture
-envelope (`llamon.playground`) nor its token. The request is A2A 1.0 JSON-RPC
-`SendStreamingMessage` with `A2A-Version: 1.0` (shared/A2A_WIRE.md). The Python snippet uses
-only the standard library and prints each streamed event as one JSON line.
+What they carry: the run's text, data and file parts, its (redacted) business metadata, its
+contextId, and the taskId when the run resumes a task; never the capture envelope
+(`llamon.playground`) nor its token. The request is A2A 1.0 JSON-RPC `SendStreamingMessage`
+with `A2A-Version: 1.0`. The Python snippet uses only the standard library and prints each
+streamed event as one JSON line.
 """
 
 from __future__ import annotations

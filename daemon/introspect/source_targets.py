@@ -1,11 +1,10 @@
 """Where a node's function lives: followed from the live graph's reference, found by AST.
 
-Seed 001 ("Trace에서 설계와 소스로"): the link from a trace to the code uses the live graph's
-function reference and the Python AST position, not trace strings. `nodes.approve` in the
-graph module is followed through that module's imports to a file of the project (usually
-app/nodes.py), then to the `def` in that file's AST, read as the file is now (a rename or a
-move is seen on the next call). A name the target module itself imports from elsewhere is
-followed too, a few hops at most.
+The link from a trace to the code uses the live graph's function reference and the Python
+AST position, not trace strings. `nodes.approve` in the graph module is followed through
+that module's imports to a file of the project (usually app/nodes.py), then to the `def` in
+that file's AST, read as the file is now (a rename or a move is seen on the next call). A
+name the target module itself imports from elsewhere is followed too, a few hops at most.
 """
 
 from __future__ import annotations

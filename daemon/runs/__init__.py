@@ -1,7 +1,8 @@
-"""The run lifecycle: statuses and reasons (`state`), the project-wide lock and the run
-records (`manager`), the background task that executes one run (`executor`, `active`),
-captured output (`output`), hung-Host detection (`stall_watch`) and what an outside edit
-does to an active run (`reload`).
+"""The run lifecycle: statuses, reasons and the reason → status table (`state`), how a run
+ends (`outcome`), the run object that owns its task and ends once (`active`), its record in
+history (`journal`), the project-wide lock (`manager`), the background execution of one run
+(`executor`), captured output (`output`), hung-Host detection (`stall_watch`) and what an
+outside edit does to an active run (`reload`).
 
 May import `store`, `data`, `a2a`, `introspect` and `host_manager`; never `http`.
 """

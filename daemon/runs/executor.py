@@ -1,16 +1,13 @@
 """One run's background execution: validate → save → start/restart → ready → send → complete.
 
-Every phase is reported as a `run.phase` event. The run ends in exactly one terminal status,
-written by `finish()`, which is idempotent: the run manager calls it too when a task was
-cancelled before it could finish itself.
+Every phase is reported as a `run.phase` event; every way out of `execute` ends the run
+through `ActiveRun.end` with an `Outcome` whose status comes from the reason table.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +22,7 @@ from llamon_playground.daemon.a2a.wire import (
     build_message,
     parts_to_wire,
 )
-from llamon_playground.daemon.errors import ProjectError, StoreError
+from llamon_playground.daemon.errors import ProjectError
 from llamon_playground.daemon.introspect import validate_graph
 from llamon_playground.daemon.introspect.project_config import (
     ProjectConfig,
@@ -33,12 +30,12 @@ from llamon_playground.daemon.introspect.project_config import (
     load_project_config,
 )
 from llamon_playground.daemon.runs.active import ActiveRun
-from llamon_playground.daemon.runs.output import OutputCollector, store_parts
+from llamon_playground.daemon.runs.journal import RunJournal
+from llamon_playground.daemon.runs.outcome import Outcome, RunFailure
+from llamon_playground.daemon.runs.output import OutputCollector
 from llamon_playground.daemon.runs.stall_watch import StallWatch
-from llamon_playground.daemon.runs.state import Reason, RunStatus, check_transition
+from llamon_playground.daemon.runs.state import Reason, RunStatus
 from llamon_playground.daemon.store.blobs import BlobStore
-from llamon_playground.daemon.store.database import Store, utcnow
-from llamon_playground.daemon.store.history import run_update_op, update_run
 from llamon_playground.host_manager.capture import ENVELOPE_KEY, envelope
 from llamon_playground.host_manager.errors import HostUnavailable
 from llamon_playground.host_manager.process import HostProcess
@@ -49,86 +46,53 @@ log = logging.getLogger(__name__)
 
 A2A_CANCEL_TIMEOUT = 3.0
 LOG_TAIL_LINES = 20
-FINAL_WRITE_PATIENCE = 60.0
 # A cancel for these reasons ends the run and the task; shutdown re-raises instead.
 ENDS_WITHOUT_RERAISE = frozenset({Reason.USER_CANCELLED, Reason.RUNTIME_RESTARTED,
                                   Reason.HOST_UNRESPONSIVE})
 PROBE_TIMEOUT = 2.0
 
 
-class RunFailure(Exception):
-    """Ends the run `failed` with `reason`; `detail` goes into the failed phase event."""
-
-    def __init__(self, reason: str, message: str, *, code: str | None = None,
-                 **detail: Any) -> None:
-        super().__init__(message)
-        self.reason = reason
-        self.message = message
-        self.code = code
-        self.detail = detail
-
-
 class RunExecutor:
-    def __init__(self, project_dir: Path, store: Store, blobs: BlobStore, host: HostSupervisor,
-                 http: aiohttp.ClientSession, release: Callable[[ActiveRun], None],
+    def __init__(self, project_dir: Path, journal: RunJournal, blobs: BlobStore,
+                 host: HostSupervisor, http: aiohttp.ClientSession,
                  stall_timeout: float = 30.0) -> None:
         self._stall_timeout = stall_timeout
         self._interfaces: dict[int, Interface] = {}
         self._project_dir = project_dir
-        self._store = store
+        self._journal = journal
         self._blobs = blobs
         self._host = host
         self._http = http
-        self._release = release
-
-    # -- events and status ------------------------------------------------------------------
 
     def _event(self, run: ActiveRun, kind: str, payload: dict[str, Any]) -> None:
-        self._store.append_event(run.run_id, kind, payload)
+        self._journal.event(run.run_id, kind, payload)
 
     def _phase(self, run: ActiveRun, phase: str, state: str, **detail: Any) -> None:
-        self._event(run, "run.phase", {"phase": phase, "state": state, **detail})
-
-    def _update(self, run: ActiveRun, changes: dict[str, Any]) -> None:
-        """Queue a row update in order with the run's events; nothing waits for it (the
-        terminal write does, in _final_write)."""
-        self._store.submit(run_update_op(run.run_id, changes))
-
-    async def _set_status(self, run: ActiveRun, status: RunStatus, **extra: Any) -> None:
-        check_transition(run.status, status)
-        previous = run.status
-        run.status = status
-        changes: dict[str, Any] = {"status": status.value}
-        if status == RunStatus.RUNNING:
-            changes["started_at"] = utcnow()
-        self._update(run, changes)
-        self._event(run, "run.status", {"status": status.value, "previous": previous.value,
-                                        **extra})
+        self._journal.phase(run.run_id, phase, state, **detail)
 
     # -- the run ----------------------------------------------------------------------------
 
     async def execute(self, run: ActiveRun) -> None:
         try:
-            await self._set_status(run, RunStatus.PREPARING)
+            run.advance(RunStatus.PREPARING)
             config = await self._validate(run)
             await self._save(run)
             generation = await self._start_host(run, config)
-            await self._set_status(run, RunStatus.RUNNING)
+            run.advance(RunStatus.RUNNING)
             await self._send(run, config, generation)
         except asyncio.CancelledError:
             await self._on_cancelled(run)
-            if run.cancel_reason in ENDS_WITHOUT_RERAISE:
+            if run.stop_reason in ENDS_WITHOUT_RERAISE:
                 current = asyncio.current_task()
                 if current is not None:
                     current.uncancel()
                 return
             raise
         except RunFailure as failure:
-            await self.finish(run, RunStatus.FAILED, failure.reason, failure=failure)
+            await run.end(failure.outcome())
         except Exception as exc:  # a bug: still end the run, and say what happened
             log.exception("run %s crashed", run.run_id)
-            await self.finish(run, RunStatus.FAILED, "internal_error",
-                              failure=RunFailure("internal_error", f"internal error: {exc}"))
+            await run.end(Outcome.of(Reason.INTERNAL_ERROR, f"internal error: {exc}"))
 
     async def _validate(self, run: ActiveRun) -> ProjectConfig:
         self._phase(run, "validate", "started")
@@ -180,7 +144,7 @@ class RunExecutor:
                 self._phase(run, "restart", "skipped")
             else:
                 self._phase(run, "start", "started")
-            run.host_checked = True
+            run.host_checked()
             self._phase(run, "ready", "started")
             generation = await self._host.ensure_ready()
         except HostUnavailable as exc:
@@ -191,7 +155,7 @@ class RunExecutor:
             self._phase(run, "start", "completed", generation=generation.number)
         self._phase(run, "ready", "completed", generation=generation.number)
         run.generation = generation.number
-        self._update(run, {"generation": generation.number})
+        self._journal.update(run.run_id, {"generation": generation.number})
         return generation
 
     async def _send(self, run: ActiveRun, config: ProjectConfig, gen: Generation) -> None:
@@ -211,7 +175,9 @@ class RunExecutor:
             metadata = {**run.request.metadata,
                         ENVELOPE_KEY: envelope(gen.token, run.run_id, gen.number)}
             stall = StallWatch(lambda: client.probe(PROBE_TIMEOUT), self._stall_timeout)
-            watchdog = asyncio.create_task(stall.run(lambda: self._unresponsive(run)))
+            # A hung Host: stop the run (its cancel path writes the ending).
+            watchdog = asyncio.create_task(
+                stall.run(lambda: run.stop(Reason.HOST_UNRESPONSIVE)))
             try:
                 async for event in client.stream(interface, message, metadata):
                     stall.touch()
@@ -222,7 +188,7 @@ class RunExecutor:
         except (A2AUnavailable, A2AProtocolError) as exc:
             raise await self._broken_stream(run, config, process, exc) from exc
         except RunFailure as failure:
-            failure.detail["output"] = collected
+            failure.output = collected
             raise
         await self._complete(run, collected)
 
@@ -235,16 +201,10 @@ class RunExecutor:
         for text in collected.add(event):
             self._event(run, "output.delta", {"text": text, "artifact_id": event.artifact_id})
 
-    def _unresponsive(self, run: ActiveRun) -> None:
-        """The stall watch gave up on the Host: end the run (the cancel path writes it)."""
-        if run.cancel_reason is None and run.task is not None and not run.finalized:
-            run.cancel_reason = Reason.HOST_UNRESPONSIVE
-            run.task.cancel()
-
     def _note_task(self, run: ActiveRun, task_id: str | None) -> None:
         if task_id and task_id != run.task_id:
             run.task_id = task_id
-            self._update(run, {"task_id": task_id})
+            self._journal.update(run.run_id, {"task_id": task_id})
 
     async def _broken_stream(self, run: ActiveRun, config: ProjectConfig,
                              process: HostProcess | None, exc: Exception) -> RunFailure:
@@ -263,37 +223,37 @@ class RunExecutor:
         state = collected.state or "completed"
         self._phase(run, "send", "completed", task_state=state)
         if state == "completed":
-            await self.finish(run, RunStatus.COMPLETED, None, output=collected)
+            outcome = Outcome(RunStatus.COMPLETED, output=collected)
         elif state in PAUSED_STATES:
             reason = None if state == "input_required" else state
-            await self.finish(run, RunStatus.INPUT_REQUIRED, reason, output=collected)
+            outcome = Outcome(RunStatus.INPUT_REQUIRED, reason, output=collected)
         elif state == "canceled":
-            await self.finish(run, RunStatus.CANCELLED, "host_cancelled", output=collected)
+            outcome = Outcome.of(Reason.HOST_CANCELLED, output=collected)
         elif state in ("failed", "rejected"):
             reason = Reason.HOST_REJECTED if state == "rejected" else Reason.HOST_ERROR
-            await self.finish(run, RunStatus.FAILED, reason, output=collected,
-                              failure=RunFailure(reason, f"the Host ended the task {state}"))
+            outcome = Outcome.of(reason, f"the Host ended the task {state}", output=collected)
         else:
-            await self.finish(run, RunStatus.FAILED, Reason.STREAM_BROKEN, output=collected,
-                              failure=RunFailure(Reason.STREAM_BROKEN,
-                                                 f"the stream closed in state {state!r}"))
+            outcome = Outcome.of(Reason.STREAM_BROKEN, f"the stream closed in state {state!r}",
+                                 output=collected)
+        await run.end(outcome)
 
     async def _on_cancelled(self, run: ActiveRun) -> None:
-        reason = run.cancel_reason or Reason.STUDIO_SHUTDOWN
+        # A cancel that no stop() asked for comes from the daemon shutting down.
+        reason = run.stop_reason or Reason.STUDIO_SHUTDOWN
         if reason == Reason.USER_CANCELLED:
             await self._cancel_host_task(run)
-            await self.finish(run, RunStatus.CANCELLED, reason)
+            await run.end(Outcome.of(reason))
         elif reason == Reason.RUNTIME_RESTARTED:
-            await self.finish(run, RunStatus.FAILED, reason, failure=RunFailure(
+            await run.end(Outcome.of(
                 reason, "a watched file changed during the run; the Host restarted"))
         elif reason == Reason.HOST_UNRESPONSIVE:
-            await self.finish(run, RunStatus.FAILED, reason, failure=RunFailure(
+            await run.end(Outcome.of(
                 reason, f"the Host sent nothing for {self._stall_timeout:g} s and did not "
                         "answer its agent card; it is being restarted",
                 log_tail=self._host.logs.tail(LOG_TAIL_LINES)))
             await self._restart_hung_host(run)
         else:
-            await self.finish(run, RunStatus.INTERRUPTED, reason)
+            await run.end(Outcome.of(reason))
 
     async def _restart_hung_host(self, run: ActiveRun) -> None:
         """A hung Host would hang the next run too: replace it if it is still the same one."""
@@ -311,77 +271,6 @@ class RunExecutor:
             await run.client.cancel(run.interface, run.task_id, timeout=A2A_CANCEL_TIMEOUT)
         except (A2AUnavailable, A2AProtocolError) as exc:
             log.info("run %s: A2A cancel failed: %s", run.run_id, exc)
-
-    # -- the end ----------------------------------------------------------------------------
-
-    def _degraded(self, run: ActiveRun, exc: Exception) -> None:
-        log.warning("run %s: a file output could not be stored: %s", run.run_id, exc)
-        self._event(run, "diagnostic", {"level": "warning", "code": "history_degraded",
-                                        "message": f"a file output could not be stored: {exc}"})
-
-    async def _final_write(self, run: ActiveRun, changes: dict[str, Any],
-                           shas: list[str]) -> None:
-        """The terminal row must land: while history is degraded, retry with a bound (the
-        run lock stays held meanwhile, so no second run starts on a stale record)."""
-        deadline = time.monotonic() + FINAL_WRITE_PATIENCE
-        delay = 0.05
-        while True:
-            try:
-                await update_run(self._store, run.run_id, changes, shas)
-                return
-            except StoreError as exc:
-                if time.monotonic() > deadline:
-                    log.error("run %s: terminal status not recorded: %s", run.run_id, exc)
-                    return
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 1.0)
-
-    async def finish(self, run: ActiveRun, status: RunStatus, reason: str | None, *,
-                     output: OutputCollector | None = None,
-                     failure: RunFailure | None = None) -> None:
-        """Write the terminal status once: output, complete phase, then run.status."""
-        if run.finalized:
-            return
-        run.finalized = True
-        try:
-            if output is None and failure is not None:
-                output = failure.detail.pop("output", None)
-            stored, shas = await store_parts(output.wire_parts() if output else [], self._blobs,
-                                             on_blob_error=lambda exc: self._degraded(run, exc))
-            error = None
-            if failure is not None:
-                error = {"kind": "error", "message": failure.message}
-                if failure.code:
-                    error["code"] = failure.code
-                stored.append(error)
-            duration_ms = round((time.monotonic() - run.started_mono) * 1000, 3)
-            detail = dict(failure.detail) if failure else {}
-            changes: dict[str, Any] = {
-                "status": status.value, "reason": reason, "ended_at": utcnow(),
-                "duration_ms": duration_ms, "output": stored, "task_id": run.task_id,
-                # The run detail keeps what the failed phase said: log tail included.
-                "error": {**error, **{k: detail[k] for k in ("log_tail", "file", "line", "column")
-                                      if k in detail}} if error else None}
-            if "recommended_run_command" in detail:
-                changes["recommended_run_command"] = detail["recommended_run_command"]
-            check_transition(run.status, status)
-            previous = run.status
-            run.status = status
-            await self._final_write(run, changes, shas)
-            if stored:
-                self._event(run, "run.output", {"parts": stored})
-            if failure is not None:
-                self._phase(run, "complete", "failed", reason=reason, message=failure.message,
-                            **detail)
-            else:
-                self._phase(run, "complete", "completed", status=status.value)
-            payload: dict[str, Any] = {"status": status.value, "previous": previous.value}
-            if reason:
-                payload["reason"] = reason
-            self._event(run, "run.status", payload)
-            await self._store.flush()
-        finally:
-            self._release(run)
 
 
 def _compile_problem(project_dir: Path, rel: str) -> dict[str, Any] | None:

@@ -15,6 +15,7 @@ from llamon_playground.daemon.data.redact import redact_metadata
 from llamon_playground.daemon.errors import Conflict, NotFound
 from llamon_playground.daemon.runs.active import ActiveRun
 from llamon_playground.daemon.runs.executor import RunExecutor
+from llamon_playground.daemon.runs.journal import RunJournal
 from llamon_playground.daemon.runs.state import Reason, RunStatus
 from llamon_playground.daemon.store.blobs import BlobStore
 from llamon_playground.daemon.store.database import Store, utcnow
@@ -29,15 +30,19 @@ SHUTDOWN_WAIT = 10.0
 
 
 class RunManager:
-    def __init__(self, store: Store, blobs: BlobStore, hub: EventHub) -> None:
+    def __init__(self, store: Store, blobs: BlobStore, hub: EventHub, journal: RunJournal,
+                 executor: RunExecutor) -> None:
         self._store = store
         self._blobs = blobs
         self._hub = hub
-        self.executor: RunExecutor | None = None  # wired by the composition root
+        self._journal = journal
+        self._executor = executor
         self.active: ActiveRun | None = None
+        # Every run task, until it is done (it may outlive its run's ending: a hung Host's
+        # restart comes after); shutdown cancels and awaits what is left.
         self._tasks: set[asyncio.Task[None]] = set()
 
-    def release(self, run: ActiveRun) -> None:
+    def _release(self, run: ActiveRun) -> None:
         if self.active is run:
             self.active = None
 
@@ -83,8 +88,8 @@ class RunManager:
         if self.active is not None:
             raise Conflict("another run is active in this project", code="active_run_conflict",
                            active_run_id=self.active.run_id)
-        run = ActiveRun(new_run_id(), session_id, context_id, request, task_id=task_id,
-                        parent_run_id=parent_run_id)
+        run = ActiveRun(new_run_id(), session_id, context_id, request, journal=self._journal,
+                        on_end=self._release, task_id=task_id, parent_run_id=parent_run_id)
         self.active = run  # claimed: no await between the check and this line
         try:
             # Stored metadata is redacted; the Host still gets run.request.metadata as sent.
@@ -105,12 +110,10 @@ class RunManager:
             self._store.append_event(run.run_id, "run.status",
                                      {"status": RunStatus.QUEUED.value})
         except BaseException:
-            self.release(run)
+            self._release(run)
             self._hub.drop(run.run_id)
             raise
-        assert self.executor is not None
-        task = asyncio.create_task(self.executor.execute(run), name=f"run-{run.run_id}")
-        run.task = task
+        task = run.start(self._executor.execute(run))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return {"run_id": run.run_id, "status": RunStatus.QUEUED.value}
@@ -133,20 +136,8 @@ class RunManager:
         await self._stop(run, Reason.RUNTIME_RESTARTED, CANCEL_WAIT)
 
     async def _stop(self, run: ActiveRun, reason: str, wait: float) -> None:
-        if run.cancel_reason is None:
-            run.cancel_reason = reason
-        task = run.task
-        if task is not None and not task.done():
-            if not run.finalized:  # never cut a terminal write in half
-                task.cancel()
-            await asyncio.wait({task}, timeout=wait)
-        if not run.finalized:
-            # Cancelled before its first step (or stuck): the manager writes the ending.
-            assert self.executor is not None
-            status = {Reason.USER_CANCELLED: RunStatus.CANCELLED,
-                      Reason.RUNTIME_RESTARTED: RunStatus.FAILED}.get(run.cancel_reason,
-                                                                       RunStatus.INTERRUPTED)
-            await self.executor.finish(run, status, run.cancel_reason)
+        run.stop(reason)
+        await run.wait_stopped(wait)
 
     async def shutdown(self) -> None:
         """Clean stop: the active run ends interrupted/studio_shutdown; no task outlives us."""

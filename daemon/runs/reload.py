@@ -45,8 +45,7 @@ class ReloadCoordinator:
             return  # same content saved again, or nothing the Host depends on
         run = self._runs.active
         if run is not None:
-            own = set(run.request.changed_files)
-            if not run.host_checked and changed <= own:
+            if run.owns_change(changed):
                 return  # this run's own save: its restart phase handles it
             await self._runs.fail_for_restart(run)
         log.info("watched files changed (%s): restarting the Host", ", ".join(sorted(changed)[:5]))

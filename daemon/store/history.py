@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from llamon_playground.daemon.runs.state import ACTIVE_STATUSES, RunStatus
+from llamon_playground.daemon.runs.state import ACTIVE_STATUSES, status_for
 from llamon_playground.daemon.store.database import Store, utcnow
 from llamon_playground.daemon.store.ids import new_context_id, new_session_id
 
@@ -128,18 +128,19 @@ def run_update_op(run_id: str, changes: dict[str, Any],
 
 
 async def interrupt_leftover_runs(store: Store, reason: str) -> list[str]:
-    """Boot recovery: a run still active in the database belongs to a daemon that died."""
+    """Boot recovery: a run still active in the database belongs to a daemon that died; it
+    ends for `reason`, in the status the reason table gives."""
+    status = status_for(reason).value
     statuses = tuple(s.value for s in ACTIVE_STATUSES)
     marks = ", ".join("?" for _ in statuses)
     rows = await store.fetch_all(f"SELECT id, status FROM runs WHERE status IN ({marks})",
                                  statuses)
     now = utcnow()
     for row in rows:
-        await update_run(store, row["id"], {"status": RunStatus.INTERRUPTED.value,
-                                             "reason": reason, "ended_at": now})
+        await update_run(store, row["id"], {"status": status, "reason": reason,
+                                             "ended_at": now})
         store.append_event(row["id"], "run.status", {
-            "status": RunStatus.INTERRUPTED.value, "reason": reason,
-            "previous": row["status"]})
+            "status": status, "reason": reason, "previous": row["status"]})
     await store.flush()
     return [row["id"] for row in rows]
 

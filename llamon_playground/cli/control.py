@@ -1,7 +1,8 @@
-"""`llamon-playground` commands that drive a running daemon, for scripts (issue 6).
+"""`llamon-playground` commands that drive a running daemon, for scripts.
 
-They talk to the daemon's socket directly (no front, no token). Exit codes: 0 ok, 1 error,
-2 usage, 3 daemon not running, 4 conflict (`active_run_conflict`, `run_not_active`...).
+They talk to the daemon's socket through the public client (`cli/client.py`; no front, no
+token). Exit codes: 0 ok, 1 error, 2 usage, 3 daemon not running, 4 conflict
+(`active_run_conflict`, `run_not_active`...).
 `--json` prints the API's own objects, keys sorted, one document (or one event per line when
 streaming): stable for scripts.
 """
@@ -20,12 +21,13 @@ from typing import Any
 
 import orjson
 
+from llamon_playground.cli.api_types import HostStatus, Run
 from llamon_playground.cli.client import (
-    DaemonClient,
-    DaemonError,
+    ApiError,
     DaemonNotRunning,
-    SseEvent,
+    PlaygroundClient,
     health,
+    text_part,
 )
 from llamon_playground.common.config import Settings
 from llamon_playground.common.contract import SUCCESS_STATUSES, TERMINAL_STATUSES
@@ -33,7 +35,7 @@ from llamon_playground.common.contract import SUCCESS_STATUSES, TERMINAL_STATUSE
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_RUNNING, EXIT_CONFLICT = 0, 1, 2, 3, 4
 TERMINAL = TERMINAL_STATUSES
 SUCCESS = SUCCESS_STATUSES
-Command = Callable[[DaemonClient, argparse.Namespace], Awaitable[int]]
+Command = Callable[[PlaygroundClient, argparse.Namespace], Awaitable[int]]
 
 
 def emit(doc: Any) -> None:
@@ -48,7 +50,7 @@ def fail(message: str) -> None:
 def run_command(settings: Settings, args: argparse.Namespace, command: Command) -> int:
     """Run `command` against the daemon, mapping what went wrong to an exit code."""
     async def main() -> int:
-        async with DaemonClient(settings) as client:
+        async with PlaygroundClient(settings) as client:
             return await command(client, args)
     try:
         return asyncio.run(main())
@@ -56,7 +58,7 @@ def run_command(settings: Settings, args: argparse.Namespace, command: Command) 
         fail(f"no daemon serves {settings.project_dir} ({exc}); start one with "
              "`llamon-playground up`")
         return EXIT_NOT_RUNNING
-    except DaemonError as exc:
+    except ApiError as exc:
         if getattr(args, "json", False):
             emit({"detail": exc.detail})
         fail(str(exc))
@@ -67,7 +69,7 @@ def run_command(settings: Settings, args: argparse.Namespace, command: Command) 
 
 # -- host ---------------------------------------------------------------------------------------
 
-def print_host(status: dict[str, Any]) -> None:
+def print_host(status: HostStatus) -> None:
     print(f"state:      {status.get('state')}")
     print(f"generation: {status.get('generation')}")
     print(f"pid:        {status.get('pid') or '-'}")
@@ -75,11 +77,11 @@ def print_host(status: dict[str, Any]) -> None:
     print(f"restarts:   {status.get('restarts')}  last exit code: {status.get('last_exit_code')}")
 
 
-async def host_action(client: DaemonClient, args: argparse.Namespace) -> int:
+async def host_action(client: PlaygroundClient, args: argparse.Namespace) -> int:
     if args.action == "status":
-        status = await client.call("GET", "/host")
+        status = await client.host()
     else:
-        status = await client.call("POST", f"/host/{args.action}")
+        status = await client.host_control(args.action)
     if args.json:
         emit(status)
     else:
@@ -95,51 +97,39 @@ def print_log_line(line: dict[str, Any], as_json: bool) -> None:
         sys.stdout.flush()
 
 
-async def host_logs(client: DaemonClient, args: argparse.Namespace) -> int:
+async def host_logs(client: PlaygroundClient, args: argparse.Namespace) -> int:
     after = 0
     while True:  # the whole kept log, page by page
-        page = await client.call("GET", "/host/logs", params={"after": str(after),
-                                                              "limit": "5000"})
+        page = await client.host_logs(after)
         for line in page["lines"]:
             print_log_line(line, args.json)
         if not page["lines"]:
             break
         after = page["next"]
     if args.follow:
-        async for event in client.stream("/host/logs", {"follow": "1", "after": str(after)}):
-            if event.event == "log":
+        async for event in client.follow_host_logs(after):
+            if event.kind == "log":
                 print_log_line(event.data, args.json)
     return EXIT_OK
 
 
 # -- runs ---------------------------------------------------------------------------------------
 
-def _first_text(run: dict[str, Any]) -> str:
+def _first_text(run: Run) -> str:
     for part in (run.get("input") or {}).get("parts", []):
         if part.get("kind") == "text":
             return str(part.get("text", "")).replace("\n", " ")[:40]
     return ""
 
 
-async def _all_pages(client: DaemonClient, path: str, key: str) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = []
-    after = ""
-    while True:
-        page = await client.call("GET", f"{path}?limit=1000&after={after}")
-        items.extend(page[key])
-        if not page.get("next_after"):
-            return items
-        after = page["next_after"]
-
-
-async def list_runs(client: DaemonClient, args: argparse.Namespace) -> int:
+async def list_runs(client: PlaygroundClient, args: argparse.Namespace) -> int:
     if args.session:
         session_ids = [args.session]
     else:
-        session_ids = [s["id"] for s in await _all_pages(client, "/sessions", "sessions")]
-    runs: list[dict[str, Any]] = []
+        session_ids = [s["id"] for s in await client.sessions()]
+    runs: list[Run] = []
     for session_id in session_ids:
-        runs.extend(await _all_pages(client, f"/sessions/{session_id}/runs", "runs"))
+        runs.extend(await client.runs(session_id))
     if args.json:
         emit({"runs": runs})
         return EXIT_OK
@@ -149,8 +139,8 @@ async def list_runs(client: DaemonClient, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-async def new_session(client: DaemonClient, args: argparse.Namespace) -> int:
-    session = await client.call("POST", "/sessions", {"title": args.title})
+async def new_session(client: PlaygroundClient, args: argparse.Namespace) -> int:
+    session = await client.create_session(title=args.title)
     if args.json:
         emit(session)
     else:
@@ -158,34 +148,31 @@ async def new_session(client: DaemonClient, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-async def follow_run(client: DaemonClient, run_id: str, as_json: bool, show_text: bool) -> str:
+async def follow_run(client: PlaygroundClient, run_id: str, as_json: bool,
+                     show_text: bool) -> str:
     """Print the run's stream until it ends; return its final status."""
     status = "unknown"
     printed = False
-    async for event in client.stream(f"/runs/{run_id}/events"):
+    async for event in client.stream(run_id):
         if as_json:
             emit(event.data)
-        elif show_text and event.event == "output.delta":
+        elif show_text and event.kind == "output.delta":
             sys.stdout.write(str(event.data.get("text", "")))
             sys.stdout.flush()
             printed = True
-        if _is_terminal(event):
+        if event.terminal:
             status = str(event.data["status"])
     if printed:
         sys.stdout.write("\n")
     return status
 
 
-def _is_terminal(event: SseEvent) -> bool:
-    return event.event == "run.status" and event.data.get("status") in TERMINAL
-
-
-async def cancel(client: DaemonClient, args: argparse.Namespace) -> int:
-    answer = await client.call("DELETE", f"/runs/{args.run_id}")
+async def cancel(client: PlaygroundClient, args: argparse.Namespace) -> int:
+    answer = await client.cancel(args.run_id)
     status = str(answer["status"])
     if args.wait and status not in TERMINAL:
         await follow_run(client, args.run_id, as_json=False, show_text=False)
-        status = (await client.call("GET", f"/runs/{args.run_id}"))["status"]
+        status = (await client.run(args.run_id))["status"]
     if args.json:
         emit({"run_id": args.run_id, "status": status})
     else:
@@ -193,9 +180,8 @@ async def cancel(client: DaemonClient, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-async def send(client: DaemonClient, args: argparse.Namespace) -> int:
-    body = {"parts": [{"kind": "text", "text": args.text}]}
-    answer = await client.call("POST", f"/sessions/{args.session_id}/runs", body)
+async def send(client: PlaygroundClient, args: argparse.Namespace) -> int:
+    answer = await client.create_run(args.session_id, [text_part(args.text)])
     run_id = answer["run_id"]
     if args.json:
         emit(answer)

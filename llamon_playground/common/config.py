@@ -1,6 +1,8 @@
-"""The one settings object of a daemon process, built once at start-up from args + environment.
+"""The one settings object of a process, built once at start-up from args + environment.
 
-Nothing else in the daemon reads os.environ.
+Each setting is declared once: its default on the dataclass field, its environment variable
+and how to read it in one table row (`DAEMON_ENV`, `SYSTEMD_ENV`, `FRONT_ENV`). Nothing else
+reads os.environ. Every variable is documented in docs/configuration.md.
 """
 
 from __future__ import annotations
@@ -8,18 +10,21 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from llamon_playground import __version__
+
+Environ = Mapping[str, str]
 
 ENV_RUNTIME_BASE = "LLAMON_PLAYGROUND_RUNTIME_DIR"
 ENV_TOKEN = "LLAMON_PLAYGROUND_TOKEN"
 ENV_TOKEN_FILE = "LLAMON_PLAYGROUND_TOKEN_FILE"
 ENV_LOG_FORMAT = "LLAMON_PLAYGROUND_LOG_FORMAT"
-# Never handed down to the Host: the front's credentials and systemd's per-unit protocol.
-DAEMON_ONLY_ENV = (ENV_TOKEN, ENV_TOKEN_FILE, "NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID",
-                   "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES")
+# systemd's socket activation: not used, but never passed on to the Host either.
+SYSTEMD_LISTEN_ENV = ("LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES")
 
 
 def project_key(project_dir: Path) -> str:
@@ -27,7 +32,7 @@ def project_key(project_dir: Path) -> str:
     return hashlib.sha256(str(project_dir).encode()).hexdigest()[:16]
 
 
-def default_runtime_base(environ: dict[str, str] | os._Environ[str]) -> Path:
+def default_runtime_base(environ: Environ) -> Path:
     explicit = environ.get(ENV_RUNTIME_BASE)
     if explicit:
         return Path(explicit)
@@ -35,6 +40,57 @@ def default_runtime_base(environ: dict[str, str] | os._Environ[str]) -> Path:
     if xdg and Path(xdg).is_dir():
         return Path(xdg) / "llamon-playground"
     return Path(tempfile.gettempdir()) / f"llamon-playground-{os.getuid()}"
+
+
+@dataclass(frozen=True)
+class EnvVar:
+    """One setting read from the environment: the field it fills, the variable, its parser.
+
+    Unset or empty means the field's own default. A parser answering None (a value systemd
+    may hand over malformed) also keeps the default; any other bad value fails start-up.
+    """
+
+    field: str
+    name: str
+    parse: Callable[[str], Any]
+
+
+def _whole(raw: str) -> int:
+    return int(float(raw))  # "5" and "5.0" alike
+
+
+def _digits(raw: str) -> int | None:
+    return int(raw) if raw.isdigit() else None
+
+
+def _switch(raw: str) -> bool:
+    return raw != "0"
+
+
+def _from_env(table: tuple[EnvVar, ...], environ: Environ) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for var in table:
+        raw = environ.get(var.name)
+        if raw:
+            value = var.parse(raw)
+            if value is not None:
+                values[var.field] = value
+    return values
+
+
+@dataclass(frozen=True)
+class FrontSettings:
+    """What only the front reads (api/token_store.py): the token the environment gives."""
+
+    # repr=False keeps the token out of any log line or traceback that prints the settings.
+    token: str | None = field(default=None, repr=False)
+    token_file: Path | None = None
+
+
+FRONT_ENV = (
+    EnvVar("token", ENV_TOKEN, str),
+    EnvVar("token_file", ENV_TOKEN_FILE, Path),
+)
 
 
 @dataclass(frozen=True)
@@ -55,15 +111,13 @@ class Settings:
     backoff_cap: float = 15.0
     db_busy_timeout_ms: int = 5000
     watch: bool = True
-    # The front's token when given by the environment (issue 6); repr=False keeps it out of
-    # any log line or traceback that prints the settings.
-    token: str | None = field(default=None, repr=False)
-    token_file: Path | None = None
     # systemd's notify protocol (daemon/sd_notify.py); unset outside a Type=notify unit.
     notify_socket: str | None = None
     watchdog_usec: int = 0
     watchdog_pid: int | None = None
     host_stall_timeout: float = 30.0
+    # Built with the rest (one builder per process); only the front process reads it.
+    front: FrontSettings = field(default_factory=FrontSettings)
 
     @property
     def runtime_dir(self) -> Path:
@@ -116,45 +170,38 @@ class Settings:
         return self.state_dir / "files"
 
 
-def _float_env(environ: dict[str, str] | os._Environ[str], name: str, default: float) -> float:
-    raw = environ.get(name)
-    if raw is None or raw == "":
-        return default
-    return float(raw)
+DAEMON_ENV = (
+    EnvVar("host_start_timeout", "LLAMON_PLAYGROUND_HOST_START_TIMEOUT", float),
+    EnvVar("host_stop_grace", "LLAMON_PLAYGROUND_HOST_STOP_GRACE", float),
+    EnvVar("keepalive_interval", "LLAMON_PLAYGROUND_KEEPALIVE", float),
+    EnvVar("watch_quiet", "LLAMON_PLAYGROUND_WATCH_QUIET", float),
+    EnvVar("crash_limit", "LLAMON_PLAYGROUND_CRASH_LIMIT", _whole),
+    EnvVar("crash_window", "LLAMON_PLAYGROUND_CRASH_WINDOW", float),
+    EnvVar("crash_min_uptime", "LLAMON_PLAYGROUND_CRASH_MIN_UPTIME", float),
+    EnvVar("backoff_base", "LLAMON_PLAYGROUND_BACKOFF_BASE", float),
+    EnvVar("backoff_cap", "LLAMON_PLAYGROUND_BACKOFF_CAP", float),
+    EnvVar("db_busy_timeout_ms", "LLAMON_PLAYGROUND_DB_BUSY_TIMEOUT_MS", _whole),
+    EnvVar("watch", "LLAMON_PLAYGROUND_WATCH", _switch),
+    EnvVar("host_stall_timeout", "LLAMON_PLAYGROUND_HOST_STALL_TIMEOUT", float),
+)
+# systemd's notify protocol, set by a Type=notify unit (systemd/*.service).
+SYSTEMD_ENV = (
+    EnvVar("notify_socket", "NOTIFY_SOCKET", str),
+    EnvVar("watchdog_usec", "WATCHDOG_USEC", _digits),
+    EnvVar("watchdog_pid", "WATCHDOG_PID", _digits),
+)
+# Never handed down to the Host: the front's credentials and systemd's per-unit protocol.
+DAEMON_ONLY_ENV = (*(var.name for var in FRONT_ENV + SYSTEMD_ENV), *SYSTEMD_LISTEN_ENV)
 
 
-def _int_env(environ: dict[str, str] | os._Environ[str], name: str) -> int | None:
-    raw = environ.get(name, "")
-    return int(raw) if raw.isdigit() else None
-
-
-def log_json(environ: dict[str, str] | os._Environ[str] | None = None) -> bool:
+def log_json(environ: Environ | None = None) -> bool:
     """`LLAMON_PLAYGROUND_LOG_FORMAT=json`: one JSON object per log line."""
     env = os.environ if environ is None else environ
     return env.get(ENV_LOG_FORMAT, "text").lower() == "json"
 
 
-def build_settings(project: str | os.PathLike[str],
-                   environ: dict[str, str] | os._Environ[str] | None = None) -> Settings:
+def build_settings(project: str | os.PathLike[str], environ: Environ | None = None) -> Settings:
     env = os.environ if environ is None else environ
-    return Settings(
-        project_dir=Path(project).resolve(),
-        runtime_base=default_runtime_base(env),
-        host_start_timeout=_float_env(env, "LLAMON_PLAYGROUND_HOST_START_TIMEOUT", 30.0),
-        host_stop_grace=_float_env(env, "LLAMON_PLAYGROUND_HOST_STOP_GRACE", 3.0),
-        keepalive_interval=_float_env(env, "LLAMON_PLAYGROUND_KEEPALIVE", 15.0),
-        watch_quiet=_float_env(env, "LLAMON_PLAYGROUND_WATCH_QUIET", 0.3),
-        crash_limit=int(_float_env(env, "LLAMON_PLAYGROUND_CRASH_LIMIT", 5)),
-        crash_window=_float_env(env, "LLAMON_PLAYGROUND_CRASH_WINDOW", 60.0),
-        crash_min_uptime=_float_env(env, "LLAMON_PLAYGROUND_CRASH_MIN_UPTIME", 5.0),
-        backoff_base=_float_env(env, "LLAMON_PLAYGROUND_BACKOFF_BASE", 0.5),
-        backoff_cap=_float_env(env, "LLAMON_PLAYGROUND_BACKOFF_CAP", 15.0),
-        db_busy_timeout_ms=int(_float_env(env, "LLAMON_PLAYGROUND_DB_BUSY_TIMEOUT_MS", 5000)),
-        watch=env.get("LLAMON_PLAYGROUND_WATCH", "1") != "0",
-        host_stall_timeout=_float_env(env, "LLAMON_PLAYGROUND_HOST_STALL_TIMEOUT", 30.0),
-        token=env.get(ENV_TOKEN) or None,
-        token_file=Path(env[ENV_TOKEN_FILE]) if env.get(ENV_TOKEN_FILE) else None,
-        notify_socket=env.get("NOTIFY_SOCKET") or None,
-        watchdog_usec=_int_env(env, "WATCHDOG_USEC") or 0,
-        watchdog_pid=_int_env(env, "WATCHDOG_PID"),
-    )
+    return Settings(project_dir=Path(project).resolve(), runtime_base=default_runtime_base(env),
+                    front=FrontSettings(**_from_env(FRONT_ENV, env)),
+                    **_from_env(DAEMON_ENV + SYSTEMD_ENV, env))

@@ -1,4 +1,4 @@
-"""Structured log lines for the daemon and the front (issue 6, "Logs").
+"""Structured log lines for the daemon and the front (docs/operations.md, "Logs").
 
 Every line carries the request id, run id and Host generation it belongs to, as text or,
 on request, as one JSON object per line. Whatever a line says, it never carries a secret:

@@ -21,7 +21,7 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from llamon_playground.common.config import build_settings
 from llamon_playground.daemon.app import build_services, make_app, shutdown
-from llamon_playground.daemon.runs import executor, manager
+from llamon_playground.daemon.runs import journal, manager
 from llamon_playground.daemon.store import database, history
 from tests.support.api import Api
 
@@ -35,7 +35,7 @@ JUMPS = ["2026-01-01T12:00:00.000Z", "2026-01-01T11:00:00.000Z", "2026-01-01T13:
 async def jumping_api(project: Path, runtime_base: Path,
                       monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Api]:
     clock = itertools.cycle(JUMPS)
-    for module in (database, history, manager, executor):
+    for module in (database, history, manager, journal):
         monkeypatch.setattr(module, "utcnow", lambda: next(clock))
     settings = build_settings(project, {"LLAMON_PLAYGROUND_RUNTIME_DIR": str(runtime_base)})
     settings = dataclasses.replace(settings, watch=False)

@@ -1,4 +1,4 @@
-"""Helpers shared by the tests/e2e/test_data_*.py tests (issue 4)."""
+"""Helpers shared by the tests/e2e/test_data_*.py tests."""
 
 from __future__ import annotations
 

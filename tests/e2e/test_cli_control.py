@@ -10,7 +10,6 @@ from collections.abc import Iterator
 import orjson
 import pytest
 
-from llamon_playground.cli.client import DaemonClient
 from tests.support.api import Api
 from tests.support.door import cli, running_daemon
 from tests.support.procs import REPO, Proc, Stack, wait_for
@@ -131,17 +130,6 @@ def test_runs_lists_all_or_one_session(ctl: Stack) -> None:
     assert first in ok(ctl, "runs")
     missing = cli(ctl, "runs", str(ctl.project), "--session", "ses_nope")
     assert missing.returncode == 1 and "session_not_found" in missing.stderr
-
-
-async def test_a_studio_like_process_attaches_with_the_client(ctl: Stack) -> None:
-    async with DaemonClient(ctl.settings) as client:
-        session = await client.call("POST", "/sessions", {"title": "studio"})
-        answer = await client.call("POST", f"/sessions/{session['id']}/runs",
-                                   {"parts": [{"kind": "text", "text": "stream hi there"}]})
-        kinds = [ev.event async for ev in client.stream(f"/runs/{answer['run_id']}/events")]
-        assert kinds[-1] == "run.status" and "output.delta" in kinds
-        run = await client.call("GET", f"/runs/{answer['run_id']}")
-        assert run["status"] == "completed"
 
 
 async def test_stop_shuts_the_daemon_down_gracefully(daemon: Stack) -> None:

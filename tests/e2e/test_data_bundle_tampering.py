@@ -1,5 +1,5 @@
 """Every tampered bundle is refused with a clear 4xx and leaves the database and the file
-store byte-identical (issue 4). Each tampered bundle also carries a new, valid blob, so an
+store byte-identical. Each tampered bundle also carries a new, valid blob, so an
 import that wrote anything before refusing would show up in the file store."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Bundles (issue 4): a round trip between two project folders, what export selects, and
+"""Bundles: a round trip between two project folders, what export selects, and
 imports of non-terminal runs; tampering is in test_data_bundle_tampering.py."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Compare of real runs of the example Host (issue 4): text, data, file and score rows."""
+"""Compare of real runs of the example Host: text, data, file and score rows."""
 
 from __future__ import annotations
 

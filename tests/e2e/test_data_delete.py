@@ -1,4 +1,4 @@
-"""Deletion (issue 4): a session with its orphan blobs, and all history at once."""
+"""Deletion: a session with its orphan blobs, and all history at once."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Files (issue 4): inline input and Host output in the blob store, served back as
+"""Files: inline input and Host output in the blob store, served back as
 attachments; a URI is never fetched, by the run, compare, export or import."""
 
 from __future__ import annotations

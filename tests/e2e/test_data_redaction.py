@@ -1,4 +1,4 @@
-"""Redaction (issue 4): secrets in user metadata never reach the database or an export,
+"""Redaction: secrets in user metadata never reach the database or an export,
 while the Host still receives the metadata as sent. Checked with canaries: every secret
 value (and the `.env` file) contains CANARY, the capture token is read from the Host's
 environment, and the raw bytes of the database, its WAL and the export are searched."""

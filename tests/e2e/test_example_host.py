@@ -21,6 +21,9 @@ from typing import Any
 import aiohttp
 import pytest
 
+from llamon_playground.common.sse import aiter_sse
+from tests.support.waiting import eventually
+
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE_DIR = REPO / "examples" / "echo_agent"
 VENV_PYTHON = REPO / ".venv" / "bin" / "python"
@@ -64,19 +67,18 @@ def stop_process_group(proc: subprocess.Popen[bytes]) -> None:
 
 
 async def wait_until_ready(proc: subprocess.Popen[bytes], base_url: str) -> None:
-    deadline = time.monotonic() + START_DEADLINE_S
     async with aiohttp.ClientSession() as session:
-        while time.monotonic() < deadline:
+        async def card_status() -> int | None:
             if proc.poll() is not None:
                 raise AssertionError(f"Host exited early with {proc.returncode}")
             try:
                 async with session.get(base_url + CARD_PATH) as resp:
-                    if resp.status == 200:
-                        return
+                    return resp.status
             except aiohttp.ClientError:
-                pass
-            await asyncio.sleep(0.05)  # poll interval, bounded by the deadline
-    raise AssertionError("Host did not serve its agent card in time")
+                return None
+
+        await eventually(card_status, lambda status: status == 200,
+                         "the Host to serve its agent card", START_DEADLINE_S)
 
 
 @pytest.fixture
@@ -136,26 +138,14 @@ def send_streaming(text: str, *extra_parts: dict[str, Any], **ids: str) -> dict[
 
 @dataclass
 class Frame:
-    event: str | None
+    event: str  # "message" when the frame names no event
     data: dict[str, Any]
 
 
 async def sse_frames(resp: aiohttp.ClientResponse) -> AsyncIterator[Frame]:
-    """Parse an SSE body into frames (event name + JSON data); comments skipped."""
-    event: str | None = None
-    data_lines: list[str] = []
-    async for raw in resp.content:
-        line = raw.decode().rstrip("\r\n")
-        if line == "":
-            if data_lines:
-                yield Frame(event, json.loads("\n".join(data_lines)))
-            event, data_lines = None, []
-        elif line.startswith(":"):
-            continue
-        elif line.startswith("event:"):
-            event = line[len("event:") :].strip()
-        elif line.startswith("data:"):
-            data_lines.append(line[len("data:") :].lstrip())
+    """An SSE body as frames (event name + JSON data), parsed by common/sse.py."""
+    async for event in aiter_sse(resp.content.iter_any()):
+        yield Frame(event.event, json.loads(event.data))
 
 
 async def stream_all(
@@ -181,7 +171,7 @@ async def call(
 
 
 def results(frames: list[Frame]) -> list[dict[str, Any]]:
-    assert all(f.event is None and "result" in f.data for f in frames), frames
+    assert all(f.event == "message" and "result" in f.data for f in frames), frames
     return [f.data["result"] for f in frames]
 
 

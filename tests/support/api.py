@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import asyncio
-import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
 import orjson
 
-from llamon_playground.common.contract import API_PREFIX
+from llamon_playground.common.contract import API_PREFIX, TERMINAL_STATUSES
+from llamon_playground.common.sse import aiter_sse
+from tests.support.waiting import eventually
 
 P = API_PREFIX
-TERMINAL = {"input_required", "completed", "failed", "cancelled", "interrupted"}
-# The front asks for a token (issue 6). Stack.start_front records each front's token here
+TERMINAL = {status.value for status in TERMINAL_STATUSES}
+# The front asks for a token. Stack.start_front records each front's token here
 # by URL, so Api.for_url(url) authenticates without every test passing the token along.
 FRONT_TOKENS: dict[str, str] = {}
 
@@ -76,16 +78,9 @@ class Api:
                           timeout: float = 60.0) -> dict[str, Any]:
         """Follow the run's SSE stream until it closes, then read the run."""
         wanted = statuses or TERMINAL
-        deadline = time.monotonic() + timeout
-        events = await asyncio.wait_for(self.events(run_id), timeout)
-        del events
-        while True:
-            run = await self.run(run_id)
-            if run["status"] in wanted:
-                return run
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"run {run_id} stayed {run['status']}")
-            await asyncio.sleep(0.05)
+        await asyncio.wait_for(self.events(run_id), timeout)
+        return await eventually(lambda: self.run(run_id), lambda run: run["status"] in wanted,
+                                f"run {run_id} to become one of {sorted(wanted)}", timeout)
 
     async def first_output(self, run_id: str) -> None:
         """Wait until the run has streamed its first output.delta (it is mid-run then)."""
@@ -107,7 +102,8 @@ class Api:
         return events
 
     async def stream(self, run_id: str, after: int | None = None,
-                     last_event_id: int | None = None, timeout: float = 60.0) -> Any:
+                     last_event_id: int | None = None, timeout: float = 60.0
+                     ) -> AsyncIterator[SseEvent]:
         params = {"after": str(after)} if after is not None else {}
         headers = {"Last-Event-ID": str(last_event_id)} if last_event_id is not None else {}
         async with self.http.get(f"{P}/runs/{run_id}/events", params=params, headers=headers,
@@ -118,17 +114,8 @@ class Api:
                 yield ev
 
 
-async def parse_sse(resp: aiohttp.ClientResponse) -> Any:
-    fields: dict[str, str] = {}
-    async for raw in resp.content:
-        line = raw.decode().rstrip("\r\n")
-        if not line:
-            if "data" in fields:
-                yield SseEvent(int(fields["id"]), fields.get("event", "message"),
-                               orjson.loads(fields["data"]))
-            fields = {}
-            continue
-        if line.startswith(":"):
-            continue
-        name, _, value = line.partition(":")
-        fields[name] = value[1:] if value.startswith(" ") else value
+async def parse_sse(resp: aiohttp.ClientResponse) -> AsyncIterator[SseEvent]:
+    """The body's events (common/sse.py parses); every event here carries an id."""
+    async for event in aiter_sse(resp.content.iter_any()):
+        assert event.id is not None, event
+        yield SseEvent(int(event.id), event.event, orjson.loads(event.data))

@@ -20,7 +20,16 @@ import aiohttp
 import pytest
 
 from llamon_playground.common.contract import API_PREFIX
-from tests.support.procs import REPO, Proc, Stack, copy_example, short_tmpdir, stack_for, wait_for
+from tests.support.procs import (
+    REPO,
+    Proc,
+    Stack,
+    copy_example,
+    front_url,
+    short_tmpdir,
+    stack_for,
+    wait_for,
+)
 
 P = API_PREFIX
 
@@ -66,15 +75,6 @@ def front(door_stack: Stack) -> Front:
     return start_front(door_stack)
 
 
-def front_url(proc: Proc) -> str | None:
-    if proc.popen.poll() is not None:
-        raise RuntimeError(f"front exited early:\n{proc.output()}")
-    for line in proc.output().splitlines():
-        if "front: http://" in line:
-            return line.split("front: ")[1].split()[0].rstrip("/")
-    return None
-
-
 def start_front(stack: Stack, *args: str, global_args: tuple[str, ...] = (),
                 env: dict[str, str] | None = None, command: str = "front") -> Front:
     """`llamon-playground [global_args] front PROJECT --port 0 [args]` (or `up`).
@@ -83,8 +83,8 @@ def start_front(stack: Stack, *args: str, global_args: tuple[str, ...] = (),
     own fronts is left out, these tests are about where the token comes from."""
     log = stack.runtime_base / f"door-front-{len(stack.fronts)}.log"
     base_env = {k: v for k, v in stack.env.items() if k != "LLAMON_PLAYGROUND_TOKEN"}
-    proc = Proc([sys.executable, "-m", "llamon_playground", *global_args, command, str(stack.project),
-                 "--port", "0", *args], {**base_env, **(env or {})}, log, REPO)
+    proc = Proc([sys.executable, "-m", "llamon_playground", *global_args, command,
+                 str(stack.project), "--port", "0", *args], {**base_env, **(env or {})}, log, REPO)
     stack.fronts.append(proc)
     url = wait_for(lambda: front_url(proc), 30, "the front's URL")
     token_file = stack.settings.front_token_path

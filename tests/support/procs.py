@@ -9,11 +9,9 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,7 +21,9 @@ from typing import Any
 import psutil
 
 from llamon_playground.common.config import Settings, build_settings
+from llamon_playground.common.process_tree import kill_tree, process_tree
 from tests.support.api import FRONT_TOKENS
+from tests.support.waiting import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "echo_agent"
@@ -38,47 +38,6 @@ def copy_example(dest: Path, name: str = "echo_agent") -> Path:
     target = dest / name
     shutil.copytree(EXAMPLE, target, ignore=shutil.ignore_patterns(".llamon", "__pycache__"))
     return target
-
-
-def wait_for(predicate: Any, timeout: float, what: str, interval: float = 0.02) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(interval)
-
-
-def process_tree(pid: int) -> list[psutil.Process]:
-    try:
-        root = psutil.Process(pid)
-        return [root, *root.children(recursive=True)]
-    except psutil.Error:
-        return []
-
-
-def kill_tree(procs: list[psutil.Process], grace: float = 5.0) -> None:
-    """SIGTERM each process's group, wait, then SIGKILL whatever is left."""
-    groups = set()
-    for proc in procs:
-        try:
-            groups.add(os.getpgid(proc.pid))
-        except (ProcessLookupError, psutil.Error):
-            pass
-    for group in groups:
-        try:
-            os.killpg(group, signal.SIGTERM)
-        except (ProcessLookupError, PermissionError):
-            pass
-    _, alive = psutil.wait_procs(procs, timeout=grace)
-    for group in groups:
-        try:
-            os.killpg(group, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-    psutil.wait_procs(alive, timeout=grace)
 
 
 class Proc:
@@ -114,6 +73,16 @@ class Proc:
         self._log.close()
 
 
+def front_url(proc: Proc) -> str | None:
+    """The URL a started front announced (None until it has)."""
+    if proc.popen.poll() is not None:
+        raise RuntimeError(f"front exited early:\n{proc.output()}")
+    for line in proc.output().splitlines():
+        if "front: http://" in line:
+            return line.split("front: ")[1].split()[0].rstrip("/")
+    return None
+
+
 class Stack:
     """The daemon (and optionally fronts) for one project, owned by one test."""
 
@@ -121,7 +90,7 @@ class Stack:
                  ) -> None:
         self.project = project
         self.runtime_base = runtime_base
-        # Every front of this stack opens its door with this token (issue 6).
+        # Every front of this stack opens its door with this token.
         self.token = secrets.token_urlsafe(32)
         self.env = {**os.environ, "LLAMON_PLAYGROUND_RUNTIME_DIR": str(runtime_base),
                     "LLAMON_PLAYGROUND_HOST_STOP_GRACE": "2",
@@ -163,15 +132,7 @@ class Stack:
         front = Proc([sys.executable, "-m", "llamon_playground", "front", str(self.project),
                       "--port", "0"], self.env, log, REPO)
         self.fronts.append(front)
-
-        def url() -> str | None:
-            if front.popen.poll() is not None:
-                raise RuntimeError(f"front exited early:\n{front.output()}")
-            for line in front.output().splitlines():
-                if "front: http://" in line:
-                    return line.split("front: ")[1].split()[0].rstrip("/")
-            return None
-        found = wait_for(url, 30, "the front's URL")
+        found = wait_for(lambda: front_url(front), 30, "the front's URL")
         FRONT_TOKENS[found] = self.env["LLAMON_PLAYGROUND_TOKEN"]
         return front, found
 

@@ -1,28 +1,62 @@
-"""Waiting on a condition with a deadline (never a bare sleep as synchronisation)."""
+"""Waiting on a condition with a deadline: the one poll loop of the tests (never a bare
+sleep as synchronisation).
+
+`eventually` awaits an async probe; `wait_for` calls a plain one from sync code (a fixture,
+a Stack starting its processes, which may run inside a test's event loop and so cannot
+start another). Both poll until `check` accepts the probe's answer and fail at the deadline
+with that answer in the message.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from tests.support.api import Api
+if TYPE_CHECKING:
+    from tests.support.api import Api
 
 T = TypeVar("T")
 
 
-async def eventually(probe: Callable[[], Awaitable[T]], check: Callable[[T], bool],
-                     what: str, timeout: float = 20.0, interval: float = 0.05) -> T:
-    """Call `probe` until `check` accepts its answer; fail with the last answer at the deadline."""
-    deadline = time.monotonic() + timeout
+class Deadline:
+    """`expired(last)` raises TimeoutError, naming what was awaited, once time is up."""
+
+    def __init__(self, timeout: float, what: str) -> None:
+        self.timeout = timeout
+        self.what = what
+        self._end = time.monotonic() + timeout
+
+    def check(self, last: Any) -> None:
+        if time.monotonic() > self._end:
+            raise TimeoutError(f"timed out after {self.timeout} s waiting for {self.what}: "
+                               f"{last!r}")
+
+
+async def eventually(probe: Callable[[], Awaitable[T]], check: Callable[[T], bool] = bool,
+                     what: str = "a condition", timeout: float = 20.0,
+                     interval: float = 0.05) -> T:
+    """Await `probe` until `check` accepts its answer; return that answer."""
+    deadline = Deadline(timeout, what)
     while True:
         value = await probe()
         if check(value):
             return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout} s waiting for {what}: {value!r}")
+        deadline.check(value)
         await asyncio.sleep(interval)
+
+
+def wait_for(probe: Callable[[], T], timeout: float, what: str, interval: float = 0.02,
+             check: Callable[[T], bool] = bool) -> T:
+    """Call `probe` until `check` (by default: truthy) accepts its answer; return it."""
+    deadline = Deadline(timeout, what)
+    while True:
+        value = probe()
+        if check(value):
+            return value
+        deadline.check(value)
+        time.sleep(interval)
 
 
 async def host_status(api: Api, check: Callable[[dict[str, Any]], bool], what: str,

@@ -1,4 +1,4 @@
-"""Compare (issue 4): text diff, DataPart changes, FileParts, evaluator rows, the diff cap."""
+"""Compare: text diff, DataPart changes, FileParts, evaluator rows, the diff cap."""
 
 from __future__ import annotations
 

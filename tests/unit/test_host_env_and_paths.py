@@ -9,8 +9,7 @@ import pytest
 
 from llamon_playground.common.config import build_settings
 from llamon_playground.common.runtime_dir import RuntimeDirTooLong, acquire_lock
-from llamon_playground.host_manager.fingerprint import WatchRules
-from llamon_playground.host_manager.supervisor import ENV_MARKER, HostConfig, HostSupervisor
+from llamon_playground.host_manager.environment import ENV_MARKER, child_env
 from tests.support.procs import short_tmpdir
 
 
@@ -36,18 +35,18 @@ def test_a_runtime_base_too_deep_for_a_socket_is_refused_clearly(tmp_path: Path)
     assert not Path(base).exists(), "nothing was created"
 
 
-async def test_host_env_drops_the_service_managers_variables(tmp_path: Path) -> None:
+def test_host_env_drops_the_service_managers_variables() -> None:
     base = {"PATH": "/bin", "NOTIFY_SOCKET": "/run/x", "LISTEN_FDS": "3", "LISTEN_PID": "1",
             "WATCHDOG_USEC": "100", "WATCHDOG_PID": "1", "KEEP_ME": "yes",
-            "LLAMON_CAPTURE_TOKEN": "stale"}
-    supervisor = HostSupervisor(HostConfig(
-        project_dir=tmp_path, command=lambda: ["true"], base_env=base,
-        log_path=tmp_path / "host.log", record_path=tmp_path / "host.json",
-        capture_socket="/tmp/d.sock", rules=WatchRules(tmp_path)))
-    env = supervisor._child_env(3, 4242, "fresh-token")
+            "LLAMON_CAPTURE_TOKEN": "stale", "LLAMON_CAPTURE_SOCKET": "/tmp/stale.sock"}
+    env = child_env(base, generation=3, port=4242, token="fresh-token",
+                    capture_socket="/tmp/d.sock")
     assert not {"NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID", "WATCHDOG_USEC",
                 "WATCHDOG_PID"} & env.keys()
     assert env["KEEP_ME"] == "yes" and env["PYTHONUNBUFFERED"] == "1"
     assert env["LLAMON_HOST_PORT"] == "4242" and env["LLAMON_CAPTURE_TOKEN"] == "fresh-token"
+    assert env["LLAMON_HOST_URL"] == "http://127.0.0.1:4242"
+    assert env["LLAMON_CAPTURE_SOCKET"] == "/tmp/d.sock"
     assert env[ENV_MARKER].endswith(":3")
     assert base["NOTIFY_SOCKET"] == "/run/x", "the daemon's own environment is untouched"
+    assert base["LLAMON_CAPTURE_TOKEN"] == "stale"

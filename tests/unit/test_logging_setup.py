@@ -73,5 +73,5 @@ def test_a_broken_context_provider_never_breaks_a_log_line() -> None:
 
 def test_settings_never_show_the_token() -> None:
     settings = build_settings(Path("/p"), {"LLAMON_PLAYGROUND_TOKEN": "tok-0123456789abcdef"})
-    assert settings.token == "tok-0123456789abcdef"
+    assert settings.front.token == "tok-0123456789abcdef"
     assert "tok-0123456789abcdef" not in repr(settings)

@@ -1,4 +1,4 @@
-"""Metadata redaction (issue 4): secret keys at any depth, secret-looking values anywhere."""
+"""Metadata redaction: secret keys at any depth, secret-looking values anywhere."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The systemd units: `systemd-analyze verify` says nothing, and they say what issue 6 asks."""
+"""The systemd units: `systemd-analyze verify` says nothing, and they do what
+docs/operations.md says."""
 
 from __future__ import annotations
 

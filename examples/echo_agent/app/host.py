@@ -31,7 +31,7 @@ from app.agent import EchoAgentExecutor
 KNOWN_VERSIONS = ("1.0", "0.3")
 RPC_PATH = "/"
 # The llamon `input_schemas` capability: an A2A 1.0 card has no free-form fields, so it
-# is an extension whose params list the schema names (README, "Project format").
+# is an extension whose params list the schema names (docs/project-format.md).
 INPUT_SCHEMAS_URI = "urn:llamon:input-schemas"
 
 

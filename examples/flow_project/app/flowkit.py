@@ -1,8 +1,9 @@
 """A tiny stand-in for llamon's Flow API, so this example runs with a2a-sdk alone.
 
 Only what the graph module uses: START, END, DataContract and Graph (add_node, add_edge).
-The Playground never imports any of this: it reads app/graph.py as source (README,
-"Project format"). The Host (app/host.py) imports the graph and runs it with `Graph.run`.
+The Playground never imports any of this: it reads app/graph.py as source
+(docs/project-format.md). The Host (app/host.py) imports the graph and runs it with
+`Graph.run`.
 """
 
 from __future__ import annotations

@@ -1,0 +1,26 @@
+"""One run of the Host process, from spawn to exit: what status and runs need to know."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from llamon_playground.host_manager.environment import local_url
+from llamon_playground.host_manager.fingerprint import Fingerprint
+
+
+@dataclass
+class Generation:
+    number: int
+    pid: int
+    port: int
+    started_at: float
+    create_time: float
+    token: str = field(repr=False)  # this generation's capture token
+    fingerprint: Fingerprint = field(repr=False)  # the watched files it started with
+    ready_at: float | None = None
+    ready_mono: float | None = None
+    exit_code: int | None = None
+
+    @property
+    def url(self) -> str:
+        return local_url(self.port)

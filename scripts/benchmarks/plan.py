@@ -1,0 +1,110 @@
+"""Which sections exist, in which order they run, and how each is guarded.
+
+A section that fails is reported in `errors` and the run goes on with the next one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import traceback
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from scripts.benchmarks.configs import CoreConfig
+from scripts.benchmarks.figures import Figure, log
+from scripts.benchmarks.owned import Owned
+from scripts.benchmarks.sections import (
+    compare,
+    core,
+    core_live,
+    host_idle,
+    host_restart,
+    load_fanout,
+    load_history,
+    load_slow,
+)
+
+SECTION_TIMEOUT_S = 300  # each section after the live trio, at most
+
+
+@dataclass(frozen=True)
+class Section:
+    name: str  # as logged and reported in errors
+    run: Callable[[bool, Owned], Awaitable[list[Figure]]]  # (quick, owned) -> figures
+    picks: tuple[str, ...]  # the --only names that select it
+    timeout_s: float | None = SECTION_TIMEOUT_S
+
+
+BEFORE_LIVE = (
+    Section("store_append", core.bench_store_append, ("store_append",), None),
+    Section("sse_front_vs_direct", core.bench_sse, ("sse_front_vs_direct",), None),
+)
+# These three share one live stack (core_live.Live), started once when any is picked.
+LIVE: tuple[tuple[str, Callable[[CoreConfig, core_live.Live], Awaitable[list[Figure]]]], ...] = (
+    ("delta_latency", core_live.bench_delta_latency),
+    ("run_create_202", core_live.bench_run_create),
+    ("request_relay", core_live.bench_request_relay),
+)
+AFTER_LIVE = (
+    Section("host_restart", host_restart.bench_host_restart, ("host_restart",)),
+    Section("daemon_idle", host_idle.bench_daemon_idle, ("daemon_idle_cpu", "daemon_rss")),
+    Section("sse_fanout_200", load_fanout.bench_sse_fanout, ("sse_fanout_200",)),
+    Section("history_1m", load_history.bench_history, ("history_1m",)),
+    Section("replay_100k", load_history.bench_replay, ("replay_100k",)),
+    Section("slow_client", load_slow.bench_slow_client, ("slow_client",)),
+    Section("compare_1mb", compare.bench_compare, ("compare_1mb",)),
+)
+
+
+def all_names() -> tuple[str, ...]:
+    """Every --only name, in running order."""
+    return (tuple(n for s in BEFORE_LIVE for n in s.picks) + tuple(name for name, _ in LIVE)
+            + tuple(n for s in AFTER_LIVE for n in s.picks))
+
+
+async def run_all(quick: bool, only: set[str], owned: Owned,
+                  errors: list[dict[str, str]]) -> list[Figure]:
+    """Run every picked section in order; the figures of those that succeeded."""
+    figures: list[Figure] = []
+
+    async def guarded(name: str, picks: tuple[str, ...],
+                      fn: Callable[[], Awaitable[list[Figure]]]) -> None:
+        if not only & set(picks):
+            return
+        log(f"{name} ...")
+        t0 = time.perf_counter()
+        try:
+            figures.extend(await fn())
+        except Exception as exc:
+            traceback.print_exc()
+            errors.append({"benchmark": name, "error": f"{type(exc).__name__}: {exc}"})
+        log(f"{name} done in {time.perf_counter() - t0:.1f} s")
+
+    def bounded(section: Section) -> Callable[[], Awaitable[list[Figure]]]:
+        def start() -> Awaitable[list[Figure]]:
+            work = section.run(quick, owned)
+            return work if section.timeout_s is None else asyncio.wait_for(work,
+                                                                           section.timeout_s)
+        return start
+
+    for section in BEFORE_LIVE:
+        await guarded(section.name, section.picks, bounded(section))
+    if only & {name for name, _ in LIVE}:
+        cfg = CoreConfig.make(quick)
+        live = core_live.Live(cfg, owned)
+        try:
+            try:
+                await live.start()
+            except Exception as exc:
+                traceback.print_exc()
+                errors.append({"benchmark": "live stack", "error": f"{type(exc).__name__}: {exc}"})
+            else:
+                for name, bench in LIVE:
+                    await guarded(name, (name,),
+                                  lambda bench=bench: bench(cfg, live))  # type: ignore[misc]
+        finally:
+            await live.close()
+    for section in AFTER_LIVE:
+        await guarded(section.name, section.picks, bounded(section))
+    return figures

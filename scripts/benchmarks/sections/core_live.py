@@ -1,0 +1,301 @@
+"""Front vs direct on one live stack (daemon + front + a Ready example Host):
+
+  delta_latency         output.delta arrival: front minus direct (same run, same moment)
+                        vs  direct minus direct (the measuring noise floor); and POST->first delta
+  run_create_202        POST /sessions/{id}/runs latency through the front  vs  direct
+  request_relay         GET / POST /sessions requests/s through the front  vs  direct
+                        (+ GET /health as a control: no SQLite on the daemon side)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import sqlite3
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+
+from scripts.benchmarks.client import (
+    COMPLETED,
+    P,
+    call,
+    count_sse,
+    direct_session,
+    front_headers,
+    front_session,
+    start_run,
+)
+from scripts.benchmarks.configs import CoreConfig
+from scripts.benchmarks.figures import Figure, Target, log, pct
+from scripts.benchmarks.fixtures import stream_text
+from scripts.benchmarks.meters import cpu_seconds
+from scripts.benchmarks.owned import Owned
+from scripts.benchmarks.raw_http import SseTarget, open_sse
+from scripts.benchmarks.stack import Stack
+
+
+class Live:
+    """A daemon + front with a Ready example Host (chunk delay set), plus clients for both ways.
+
+    Shared by the three sections of this module; `close` (in the caller's finally) tears it down.
+    """
+
+    def __init__(self, cfg: CoreConfig, owned: Owned) -> None:
+        self.cfg = cfg
+        self.owned = owned
+        self.stack: Stack | None = None
+        self.port = 0
+        self.clients: dict[str, aiohttp.ClientSession] = {}
+        self.session_id = ""
+
+    async def start(self) -> None:
+        self.stack = self.owned.start(
+            self.owned.project("lpbl"),
+            extra_env={"ECHO_CHUNK_DELAY_MS": str(self.cfg.chunk_delay_ms)})
+        _, url = self.stack.start_front()
+        self.port = int(url.rsplit(":", 1)[1])
+        self.clients["front"] = front_session(self.stack, url)
+        self.clients["direct"] = direct_session(self.stack)
+        self.session_id = (await call(self.clients["front"], "POST", "sessions", {"title": "t"},
+                                      want=201))["id"]
+        t0 = time.perf_counter()
+        await self.run_to_end(self.clients["front"], "stream warm up the host")
+        log(f"live stack up; first run (Host start) took {time.perf_counter() - t0:.2f} s")
+        self.owned.note(self.stack)
+
+    def http(self, way: str) -> aiohttp.ClientSession:
+        return self.clients[way]
+
+    def target(self, way: str) -> SseTarget:
+        assert self.stack is not None
+        if way == "front":
+            return SseTarget("tcp", self.port, front_headers(self.stack))
+        return SseTarget("unix", str(self.stack.settings.socket_path))
+
+    async def run_to_end(self, http: aiohttp.ClientSession, text: str) -> str:
+        run_id = await start_run(http, self.session_id, text)
+        _, last, _ = await count_sse(http, run_id)
+        if COMPLETED not in last:
+            raise RuntimeError(f"run {run_id} did not complete: {last[-200:]!r}")
+        return run_id
+
+    async def close(self) -> None:
+        for http in self.clients.values():
+            await http.close()
+        if self.stack is not None:
+            self.owned.close_stack(self.stack)
+
+
+async def bench_delta_latency(cfg: CoreConfig, live: Live) -> list[Figure]:
+    http = live.http("front")
+    body = {"parts": [{"kind": "text", "text": stream_text(cfg.latency_words)}]}
+    t0 = time.perf_counter()
+    async with http.post(f"{P}/sessions/{live.session_id}/runs", data=orjson.dumps(body),
+                         headers={"Content-Type": "application/json"}) as resp:
+        doc = orjson.loads(await resp.read())
+        if resp.status != 202:
+            raise RuntimeError(f"POST runs answered {resp.status}: {doc}")
+    t202 = time.perf_counter()
+    run_id = doc["run_id"]
+    clients = await asyncio.gather(open_sse(live.target("front"), run_id, timed=True),
+                                   open_sse(live.target("direct"), run_id, timed=True),
+                                   open_sse(live.target("direct"), run_id, timed=True))
+    timeout = 60 + cfg.latency_words * cfg.chunk_delay_ms / 1000 * 5
+    await asyncio.wait_for(asyncio.gather(*(c.closed for c in clients)), timeout)
+    front, direct_a, direct_b = (c.frames.timed_frames() for c in clients)
+    for name, c, frames in zip(("front", "direct_a", "direct_b"), clients,
+                               (front, direct_a, direct_b)):
+        if c.status != 200 or not frames or frames[-1][1] != "run.status":
+            raise RuntimeError(f"{name}: status {c.status}, {len(frames)} frames")
+    deltas = {name: {s: (t, replay) for s, k, t, replay in fr if k == "output.delta"}
+              for name, fr in (("front", front), ("a", direct_a), ("b", direct_b))}
+    if len(deltas["a"]) != cfg.latency_words:
+        raise RuntimeError(f"expected {cfg.latency_words} deltas, got {len(deltas['a'])}")
+    live_seqs = [s for s in deltas["a"]
+                 if all(s in d and not d[s][1] for d in deltas.values())]
+    added = [(deltas["front"][s][0] - deltas["a"][s][0]) * 1000 for s in live_seqs]
+    floor = [(deltas["b"][s][0] - deltas["a"][s][0]) * 1000 for s in live_seqs]
+    arrivals_a = sorted(t for t, _ in deltas["a"].values())
+    gaps = [(y - x) * 1000 for x, y in zip(arrivals_a, arrivals_a[1:])]
+    timeline = [{"seq": s, "kind": k, "ms_after_post": round((t - t0) * 1000, 2)}
+                for s, k, t, _ in direct_a if k != "output.delta"]
+    assert live.stack is not None
+    try:
+        server = server_timeline(live.stack.settings.db_path, run_id)
+    except (sqlite3.Error, TypeError) as exc:
+        server = {"error": str(exc)}
+    first_front = min(t for t, _ in deltas["front"].values())
+    first_direct = min(t for t, _ in deltas["a"].values())
+    notes = {"words": cfg.latency_words, "chunk_delay_ms": cfg.chunk_delay_ms,
+             "live_samples": len(live_seqs),
+             "front_added_ms": {"p50": pct(added, 50), "p90": pct(added, 90),
+                                "p99": pct(added, 99), "max": max(added),
+                                "min": min(added)},
+             "direct_minus_direct_ms": {"p50": pct(floor, 50), "p99": pct(floor, 99),
+                                        "max": max(floor)},
+             "direct_interarrival_ms": {"p50": pct(gaps, 50), "p99": pct(gaps, 99)},
+             "post_202_ms": (t202 - t0) * 1000}
+    log(f"delta_latency: {len(live_seqs)} live deltas; front-added p50 {pct(added, 50):.3f} "
+        f"p99 {pct(added, 99):.3f} ms; first delta {(first_front - t0) * 1000:.1f} ms")
+    base = "direct client B minus direct client A (noise floor)"
+    return [
+        Figure("delta_latency.front_added_p50", pct(added, 50), "ms", pct(floor, 50), base,
+               None, notes),
+        Figure("delta_latency.front_added_p99", pct(added, 99), "ms", pct(floor, 99), base,
+               Target("value", "<=", 3.0)),
+        Figure("delta_latency.post_to_first_delta", (first_front - t0) * 1000, "ms",
+               (first_direct - t0) * 1000, "same run's first delta on the daemon socket",
+               None, {"from": "POST runs sent", "post_202_ms": (t202 - t0) * 1000,
+                      "from_202_ms": (first_front - t202) * 1000,
+                      "direct_timeline": timeline, "server_timeline": server}),
+    ]
+
+
+async def bench_run_create(cfg: CoreConfig, live: Live) -> list[Figure]:
+    body = orjson.dumps({"parts": [{"kind": "text", "text": "stream x"}]})
+    headers = {"Content-Type": "application/json"}
+    samples: dict[str, list[float]] = {"front": [], "direct": []}
+    conflicts = {"front": 0, "direct": 0}
+
+    async def one(way: str, measure: bool) -> None:
+        http = live.http(way)
+        for _attempt in range(200):
+            t0 = time.perf_counter()
+            async with http.post(f"{P}/sessions/{live.session_id}/runs", data=body,
+                                 headers=headers) as resp:
+                raw = await resp.read()
+                status = resp.status
+            elapsed = (time.perf_counter() - t0) * 1000
+            if status == 202:
+                break
+            if status == 409:  # the previous run's lock is not released yet
+                conflicts[way] += 1
+                await asyncio.sleep(0.002)
+                continue
+            raise RuntimeError(f"{way}: POST runs answered {status}: {raw[:200]!r}")
+        else:
+            raise RuntimeError(f"{way}: the previous run never released the lock")
+        if measure:
+            samples[way].append(elapsed)
+        run_id = orjson.loads(raw)["run_id"]
+        _, last, _ = await count_sse(http, run_id)
+        if COMPLETED not in last:
+            raise RuntimeError(f"run {run_id} did not complete: {last[-200:]!r}")
+
+    for way in ("front", "direct", "front", "direct"):  # warm-up
+        await one(way, False)
+    for i in range(cfg.create_samples):
+        order = ("front", "direct") if i % 2 == 0 else ("direct", "front")
+        for way in order:
+            await one(way, True)
+    f, d = samples["front"], samples["direct"]
+    log(f"run_create_202: front p50 {pct(f, 50):.2f} p99 {pct(f, 99):.2f} ms; "
+        f"direct p50 {pct(d, 50):.2f} p99 {pct(d, 99):.2f} ms; 409 retries {conflicts}")
+    notes = {"samples": len(f), "front_max_ms": max(f), "direct_max_ms": max(d),
+             "conflict_retries_409": conflicts}
+    return [
+        Figure("run_create_202.p50", pct(f, 50), "ms", pct(d, 50), "same POST on the daemon socket",
+               None, notes),
+        Figure("run_create_202.p99", pct(f, 99), "ms", pct(d, 99), "same POST on the daemon socket",
+               Target("value", "<=", 5.0)),
+    ]
+
+
+async def hammer(http: aiohttp.ClientSession, method: str, path: str, data: bytes | None,
+                 total: int, concurrency: int) -> tuple[float, int]:
+    remaining = [total]
+    errors = [0]
+    headers = {"Content-Type": "application/json"} if data is not None else {}
+
+    async def worker() -> None:
+        while remaining[0] > 0:
+            remaining[0] -= 1
+            async with http.request(method, path, data=data, headers=headers) as resp:
+                await resp.read()
+                if resp.status >= 300:
+                    errors[0] += 1
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return total / (time.perf_counter() - t0), errors[0]
+
+
+async def bench_request_relay(cfg: CoreConfig, live: Live) -> list[Figure]:
+    assert live.stack is not None and live.stack.daemon is not None
+    daemon_pid = live.stack.daemon.pid
+    front_pid = live.stack.fronts[0].pid
+    figures = []
+    # GET first: every POST adds a session, and GET /sessions lists them all.
+    # get_health is a control without SQLite: the daemon answers it on the loop thread, while
+    # /sessions pays one aiosqlite thread hop (reads) or a writer transaction (POST).
+    for label, method, path, data in (("get_sessions", "GET", f"{P}/sessions", None),
+                                      ("post_sessions", "POST", f"{P}/sessions", b"{}"),
+                                      ("get_health", "GET", "/health", None)):
+        rates: dict[str, list[float]] = {"front": [], "direct": []}
+        cpu_us: dict[str, list[dict[str, float]]] = {"front": [], "direct": []}
+        for way in ("front", "direct"):  # warm-up: open the keep-alive connections
+            await hammer(live.http(way), method, path, data, 4 * cfg.relay_concurrency,
+                         cfg.relay_concurrency)
+        for rep in range(cfg.relay_reps):
+            order = ("front", "direct") if rep % 2 == 0 else ("direct", "front")
+            for way in order:
+                c0 = (cpu_seconds([daemon_pid]), cpu_seconds([front_pid]), time.process_time())
+                rate, errors = await hammer(live.http(way), method, path, data,
+                                            cfg.relay_requests, cfg.relay_concurrency)
+                c1 = (cpu_seconds([daemon_pid]), cpu_seconds([front_pid]), time.process_time())
+                if errors:
+                    raise RuntimeError(f"{label} {way}: {errors} failed requests")
+                rates[way].append(rate)
+                n = cfg.relay_requests
+                cpu_us[way].append({"daemon": round((c1[0] - c0[0]) / n * 1e6),
+                                    "front": round((c1[1] - c0[1]) / n * 1e6),
+                                    "client": round((c1[2] - c0[2]) / n * 1e6)})
+            log(f"{label} rep {rep + 1}: front {rates['front'][-1]:,.0f}/s, "
+                f"direct {rates['direct'][-1]:,.0f}/s")
+        figures.append(Figure(
+            f"request_relay.{label}", statistics.median(rates["front"]), "req/s",
+            statistics.median(rates["direct"]), "same requests on the daemon socket",
+            Target("ratio", ">=", 0.6) if label != "get_health" else None,
+            {"requests": cfg.relay_requests, "concurrency": cfg.relay_concurrency,
+             "reps": cfg.relay_reps, "front_rates": [round(x) for x in rates["front"]],
+             "direct_rates": [round(x) for x in rates["direct"]],
+             "cpu_us_per_request": cpu_us}))
+    # What all those POSTs did to GET /sessions (it lists every session, no paging).
+    t0 = time.perf_counter()
+    async with live.http("direct").get(f"{P}/sessions") as resp:
+        raw = await resp.read()
+    elapsed_ms = (time.perf_counter() - t0) * 1000
+    figures[0].notes["one_get_sessions_after_post_phase"] = {
+        "sessions": len(orjson.loads(raw)["sessions"]), "ms": round(elapsed_ms, 2),
+        "bytes": len(raw)}
+    return figures
+
+
+def server_timeline(db_path: Path, run_id: str) -> dict[str, Any]:
+    """The daemon's own clock (ms resolution): run row created_at, then each event's commit ts."""
+    def ms(ts: str) -> float:
+        return dt.datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp() * 1000
+    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    try:
+        created = conn.execute("SELECT created_at FROM runs WHERE id = ?", (run_id,)).fetchone()[0]
+        rows = conn.execute("SELECT seq, kind, payload, ts FROM events WHERE run_id = ? "
+                            "ORDER BY seq", (run_id,)).fetchall()
+    finally:
+        conn.close()
+    out = []
+    seen_delta = False
+    for seq, kind, payload, ts in rows:
+        if kind == "output.delta":
+            if seen_delta:
+                continue
+            seen_delta = True
+        doc = orjson.loads(payload)
+        what = kind + ":" + ",".join(str(doc[k]) for k in ("phase", "state", "status")
+                                     if k in doc)
+        out.append({"seq": seq, "event": what, "ms_after_created": round(ms(ts) - ms(created))})
+    return {"created_at": created, "events": out}
