@@ -119,7 +119,7 @@ class Event:
         if self.kind != "run.status":
             return None
         try:
-            return RunStatus(self.data.get("status"))
+            return RunStatus(str(self.data.get("status")))
         except ValueError:
             return None
 

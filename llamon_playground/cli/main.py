@@ -129,10 +129,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     from llamon_playground.cli.client import DaemonNotRunning, health
     settings = build_settings(_project(args.project))
     try:
-        info = asyncio.run(health(settings))
+        info = dict(asyncio.run(health(settings)))
     except DaemonNotRunning:
-        info = {"status": "not_running", "project": str(settings.project_dir)}
-        _print_status(info, args.json)
+        _print_status({"status": "not_running", "project": str(settings.project_dir)}, args.json)
         return EXIT_NOT_RUNNING
     _print_status(info, args.json)
     return EXIT_OK
