@@ -43,8 +43,11 @@ _VALUE_PATTERNS = [
     re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}"),
     # An Authorization header value pasted into metadata.
     re.compile(r"\b[Bb]earer\s+[A-Za-z0-9\-._~+/]{8,}=*"),
-    # JWT: three base64url segments, the header starting with {" (eyJ).
-    re.compile(r"\beyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*"),
+    # JWT: three base64url segments, the header starting with {" (eyJ). It may start only
+    # where a run of base64url characters starts: with `\b`, each "eyJ" inside one long
+    # run ("-eyJ-eyJ...") was a new start that rescanned the rest of the run, quadratic
+    # time on a single request. Now every character is scanned a bounded number of times.
+    re.compile(r"(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*"),
     # GitHub, Slack, AWS and Google key formats.
     re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"
                r"|xox[abposr]-[A-Za-z0-9\-]{10,}|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_\-]{30,})"),
