@@ -42,7 +42,7 @@ from llamon_playground.host_manager.errors import HostUnavailable
 from llamon_playground.host_manager.fingerprint import WatchRules
 from llamon_playground.host_manager.orphans import reap_orphan
 from llamon_playground.host_manager.supervisor import HostConfig, HostSupervisor
-from llamon_playground.host_manager.watcher import ProjectWatcher
+from llamon_playground.host_manager.watcher import ProjectWatcher, QuietPeriod
 
 log = logging.getLogger(__name__)
 
@@ -181,7 +181,8 @@ async def serve(settings: Settings, environ: dict[str, str]) -> None:
             if settings.watch:
                 watcher = asyncio.create_task(ProjectWatcher(
                     services.host.config.rules, services.reload.on_changes,
-                    quiet=settings.watch_quiet).run(), name="watcher")
+                    quiet=QuietPeriod(settings.watch_quiet, settings.watch_quiet_max)).run(),
+                    name="watcher")
             log.info("daemon for %s listening on %s", settings.project_dir, settings.socket_path)
             if notifier.watchdog_interval is not None:
                 watchdog = asyncio.create_task(notifier.watchdog_loop(), name="watchdog")

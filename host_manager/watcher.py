@@ -1,34 +1,60 @@
-"""Watches the project's Host-relevant files and reports quiet-period batches of changes.
+"""Watches the project's Host-relevant files and reports each burst of changes once.
 
-watchfiles does the OS-level watching; its filter (WatchRules.accepts) drops .venv/, .git/,
-__pycache__/ and every unwatched file before we are woken. A burst of saves is grouped
-until nothing changed for `quiet` seconds, then reported once.
+watchfiles does the OS-level watching; its filter drops .venv/, .git/, __pycache__/ and
+the other tool folders before we are woken. A burst of saves is grouped
+until it has been quiet for a while, then reported once (see QuietPeriod).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 import watchfiles
 
-from llamon_playground.host_manager.fingerprint import WatchRules
+from llamon_playground.host_manager.fingerprint import IGNORED_DIRS, WatchRules
 
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class QuietPeriod:
+    """How long a burst must be quiet before it is reported: it grows with the burst.
+
+    A single save (an editor's write, rename and chmod land within a few ms) is decided
+    after `shortest`, so save -> restart stays in tens of milliseconds. A burst that has
+    already lasted `elapsed` seconds (a formatter over the tree, a branch checkout, an
+    editor storm) waits `shortest + elapsed`, up to `longest`: the longer the storm, the
+    longer a pause it takes to end it, so one storm gives one restart.
+    """
+
+    shortest: float
+    longest: float
+
+    def after(self, elapsed: float) -> float:
+        return max(self.shortest, min(self.longest, self.shortest + elapsed))
+
+
 class ProjectWatcher:
     def __init__(self, rules: WatchRules, on_changes: Callable[[set[str]], Awaitable[None]],
-                 quiet: float) -> None:
+                 quiet: QuietPeriod) -> None:
         self._rules = rules
         self._on_changes = on_changes
         self._quiet = quiet
-        self._queue: asyncio.Queue[set[str]] = asyncio.Queue()
+        self._root = str(rules.project_dir)
+        # (loop time it arrived, relative paths)
+        self._queue: asyncio.Queue[tuple[float, set[str]]] = asyncio.Queue()
         self._stop = asyncio.Event()
 
-    def _filter(self, change: watchfiles.Change, path: str) -> bool:
-        return self._rules.accepts(path)
+    def _noticed(self, change: watchfiles.Change, path: str) -> bool:
+        """Any change outside the tool folders (.venv/, .git/, __pycache__/...): watched
+        files open a burst; the others only keep an open burst going (an editor's swap and
+        backup files, a formatter's temp files are part of the same storm)."""
+        rel = path[len(self._root) + 1:] if path.startswith(self._root) else path
+        return not any(part in IGNORED_DIRS for part in rel.split(os.sep))
 
     async def run(self) -> None:
         """Watch until cancelled; the blocking watch is told to stop before we re-raise."""
@@ -42,26 +68,42 @@ class ProjectWatcher:
 
     async def _read(self) -> None:
         root = str(self._rules.project_dir)
-        async for changes in watchfiles.awatch(root, watch_filter=self._filter, step=20,
-                                               debounce=200, stop_event=self._stop,
+        # watchfiles yields 20 ms (step) after the last change, and at least every 40 ms
+        # (debounce) while changes keep coming: under the shortest quiet period, so a
+        # continuous storm reaches us as batches closer together than the quiet period.
+        loop = asyncio.get_running_loop()
+        async for changes in watchfiles.awatch(root, watch_filter=self._noticed, step=10,
+                                               debounce=30, stop_event=self._stop,
                                                recursive=True):
-            rels = {rel for _, path in changes
-                    if (rel := self._rules.relative(path)) is not None}
-            if rels:
-                self._queue.put_nowait(rels)
+            rels = {rel for _, path in changes if (rel := self._rules.relative(path))
+                    is not None and self._rules.is_watched(rel)}
+            self._queue.put_nowait((loop.time(), rels))
 
     async def _dispatch(self) -> None:
+        began = last = -float("inf")
         while True:
-            batch = await self._queue.get()
+            arrived, batch = await self._queue.get()
+            # Changes that kept coming while the previous batch was handled (a restart takes
+            # a few hundred ms) belong to the same burst: its clock keeps running.
+            if arrived - last > self._quiet.longest:
+                began = arrived
+            last = arrived
+            if not batch:
+                continue  # activity without a watched change opens no burst
             while True:  # group until quiet
                 try:
-                    batch |= await asyncio.wait_for(self._queue.get(), self._quiet)
+                    last, more = await asyncio.wait_for(self._queue.get(),
+                                                         self._quiet.after(last - began))
                 except TimeoutError:
                     break
+                batch |= more
+            log.debug("burst of %d paths decided: %.0f ms long, %.0f ms after its last change",
+                     len(batch), (last - began) * 1000,
+                     (asyncio.get_running_loop().time() - last) * 1000)
             try:
                 await self._on_changes(batch)
             except Exception:  # a failed reaction must not end the watching
                 log.exception("reacting to changes in %s failed", sorted(batch)[:5])
 
 
-__all__ = ["ProjectWatcher"]
+__all__ = ["ProjectWatcher", "QuietPeriod"]

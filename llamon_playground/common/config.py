@@ -103,7 +103,10 @@ class Settings:
     keepalive_interval: float = 15.0
     max_request_bytes: int = 16 * 1024 * 1024
     event_ring_size: int = 4096
-    watch_quiet: float = 0.3
+    # The watcher's quiet period grows with a burst, from the shortest to the longest
+    # (host_manager/watcher.py, QuietPeriod).
+    watch_quiet: float = 0.05
+    watch_quiet_max: float = 0.5
     crash_limit: int = 5
     crash_window: float = 60.0
     crash_min_uptime: float = 5.0
@@ -175,6 +178,7 @@ DAEMON_ENV = (
     EnvVar("host_stop_grace", "LLAMON_PLAYGROUND_HOST_STOP_GRACE", float),
     EnvVar("keepalive_interval", "LLAMON_PLAYGROUND_KEEPALIVE", float),
     EnvVar("watch_quiet", "LLAMON_PLAYGROUND_WATCH_QUIET", float),
+    EnvVar("watch_quiet_max", "LLAMON_PLAYGROUND_WATCH_QUIET_MAX", float),
     EnvVar("crash_limit", "LLAMON_PLAYGROUND_CRASH_LIMIT", _whole),
     EnvVar("crash_window", "LLAMON_PLAYGROUND_CRASH_WINDOW", float),
     EnvVar("crash_min_uptime", "LLAMON_PLAYGROUND_CRASH_MIN_UPTIME", float),

@@ -196,11 +196,11 @@ async def bench_host_restart(quick: bool, owned: Owned) -> list[Figure]:
     watch_notes = {"watch_ms": [round(x * 1000) for x in watch],
                   "save_to_stopping_ms": [round(x * 1000) for x in detect],
                   "stopping_to_ready_ms": [round(x) for x in restart_part],
-                  "watch_quiet_s": stack.settings.watch_quiet,
+                  "watch_quiet_s": [stack.settings.watch_quiet, stack.settings.watch_quiet_max],
                   "phases_ms_after_save": save_phases,
                   "median_ms": breakdown(save_phases),
                   "explained": "edit->Ready = watchfiles step (20 ms) + quiet period "
-                               "(LLAMON_PLAYGROUND_WATCH_QUIET, a deliberate debounce) + "
+                               "(LLAMON_PLAYGROUND_WATCH_QUIET for a single save) + "
                                "fingerprint + restart"}
     save_notes = {"save_ms": [round(x * 1000) for x in save],
                   "explained": "file written, then POST run with changed_files: the run's "

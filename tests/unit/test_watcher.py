@@ -1,0 +1,106 @@
+"""The watcher's grouping: a quiet period that grows with the burst, on real files."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from llamon_playground.host_manager.fingerprint import WatchRules
+from llamon_playground.host_manager.watcher import ProjectWatcher, QuietPeriod
+
+
+@pytest.mark.parametrize(("elapsed", "quiet"), [
+    (0.0, 0.05), (0.01, 0.06), (0.2, 0.25), (0.45, 0.5), (3.0, 0.5), (-1.0, 0.05)])
+def test_the_quiet_period_grows_with_the_burst_up_to_the_longest(elapsed: float,
+                                                                  quiet: float) -> None:
+    assert QuietPeriod(0.05, 0.5).after(elapsed) == pytest.approx(quiet)
+
+
+def test_the_longest_never_undercuts_the_shortest() -> None:
+    assert QuietPeriod(0.3, 0.1).after(5.0) == pytest.approx(0.3)
+
+
+class Batches:
+    def __init__(self) -> None:
+        self.seen: list[set[str]] = []
+        self.arrived = asyncio.Event()
+
+    async def __call__(self, paths: set[str]) -> None:
+        self.seen.append(paths)
+        self.arrived.set()
+
+
+async def watching(project: Path, quiet: QuietPeriod, batches: Batches,
+                   ready_probe: Path) -> asyncio.Task[None]:
+    """Start the watcher and wait until it demonstrably sees changes (a probe batch)."""
+    rules = WatchRules(project_dir=project, env_file=".env")
+    task = asyncio.create_task(ProjectWatcher(rules, batches, quiet).run())
+    for _ in range(200):  # watchfiles starts asynchronously: save until a batch arrives
+        ready_probe.write_text(f"# probe {_}\n")
+        try:
+            await asyncio.wait_for(batches.arrived.wait(), 0.25)
+            break
+        except TimeoutError:
+            continue
+    else:
+        task.cancel()
+        raise AssertionError("the watcher never reported the probe")
+    await wait_settled(batches)
+    batches.seen.clear()
+    batches.arrived.clear()
+    return task
+
+
+async def wait_settled(batches: Batches, quiet_for: float = 0.8) -> None:
+    """No further batch for `quiet_for` s: everything written so far is reported."""
+    while True:
+        batches.arrived.clear()
+        try:
+            await asyncio.wait_for(batches.arrived.wait(), quiet_for)
+        except TimeoutError:
+            return
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "app").mkdir()
+    return tmp_path
+
+
+async def test_a_long_burst_with_a_pause_is_still_one_batch(project: Path) -> None:
+    batches = Batches()
+    # After 0.6 s of saves the burst needs 0.15 + 0.6 s of quiet to end, so the 0.35 s
+    # pause below does not split it (a fixed 0.15 s quiet period would have).
+    task = await watching(project, QuietPeriod(0.15, 2.0), batches, project / "app" / "probe.py")
+    try:
+        for i in range(30):  # spacing the writes is input, not synchronisation
+            (project / "app" / f"m{i % 3}.py").write_text(f"x = {i}\n")
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(0.35)
+        (project / "app" / "late.py").write_text("late = 1\n")
+        (project / "notes.txt").write_text("not watched\n")
+        await asyncio.wait_for(batches.arrived.wait(), 10)
+        await wait_settled(batches)
+        assert batches.seen == [{"app/m0.py", "app/m1.py", "app/m2.py", "app/late.py"}]
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_separate_saves_after_a_pause_are_separate_batches(project: Path) -> None:
+    batches = Batches()
+    task = await watching(project, QuietPeriod(0.05, 0.5), batches, project / "app" / "probe.py")
+    try:
+        (project / "app" / "a.py").write_text("a = 1\n")
+        await asyncio.wait_for(batches.arrived.wait(), 10)
+        await wait_settled(batches)
+        (project / "app" / "b.py").write_text("b = 1\n")
+        await asyncio.wait_for(batches.arrived.wait(), 10)
+        await wait_settled(batches)
+        assert batches.seen == [{"app/a.py"}, {"app/b.py"}]
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
