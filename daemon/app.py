@@ -18,6 +18,7 @@ from llamon_playground.common.stop_signal import wait_for_stop_signal
 from llamon_playground.daemon.errors import ProjectError, UnsupportedDatabaseVersion
 from llamon_playground.daemon.http.capture import add_capture_routes
 from llamon_playground.daemon.http.data import add_data_routes
+from llamon_playground.daemon.http.edits import add_edit_routes
 from llamon_playground.daemon.http.host import add_host_routes
 from llamon_playground.daemon.http.introspect import add_introspect_routes
 from llamon_playground.daemon.http.openapi import add_openapi_routes
@@ -137,6 +138,7 @@ def make_app(services: Services) -> web.Application:
     app[SERVICES] = services
     add_routes(app)
     add_data_routes(app)
+    add_edit_routes(app)
     add_host_routes(app)
     add_capture_routes(app)
     add_introspect_routes(app)

@@ -38,6 +38,7 @@ from llamon_playground.daemon.runs.state import Reason, RunStatus
 from llamon_playground.daemon.store.blobs import BlobStore
 from llamon_playground.host_manager.capture import ENVELOPE_KEY, envelope
 from llamon_playground.host_manager.errors import HostUnavailable
+from llamon_playground.host_manager.fingerprint import digest
 from llamon_playground.host_manager.process import HostProcess
 from llamon_playground.host_manager.state import HostState
 from llamon_playground.host_manager.supervisor import Generation, HostSupervisor
@@ -155,7 +156,8 @@ class RunExecutor:
             self._phase(run, "start", "completed", generation=generation.number)
         self._phase(run, "ready", "completed", generation=generation.number)
         run.generation = generation.number
-        self._journal.update(run.run_id, {"generation": generation.number})
+        self._journal.update(run.run_id, {"generation": generation.number,
+                                          "code_fingerprint": digest(generation.fingerprint)})
         return generation
 
     async def _send(self, run: ActiveRun, config: ProjectConfig, gen: Generation) -> None:
