@@ -17,7 +17,7 @@ MAX_NOTE = 10_000
 SESSION_KEYS = ("title", "metadata")
 RUN_KEYS = ("label", "note")
 # The input fields a rerun may replace (the rest of the stored input is cloned).
-RERUN_INPUT_KEYS = ("parts", "metadata", "changed_files")
+RERUN_INPUT_KEYS = ("parts", "metadata", "changed_files", "revision")
 RERUN_KEYS = (*RERUN_INPUT_KEYS, "label")
 
 
@@ -83,6 +83,8 @@ class RerunEdits:
             stored.metadata = given.metadata
         if "changed_files" in self.fields:
             stored.changed_files = given.changed_files
+        if "revision" in self.fields:
+            stored.revision = given.revision
         return stored
 
 

@@ -13,7 +13,7 @@ import orjson
 
 from llamon_playground.common.sse import aiter_sse
 from tests.e2e.test_bad_input import counts
-from tests.support.api import P, Api
+from tests.support.api import Api, P
 from tests.support.procs import Stack
 
 
@@ -220,7 +220,8 @@ BAD_RERUNS = [
     ({"parts": "text"}, "invalid_part"),
     ({"metadata": []}, "invalid_metadata"),
     ({"changed_files": ["/etc/passwd"]}, "invalid_changed_files"),
-    ({"revision": "r"}, "unknown_field"),
+    ({"revision": 5}, "invalid_revision"),
+    ({"label": "ok", "surprise": 1}, "unknown_field"),
     ({"label": "x" * 201}, "invalid_label"),
     ({"metadata": {"llamon.playground": {}}}, "reserved_metadata_key"),
 ]
