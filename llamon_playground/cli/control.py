@@ -258,18 +258,25 @@ def stop_daemon(settings: Settings, args: argparse.Namespace) -> int:
     except DaemonNotRunning:
         fail(f"no daemon serves {settings.project_dir}")
         return EXIT_NOT_RUNNING
+    if not stop_daemon_pid(settings, pid, args.timeout):
+        fail(f"the daemon (pid {pid}) did not stop within {args.timeout:g} s")
+        return EXIT_ERROR
+    print(f"stopped the daemon (pid {pid})")
+    return EXIT_OK
+
+
+def stop_daemon_pid(settings: Settings, pid: int, timeout: float) -> bool:
+    """SIGTERM to the daemon `pid`; whether it let go of the project's lock in time."""
     try:
         os.kill(pid, signal.SIGTERM)
     except ProcessLookupError:
-        return EXIT_OK
-    deadline = time.monotonic() + args.timeout
+        return True
+    deadline = time.monotonic() + timeout
     while _lock_held(settings):
         if time.monotonic() > deadline:
-            fail(f"the daemon (pid {pid}) did not stop within {args.timeout:g} s")
-            return EXIT_ERROR
+            return False
         time.sleep(0.05)
-    print(f"stopped the daemon (pid {pid})")
-    return EXIT_OK
+    return True
 
 
 def _lock_held(settings: Settings) -> bool:

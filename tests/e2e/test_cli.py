@@ -35,9 +35,13 @@ def test_front_refuses_a_non_loopback_bind(stack: Stack) -> None:
         assert result.returncode == 2 and "loopback" in result.stderr
 
 
-async def test_up_starts_a_detached_daemon_and_serves_the_front(stack: Stack) -> None:
-    up = Proc([sys.executable, "-m", "llamon_playground", "up", str(stack.project), "--port", "0"],
-              stack.env, stack.runtime_base / "up.log", REPO)
+def up_proc(stack: Stack, log: str, *args: str) -> Proc:
+    return Proc([sys.executable, "-m", "llamon_playground", "up", str(stack.project),
+                 "--port", "0", *args], stack.env, stack.runtime_base / log, REPO)
+
+
+async def test_up_serves_the_front_and_stops_the_daemon_it_started(stack: Stack) -> None:
+    up = up_proc(stack, "up.log")
     daemon_pid = None
     try:
         url = wait_for(lambda: next((ln.split("front: ")[1].split()[0].rstrip("/")
@@ -63,15 +67,37 @@ async def test_up_starts_a_detached_daemon_and_serves_the_front(stack: Stack) ->
         assert info["host"]["state"] == "ready" and info["database"] == "open"
         human = cli(stack, "status", str(stack.project))
         assert "daemon:     running" in human.stdout
-        # The front stops with `up`; the detached daemon keeps serving.
+        # `up` started the daemon: Ctrl-C stops the front, the daemon and its Host, and
+        # says so.
+        host_pid = info["host"]["pid"]
         up.signal(2)
-        assert up.wait(15) == 0
-        assert psutil.pid_exists(daemon_pid)
-        again = Proc([sys.executable, "-m", "llamon_playground", "up", str(stack.project), "--port",
-                      "0"], stack.env, stack.runtime_base / "up2.log", REPO)
+        assert up.wait(30) == 0
+        assert "stopped the daemon (pid %d) that `up` started" % daemon_pid in up.output()
+        wait_for(lambda: not psutil.pid_exists(daemon_pid) and not psutil.pid_exists(host_pid),
+                 30, "the daemon and its Host to stop")
+        daemon_pid = None
+        # --detach: the daemon `up` started keeps running after it.
+        detached = up_proc(stack, "up-detach.log", "--detach")
         try:
-            wait_for(lambda: "attached to the running daemon" in again.output(), 30,
-                     "`up` to attach")
+            wait_for(lambda: "front: http" in detached.output(), 30, "`up --detach`")
+            assert "started the daemon" in detached.output()
+            daemon_pid = orjson.loads(cli(stack, "status", str(stack.project),
+                                          "--json").stdout)["pid"]
+            detached.signal(2)
+            assert detached.wait(30) == 0
+            assert "keeps running in the background (--detach)" in detached.output()
+            assert psutil.pid_exists(daemon_pid)
+        finally:
+            detached.stop()
+        # Attached to a daemon it did not start: that one keeps running, and `up` says so.
+        again = up_proc(stack, "up2.log")
+        try:
+            wait_for(lambda: "front: http" in again.output(), 30, "`up` to attach")
+            assert "attached to the running daemon" in again.output()
+            again.signal(2)
+            assert again.wait(30) == 0
+            assert "was running before `up` and keeps running" in again.output()
+            assert psutil.pid_exists(daemon_pid)
         finally:
             again.stop()
     finally:
