@@ -29,7 +29,7 @@ TOP_KEYS = {"format", "sessions", "runs", "events", "blobs", "exported_at", "pri
 # `run_count` / `score_summary` are derived fields of the list answers: accepted, ignored.
 SESSION_KEYS = {"id", "title", "context_id", "created_at", "metadata", "run_count"}
 RUN_TEXT_COLUMNS = ("reason", "started_at", "ended_at", "task_id", "rerun_of", "resumed_by",
-                    "recommended_run_command", "label", "note", "code_fingerprint")
+                    "recommended_run_command", "label", "note", "code_fingerprint", "a2a_version")
 RUN_KEYS = {"id", "session_id", "status", "created_at", "context_id", "parent_run_id",
             "duration_ms", "generation", "input", "output", "error", "scores",
             "score_summary", "edited", "edited_fields", *RUN_TEXT_COLUMNS}

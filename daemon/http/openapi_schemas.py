@@ -90,7 +90,7 @@ SCHEMAS: dict[str, Schema] = {
                error=nullable(OBJ), scores=arr(OBJ), generation=nullable(INT),
                recommended_run_command=nullable(STR), label=nullable(STR),
                note=nullable(STR), edited=BOOL, edited_fields=arr(STR),
-               code_fingerprint=nullable(STR),
+               code_fingerprint=nullable(STR), a2a_version=nullable(STR),
                score_summary=obj(evaluators=INT, failed=INT)),
     "RunSummary": obj(("id", "status"), id=STR, session_id=STR, status={"enum": RUN_STATUSES},
                       reason=nullable(STR), created_at=STR, label=nullable(STR),

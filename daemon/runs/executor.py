@@ -173,6 +173,7 @@ class RunExecutor:
                 interface = await client.interface()
                 self._interfaces = {gen.number: interface}
             run.client, run.interface = client, interface
+            self._journal.update(run.run_id, {"a2a_version": interface.version})
             wire_parts = parts_to_wire(run.request.parts, interface.version, self._blobs.read)
             message = build_message(wire_parts, interface.version, run.context_id, run.task_id)
             metadata = {**run.request.metadata,

@@ -84,6 +84,7 @@ class Run(TypedDict):
     edited: bool  # a rerun whose body replaced input fields
     edited_fields: list[str]
     code_fingerprint: str | None  # sha256 over the watched files its Host generation ran
+    a2a_version: str | None  # the A2A protocol version the run spoke ("1.0", "0.3")
     history_behind: NotRequired[bool]
 
 
