@@ -62,7 +62,7 @@ async def rerun_tree(store: Store, row: sqlite3.Row) -> tuple[dict[str, Any], bo
             break
         seen.add(original["id"])
         root = original
-    tree = {"run": summary(root), "reruns": []}
+    tree: dict[str, Any] = {"run": summary(root), "reruns": []}
     level, count = [tree], 1
     while level and count < MAX_NODES:
         nodes = {node["run"]["id"]: node for node in level}
@@ -72,7 +72,7 @@ async def rerun_tree(store: Store, row: sqlite3.Row) -> tuple[dict[str, Any], bo
             (*nodes, MAX_NODES - count + 1))
         level = []
         for child in rows[:MAX_NODES - count]:
-            node = {"run": summary(child), "reruns": []}
+            node: dict[str, Any] = {"run": summary(child), "reruns": []}
             nodes[child["rerun_of"]]["reruns"].append(node)
             level.append(node)
         count += len(level)
