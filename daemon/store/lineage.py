@@ -33,15 +33,21 @@ async def _one(store: Store, run_id: str | None) -> sqlite3.Row | None:
     return await store.fetch_one(f"{_SELECT} WHERE id = ?", (run_id,))
 
 
+async def _top(store: Store, row: sqlite3.Row, up: str) -> sqlite3.Row:
+    """The farthest run reached from `row` by following column `up` (bounded, cycle-safe)."""
+    top, seen = row, {row["id"]}
+    while len(seen) < MAX_NODES:
+        above = await _one(store, top[up])
+        if above is None or above["id"] in seen:
+            break
+        seen.add(above["id"])
+        top = above
+    return top
+
+
 async def resume_chain(store: Store, row: sqlite3.Row) -> list[dict[str, Any]]:
     """The conversation's turns this run belongs to, first turn first."""
-    first, seen = row, {row["id"]}
-    while len(seen) < MAX_NODES:
-        parent = await _one(store, first["parent_run_id"])
-        if parent is None or parent["id"] in seen:
-            break
-        seen.add(parent["id"])
-        first = parent
+    first = await _top(store, row, "parent_run_id")
     chain, seen = [first], {first["id"]}
     while len(chain) < MAX_NODES:
         child = await _one(store, chain[-1]["resumed_by"])
@@ -55,13 +61,7 @@ async def resume_chain(store: Store, row: sqlite3.Row) -> list[dict[str, Any]]:
 async def rerun_tree(store: Store, row: sqlite3.Row) -> tuple[dict[str, Any], bool]:
     """The tree of reruns from the first run this one repeats (transitively):
     `{"run": summary, "reruns": [subtrees]}`, and whether it was cut at MAX_NODES."""
-    root, seen = row, {row["id"]}
-    while len(seen) < MAX_NODES:
-        original = await _one(store, root["rerun_of"])
-        if original is None or original["id"] in seen:
-            break
-        seen.add(original["id"])
-        root = original
+    root = await _top(store, row, "rerun_of")
     tree: dict[str, Any] = {"run": summary(root), "reruns": []}
     level, count = [tree], 1
     while level and count < MAX_NODES:

@@ -305,6 +305,13 @@ def print_token(settings: Settings, args: argparse.Namespace) -> int:
 
 # -- parser ---------------------------------------------------------------------------------------
 
+def add_follow_options(parser: argparse.ArgumentParser) -> None:
+    """`--follow` and `--json` of the commands that start a run."""
+    parser.add_argument("--follow", action="store_true",
+                        help="print the answer as it streams; exit 1 unless it completes")
+    parser.add_argument("--json", action="store_true")
+
+
 def add_control_commands(sub: Any, project_of: Callable[[str | None], Any]) -> None:
     """Add the control commands to `sub`; each sets `func(args) -> exit code`."""
     def daemon_command(command: Command) -> Callable[[argparse.Namespace], int]:
@@ -347,9 +354,7 @@ def add_control_commands(sub: Any, project_of: Callable[[str | None], Any]) -> N
     send_p.add_argument("session_id")
     send_p.add_argument("text")
     send_p.add_argument("project", nargs="?")
-    send_p.add_argument("--follow", action="store_true",
-                        help="print the answer as it streams; exit 1 unless it completes")
-    send_p.add_argument("--json", action="store_true")
+    add_follow_options(send_p)
     send_p.set_defaults(func=daemon_command(send))
 
     rerun_p = sub.add_parser("rerun", help="run a stored input again (optionally edited)")
@@ -357,9 +362,7 @@ def add_control_commands(sub: Any, project_of: Callable[[str | None], Any]) -> N
     rerun_p.add_argument("project", nargs="?")
     rerun_p.add_argument("--text", help="replace the input with this one text part")
     rerun_p.add_argument("--label", help="name the new run")
-    rerun_p.add_argument("--follow", action="store_true",
-                         help="print the answer as it streams; exit 1 unless it completes")
-    rerun_p.add_argument("--json", action="store_true")
+    add_follow_options(rerun_p)
     rerun_p.set_defaults(func=daemon_command(rerun))
 
     label_p = sub.add_parser("label", help="name a run (\"\" clears the name)")

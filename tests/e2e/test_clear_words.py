@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.data_support import serving
 from tests.support.api import Api
 from tests.support.door import cli
 from tests.support.procs import Proc, Stack, stack_for, wait_for
@@ -16,17 +17,10 @@ from tests.support.projects import tiny_project
 
 
 @pytest.fixture
-async def served(tmp_path: Path, runtime_base: Path,
+async def served(tmp_path: Path,
                  request: pytest.FixtureRequest) -> AsyncIterator[tuple[Stack, Api]]:
-    project = request.param(tmp_path)
-    with stack_for(project, runtime_base,
-                   extra_env={"LLAMON_PLAYGROUND_CRASH_LIMIT": "1"}) as stack:
-        stack.start_daemon()
-        api = Api.for_socket(str(stack.settings.socket_path))
-        try:
-            yield stack, api
-        finally:
-            await api.close()
+    async with serving(request.param(tmp_path)) as both:
+        yield both
 
 
 def no_llamon_table(root: Path) -> Path:

@@ -40,6 +40,18 @@ def up_proc(stack: Stack, log: str, *args: str) -> Proc:
                  "--port", "0", *args], stack.env, stack.runtime_base / log, REPO)
 
 
+def up_until_ctrl_c(stack: Stack, log: str, *args: str) -> str:
+    """Run `up` until its front serves, then Ctrl-C it; its output."""
+    up = up_proc(stack, log, *args)
+    try:
+        wait_for(lambda: "front: http" in up.output(), 30, "the front of `up`")
+        up.signal(2)
+        assert up.wait(30) == 0
+        return up.output()
+    finally:
+        up.stop()
+
+
 async def test_up_serves_the_front_and_stops_the_daemon_it_started(stack: Stack) -> None:
     up = up_proc(stack, "up.log")
     daemon_pid = None
@@ -77,29 +89,15 @@ async def test_up_serves_the_front_and_stops_the_daemon_it_started(stack: Stack)
                  30, "the daemon and its Host to stop")
         daemon_pid = None
         # --detach: the daemon `up` started keeps running after it.
-        detached = up_proc(stack, "up-detach.log", "--detach")
-        try:
-            wait_for(lambda: "front: http" in detached.output(), 30, "`up --detach`")
-            assert "started the daemon" in detached.output()
-            daemon_pid = orjson.loads(cli(stack, "status", str(stack.project),
-                                          "--json").stdout)["pid"]
-            detached.signal(2)
-            assert detached.wait(30) == 0
-            assert "keeps running in the background (--detach)" in detached.output()
-            assert psutil.pid_exists(daemon_pid)
-        finally:
-            detached.stop()
+        output = up_until_ctrl_c(stack, "up-detach.log", "--detach")
+        assert "started the daemon" in output
+        assert "keeps running in the background (--detach)" in output
+        daemon_pid = orjson.loads(cli(stack, "status", str(stack.project), "--json").stdout)["pid"]
         # Attached to a daemon it did not start: that one keeps running, and `up` says so.
-        again = up_proc(stack, "up2.log")
-        try:
-            wait_for(lambda: "front: http" in again.output(), 30, "`up` to attach")
-            assert "attached to the running daemon" in again.output()
-            again.signal(2)
-            assert again.wait(30) == 0
-            assert "was running before `up` and keeps running" in again.output()
-            assert psutil.pid_exists(daemon_pid)
-        finally:
-            again.stop()
+        output = up_until_ctrl_c(stack, "up2.log")
+        assert "attached to the running daemon" in output
+        assert "was running before `up` and keeps running" in output
+        assert psutil.pid_exists(daemon_pid)
     finally:
         up.stop()
         if daemon_pid is not None:
