@@ -27,8 +27,9 @@ from llamon_playground.daemon.http.routes import add_routes, errors_middleware
 from llamon_playground.daemon.introspect.host_checks import (
     default_command_note,
     missing_executable,
+    project_warnings,
 )
-from llamon_playground.daemon.introspect.project_config import backend_warnings, load_project_config
+from llamon_playground.daemon.introspect.project_config import load_project_config
 from llamon_playground.daemon.runs.executor import RunExecutor
 from llamon_playground.daemon.runs.journal import RunJournal
 from llamon_playground.daemon.runs.manager import RunManager
@@ -81,7 +82,7 @@ async def build_services(settings: Settings, environ: dict[str, str]) -> Service
     blobs = BlobStore(settings.files_dir)
     try:
         project = load_project_config(settings.project_dir)
-        env_file, warnings = project.env_file, backend_warnings(project)
+        env_file, warnings = project.env_file, project_warnings(project, settings.project_dir)
     except ProjectError:
         env_file, warnings = ".env", []  # reported by each run's validate phase
     host = HostSupervisor(HostConfig(

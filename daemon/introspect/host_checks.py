@@ -13,6 +13,7 @@ from llamon_playground.daemon.errors import ProjectError
 from llamon_playground.daemon.introspect.project_config import (
     DEFAULT_HOST_COMMAND,
     ProjectConfig,
+    backend_warnings,
     load_project_config,
 )
 
@@ -45,6 +46,15 @@ def default_command_note(config: ProjectConfig, project_dir: Path) -> str | None
     return (f"{project_dir / 'pyproject.toml'} has no [tool.llamon] table, so the Host is "
             f"started with the default command `{shlex.join(DEFAULT_HOST_COMMAND)}`; if that "
             f"is not how this project is served, {FIX}")
+
+
+def project_warnings(config: ProjectConfig, project_dir: Path) -> list[dict[str, str]]:
+    """The Host's standing warnings (GET /host, each run's validate diagnostics)."""
+    warnings = backend_warnings(config)
+    note = default_command_note(config, project_dir)
+    if note is not None:
+        warnings.append({"code": "default_host_command", "message": note})
+    return warnings
 
 
 def host_command_warnings(project_dir: Path,

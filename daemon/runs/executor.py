@@ -25,9 +25,9 @@ from llamon_playground.daemon.a2a.wire import (
 )
 from llamon_playground.daemon.errors import ProjectError
 from llamon_playground.daemon.introspect import validate_graph
+from llamon_playground.daemon.introspect.host_checks import project_warnings
 from llamon_playground.daemon.introspect.project_config import (
     ProjectConfig,
-    backend_warnings,
     load_project_config,
 )
 from llamon_playground.daemon.runs.active import ActiveRun
@@ -112,7 +112,7 @@ class RunExecutor:
             if diagnostic.severity == "error":
                 raise RunFailure(Reason.PROJECT_VALIDATION, diagnostic.message,
                                  **diagnostic.location())
-        warnings = backend_warnings(config)
+        warnings = project_warnings(config, self._project_dir)
         self._host.warnings = warnings
         for warning in warnings:
             self._event(run, "diagnostic", {"level": "warning", **warning})

@@ -50,6 +50,12 @@ async def test_a_project_without_a_llamon_table_names_host_command(
     assert "has no [tool.llamon] table" in message and "uv run llamon run ." in message
     assert "'uv' was not found" in message and "host_command" in message
     assert "Errno" not in message
+    # A standing Host warning too, and a diagnostic of the run's validate phase.
+    host = await api.ok("GET", "host")
+    assert [w["code"] for w in host["warnings"]] == ["default_host_command"]
+    events = await api.events(run["id"])
+    assert any(e.event == "diagnostic" and e.data["code"] == "default_host_command"
+               for e in events)
 
 
 @pytest.mark.parametrize("served", [missing_command], indirect=True)
