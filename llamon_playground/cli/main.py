@@ -146,7 +146,12 @@ def _leave_daemon(settings: Settings, pid: int, started: bool, detach: bool) -> 
         print(f"the daemon (pid {pid}) keeps running in the background (--detach); "
               "`llamon-playground stop` stops it", flush=True)
         return EXIT_OK
-    if not stop_daemon_pid(settings, pid, STOP_TIMEOUT):
+    try:
+        stopped = stop_daemon_pid(settings, pid, STOP_TIMEOUT)
+    except KeyboardInterrupt:  # a second Ctrl-C: stop waiting, the SIGTERM is on its way
+        print(f"the daemon (pid {pid}) is still stopping", file=sys.stderr, flush=True)
+        return EXIT_OK
+    if not stopped:
         print(f"llamon-playground: the daemon (pid {pid}) that `up` started did not stop "
               f"within {STOP_TIMEOUT:g} s", file=sys.stderr, flush=True)
         return EXIT_ERROR
