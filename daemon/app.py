@@ -18,12 +18,18 @@ from llamon_playground.common.stop_signal import wait_for_stop_signal
 from llamon_playground.daemon.errors import ProjectError, UnsupportedDatabaseVersion
 from llamon_playground.daemon.http.capture import add_capture_routes
 from llamon_playground.daemon.http.data import add_data_routes
+from llamon_playground.daemon.http.edits import add_edit_routes
 from llamon_playground.daemon.http.host import add_host_routes
 from llamon_playground.daemon.http.introspect import add_introspect_routes
 from llamon_playground.daemon.http.openapi import add_openapi_routes
 from llamon_playground.daemon.http.peercred import peer_cred_middleware
 from llamon_playground.daemon.http.routes import add_routes, errors_middleware
-from llamon_playground.daemon.introspect.project_config import backend_warnings, load_project_config
+from llamon_playground.daemon.introspect.host_checks import (
+    default_command_note,
+    missing_executable,
+    project_warnings,
+)
+from llamon_playground.daemon.introspect.project_config import load_project_config
 from llamon_playground.daemon.runs.executor import RunExecutor
 from llamon_playground.daemon.runs.journal import RunJournal
 from llamon_playground.daemon.runs.manager import RunManager
@@ -47,12 +53,20 @@ from llamon_playground.host_manager.watcher import ProjectWatcher, QuietPeriod
 log = logging.getLogger(__name__)
 
 
-def host_command(settings: Settings) -> list[str]:
+def host_command(settings: Settings, environ: dict[str, str]) -> list[str]:
     try:
-        return load_project_config(settings.project_dir).resolved_host_command()
+        config = load_project_config(settings.project_dir)
     except ProjectError as exc:
         raise HostUnavailable(f"cannot read the project's host command: {exc}",
                               reason="project_validation") from exc
+    argv = config.resolved_host_command()
+    # Said before spawning, naming host_command: not a bare "[Errno 2] ... 'uv'".
+    problem = missing_executable(argv, settings.project_dir, environ)
+    if problem is not None:
+        note = default_command_note(config, settings.project_dir)
+        raise HostUnavailable(f"{note}. {problem}" if note else problem,
+                              reason="project_validation")
+    return argv
 
 
 async def build_services(settings: Settings, environ: dict[str, str]) -> Services:
@@ -68,11 +82,11 @@ async def build_services(settings: Settings, environ: dict[str, str]) -> Service
     blobs = BlobStore(settings.files_dir)
     try:
         project = load_project_config(settings.project_dir)
-        env_file, warnings = project.env_file, backend_warnings(project)
+        env_file, warnings = project.env_file, project_warnings(project, settings.project_dir)
     except ProjectError:
         env_file, warnings = ".env", []  # reported by each run's validate phase
     host = HostSupervisor(HostConfig(
-        project_dir=settings.project_dir, command=lambda: host_command(settings),
+        project_dir=settings.project_dir, command=lambda: host_command(settings, environ),
         base_env=environ, log_path=settings.host_log_path,
         record_path=settings.host_record_path, capture_socket=str(settings.socket_path),
         rules=WatchRules(settings.project_dir, env_file),
@@ -137,6 +151,7 @@ def make_app(services: Services) -> web.Application:
     app[SERVICES] = services
     add_routes(app)
     add_data_routes(app)
+    add_edit_routes(app)
     add_host_routes(app)
     add_capture_routes(app)
     add_introspect_routes(app)

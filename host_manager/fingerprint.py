@@ -88,5 +88,14 @@ class Fingerprinter:
         return digest
 
 
+def digest(fingerprint: Fingerprint) -> str:
+    """One sha256 over the watched files and their hashes: two runs with the same digest
+    ran against the same code."""
+    h = hashlib.sha256()
+    for rel in sorted(fingerprint):
+        h.update(f"{rel}\0{fingerprint[rel]}\n".encode())
+    return h.hexdigest()
+
+
 def differences(old: Fingerprint, new: Fingerprint) -> set[str]:
     return {p for p in old.keys() | new.keys() if old.get(p) != new.get(p)}

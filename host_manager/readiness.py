@@ -38,6 +38,17 @@ async def wait_ready(process: HostProcess, url: str, timeout: float,
             except (aiohttp.ClientError, TimeoutError):
                 pass
             if time.monotonic() > deadline:
-                raise HostUnavailable(
-                    f"the Host did not answer its agent card within {timeout:g} s", log_tail())
+                raise HostUnavailable(not_ready_message(url, timeout), log_tail())
             await asyncio.wait({process.exited}, timeout=POLL_INTERVAL)
+
+
+def not_ready_message(url: str, timeout: float) -> str:
+    """A Host that never answered where it was told to serve: name the port, the URL and
+    the usual cause (a Host listening on a port of its own choosing)."""
+    port = url.rsplit(":", 1)[-1]
+    return (f"the Host did not answer its agent card at {url}{CARD_PATH} within {timeout:g} s. "
+            f"The Playground started it with LLAMON_HOST_PORT={port} (LLAMON_HOST_URL={url}): "
+            "the Host must listen on 127.0.0.1 at that port; one that ignores "
+            "LLAMON_HOST_PORT and serves on a fixed port is never found. Read the port from "
+            "the environment (and raise LLAMON_PLAYGROUND_HOST_START_TIMEOUT if it is just "
+            "slow to start)")

@@ -13,6 +13,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
+from llamon_playground.daemon.data.edits import MAX_LABEL, MAX_NOTE
 from llamon_playground.daemon.data.json_depth import check_depth
 from llamon_playground.daemon.errors import BadRequest, PayloadTooLarge
 from llamon_playground.daemon.runs.state import RunStatus
@@ -29,10 +30,12 @@ TOP_KEYS = {"format", "sessions", "runs", "events", "blobs", "exported_at", "pri
 # `run_count` / `score_summary` are derived fields of the list answers: accepted, ignored.
 SESSION_KEYS = {"id", "title", "context_id", "created_at", "metadata", "run_count"}
 RUN_TEXT_COLUMNS = ("reason", "started_at", "ended_at", "task_id", "rerun_of", "resumed_by",
-                    "recommended_run_command", "label")
+                    "recommended_run_command", "label", "note", "code_fingerprint", "a2a_version")
+# A bundle holds no label or note that PATCH /runs/{id} would refuse.
+TEXT_LIMITS = {"label": MAX_LABEL, "note": MAX_NOTE}
 RUN_KEYS = {"id", "session_id", "status", "created_at", "context_id", "parent_run_id",
             "duration_ms", "generation", "input", "output", "error", "scores",
-            "score_summary", *RUN_TEXT_COLUMNS}
+            "score_summary", "edited", "edited_fields", *RUN_TEXT_COLUMNS}
 EVENT_KEYS = {"seq", "run_id", "kind", "payload", "ts"}
 PART_KEYS = {"kind", "text", "data", "sha256", "size", "name", "mime", "source", "uri",
              "availability", "replay", "status", "reason", "code", "message"}
@@ -205,7 +208,7 @@ def _check_runs(runs: list[dict[str, Any]], session_ids: set[str],
         _text(run, "created_at", where, required=True)
         _text(run, "context_id", where, required=True)
         for column in RUN_TEXT_COLUMNS:
-            _text(run, column, where)
+            _text(run, column, where, max_chars=TEXT_LIMITS.get(column))
         duration, generation = run.get("duration_ms"), run.get("generation")
         if duration is not None and (isinstance(duration, bool)
                                      or not isinstance(duration, int | float)):
@@ -213,6 +216,12 @@ def _check_runs(runs: list[dict[str, Any]], session_ids: set[str],
         if generation is not None and (isinstance(generation, bool)
                                        or not isinstance(generation, int)):
             raise bad("invalid_bundle", "must be an integer or null", f"{where}.generation")
+        edited = run.get("edited_fields")
+        if edited is not None and (not isinstance(edited, list) or len(edited) > 10
+                                   or not all(isinstance(f, str) and len(f) <= 50
+                                              for f in edited)):
+            raise bad("invalid_bundle", "must be a short list of field names or null",
+                      f"{where}.edited_fields")
         referenced |= _check_run_documents(run, where, blob_sizes)
     return referenced
 

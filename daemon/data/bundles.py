@@ -48,7 +48,8 @@ SESSION_COLUMNS = ("id", "title", "context_id", "created_at", "metadata")
 RUN_COLUMNS = ("id", "session_id", "status", "reason", "created_at", "started_at", "ended_at",
                "duration_ms", "context_id", "task_id", "parent_run_id", "rerun_of",
                "resumed_by", "input", "output", "error", "scores", "generation",
-               "recommended_run_command", "label")
+               "recommended_run_command", "label", "note", "edited_fields", "code_fingerprint",
+               "a2a_version")
 ACTIVE_VALUES = frozenset(s.value for s in ACTIVE_STATUSES)
 # Keys the events table keeps in columns; a payload must not repeat them (SSE merges them).
 EVENT_COLUMNS_IN_DATA = ("seq", "run_id", "kind")

@@ -34,6 +34,7 @@ def compare_runs(left: dict[str, Any], right: dict[str, Any]) -> dict[str, Any]:
         "left": _summary(left),
         "right": _summary(right),
         "duration_delta_ms": _delta(left_ms, right_ms),
+        "same_code": _same_code(left, right),
     }
     answer.update(compare_parts(left.get("output") or [], right.get("output") or []))
     answer["scores"] = score_rows(left.get("scores") or [], right.get("scores") or [])
@@ -48,7 +49,17 @@ def _summary(run: dict[str, Any]) -> dict[str, Any]:
     return {"run_id": run["id"], "session_id": run.get("session_id"),
             "status": run.get("status"), "reason": run.get("reason"),
             "duration_ms": run.get("duration_ms"), "created_at": run.get("created_at"),
-            "error": error.get("message") if isinstance(error, dict) else None}
+            "error": error.get("message") if isinstance(error, dict) else None,
+            "label": run.get("label"), "note": run.get("note"),
+            "rerun_of": run.get("rerun_of"), "edited_fields": run.get("edited_fields") or [],
+            "generation": run.get("generation"), "code_fingerprint": run.get("code_fingerprint")}
+
+
+def _same_code(left: dict[str, Any], right: dict[str, Any]) -> bool | None:
+    """Whether both ran against the same watched files; null when a side never reached a
+    Host (or ran before fingerprints were kept)."""
+    a, b = left.get("code_fingerprint"), right.get("code_fingerprint")
+    return None if not a or not b else a == b
 
 
 def _is_number(value: Any) -> bool:
@@ -172,7 +183,7 @@ def score_rows(left: list[Any], right: list[Any]) -> list[dict[str, Any]]:
 
     The scores list only grows; when an evaluator reported twice, the later entry counts.
     """
-    sides = (_latest_scores(left), _latest_scores(right))
+    sides = (latest_scores(left), latest_scores(right))
     keys = [*sides[0], *(k for k in sides[1] if k not in sides[0])]
     rows = []
     for key in keys:
@@ -191,7 +202,7 @@ def _hashable(value: Any) -> Any:
     return orjson.dumps(value).decode() if isinstance(value, dict | list) else value
 
 
-def _latest_scores(scores: list[Any]) -> dict[tuple[Any, ...], dict[str, Any]]:
+def latest_scores(scores: list[Any]) -> dict[tuple[Any, ...], dict[str, Any]]:
     latest: dict[tuple[Any, ...], dict[str, Any]] = {}
     for entry in scores:
         if not isinstance(entry, dict):

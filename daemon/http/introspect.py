@@ -17,7 +17,7 @@ from aiohttp import web
 
 from llamon_playground.common.http_json import json_response
 from llamon_playground.daemon.a2a.client import A2AClient, A2AUnavailable
-from llamon_playground.daemon.a2a.wire import V1
+from llamon_playground.daemon.a2a.wire import V1, Interface
 from llamon_playground.daemon.errors import ApiError, NotFound, ProjectError
 from llamon_playground.daemon.http.routes import PREFIX, svc
 from llamon_playground.daemon.introspect.agent_card import agent_composer, source_only_composer
@@ -113,16 +113,15 @@ async def source_target(request: web.Request) -> web.Response:
 
 # -- snippets ---------------------------------------------------------------------------------
 
-async def _rpc_url(s: Services) -> str | None:
-    """Where the snippets send: the Host's A2A 1.0 JSON-RPC URL, as its card states it."""
+async def _host_interface(s: Services) -> tuple[str | None, Interface | None]:
+    """The ready Host's base URL and the interface its card prefers (None: unknown)."""
     base_url = _host_url(s)
     if base_url is None:
-        return None
+        return None, None
     try:
-        interface = await A2AClient(s.http, base_url).interface()
+        return base_url, await A2AClient(s.http, base_url).interface()
     except A2AUnavailable:
-        return base_url + "/"
-    return interface.url if interface.version == V1 else base_url + "/"
+        return base_url, None
 
 
 async def run_snippets(request: web.Request) -> web.Response:
@@ -131,8 +130,14 @@ async def run_snippets(request: web.Request) -> web.Response:
     run = await history.get_run(s.store, run_id)
     if run is None:
         raise NotFound(f"no run {run_id}", code="run_not_found")
-    url = await _rpc_url(s)
-    snippets = await asyncio.to_thread(build_snippets, run, s.blobs.read, url)
+    base_url, interface = await _host_interface(s)
+    # The run's own protocol version (a 0.3 Host knows no 1.0 method); for a run that never
+    # reached a Host, the version the Host's card offers now.
+    version = run.get("a2a_version") or (interface.version if interface else V1)
+    url = None if base_url is None else (
+        interface.url if interface is not None and interface.version == version
+        else base_url + "/")
+    snippets = await asyncio.to_thread(build_snippets, run, s.blobs.read, url, version)
     return json_response({**snippets, "host_ready": url is not None})
 
 

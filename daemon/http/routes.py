@@ -12,8 +12,9 @@ from aiohttp import web
 
 from llamon_playground.common.contract import API_PREFIX, TERMINAL_STATUSES
 from llamon_playground.common.http_json import error_response, json_response
+from llamon_playground.daemon.data.edits import parse_session_fields
 from llamon_playground.daemon.data.redact import redact_metadata
-from llamon_playground.daemon.errors import ApiError, BadRequest, NotFound, StoreError
+from llamon_playground.daemon.errors import ApiError, NotFound, StoreError
 from llamon_playground.daemon.http.sse import parse_cursor, prepare_stream, stream_run
 from llamon_playground.daemon.http.util import int_query, read_json
 from llamon_playground.daemon.services import SERVICES, Services
@@ -88,21 +89,12 @@ async def list_sessions(request: web.Request) -> web.Response:
 
 
 async def create_session(request: web.Request) -> web.Response:
-    body = await body_of(request) or {}
-    if not isinstance(body, dict):
-        raise BadRequest("the request body must be a JSON object", code="invalid_request")
-    unknown = set(body) - {"title", "metadata"}
-    if unknown:
-        raise BadRequest(f"unknown field(s): {', '.join(sorted(unknown))}", code="unknown_field")
-    title = body.get("title", "")
-    metadata = body.get("metadata") or {}
-    if not isinstance(title, str) or len(title) > 500:
-        raise BadRequest("`title` must be a string of at most 500 characters",
-                         code="invalid_title")
-    if not isinstance(metadata, dict):
-        raise BadRequest("`metadata` must be a JSON object", code="invalid_metadata")
-    session = await history.create_session(svc(request).store, title,
-                                            redact_metadata(metadata))
+    body = await body_of(request)
+    if isinstance(body, dict) and body.get("metadata") is None:
+        body.pop("metadata", None)  # null metadata is an empty object, as it always was
+    fields = parse_session_fields({} if body is None else body)
+    session = await history.create_session(svc(request).store, fields.get("title", ""),
+                                            redact_metadata(fields.get("metadata", {})))
     return json_response(session, 201)
 
 

@@ -10,6 +10,7 @@ import asyncio
 import logging
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 
@@ -24,9 +25,9 @@ from llamon_playground.daemon.a2a.wire import (
 )
 from llamon_playground.daemon.errors import ProjectError
 from llamon_playground.daemon.introspect import validate_graph
+from llamon_playground.daemon.introspect.host_checks import project_warnings
 from llamon_playground.daemon.introspect.project_config import (
     ProjectConfig,
-    backend_warnings,
     load_project_config,
 )
 from llamon_playground.daemon.runs.active import ActiveRun
@@ -38,6 +39,7 @@ from llamon_playground.daemon.runs.state import Reason, RunStatus
 from llamon_playground.daemon.store.blobs import BlobStore
 from llamon_playground.host_manager.capture import ENVELOPE_KEY, envelope
 from llamon_playground.host_manager.errors import HostUnavailable
+from llamon_playground.host_manager.fingerprint import digest
 from llamon_playground.host_manager.process import HostProcess
 from llamon_playground.host_manager.state import HostState
 from llamon_playground.host_manager.supervisor import Generation, HostSupervisor
@@ -110,7 +112,7 @@ class RunExecutor:
             if diagnostic.severity == "error":
                 raise RunFailure(Reason.PROJECT_VALIDATION, diagnostic.message,
                                  **diagnostic.location())
-        warnings = backend_warnings(config)
+        warnings = project_warnings(config, self._project_dir)
         self._host.warnings = warnings
         for warning in warnings:
             self._event(run, "diagnostic", {"level": "warning", **warning})
@@ -155,7 +157,8 @@ class RunExecutor:
             self._phase(run, "start", "completed", generation=generation.number)
         self._phase(run, "ready", "completed", generation=generation.number)
         run.generation = generation.number
-        self._journal.update(run.run_id, {"generation": generation.number})
+        self._journal.update(run.run_id, {"generation": generation.number,
+                                          "code_fingerprint": digest(generation.fingerprint)})
         return generation
 
     async def _send(self, run: ActiveRun, config: ProjectConfig, gen: Generation) -> None:
@@ -170,6 +173,7 @@ class RunExecutor:
                 interface = await client.interface()
                 self._interfaces = {gen.number: interface}
             run.client, run.interface = client, interface
+            self._journal.update(run.run_id, {"a2a_version": interface.version})
             wire_parts = parts_to_wire(run.request.parts, interface.version, self._blobs.read)
             message = build_message(wire_parts, interface.version, run.context_id, run.task_id)
             metadata = {**run.request.metadata,
@@ -186,7 +190,7 @@ class RunExecutor:
                 watchdog.cancel()
                 await asyncio.gather(watchdog, return_exceptions=True)
         except (A2AUnavailable, A2AProtocolError) as exc:
-            raise await self._broken_stream(run, config, process, exc) from exc
+            raise await self._broken_stream(run, config, process, exc, gen.url) from exc
         except RunFailure as failure:
             failure.output = collected
             raise
@@ -207,7 +211,8 @@ class RunExecutor:
             self._journal.update(run.run_id, {"task_id": task_id})
 
     async def _broken_stream(self, run: ActiveRun, config: ProjectConfig,
-                             process: HostProcess | None, exc: Exception) -> RunFailure:
+                             process: HostProcess | None, exc: Exception,
+                             host_url: str) -> RunFailure:
         if process is not None:
             # A dead Host is the usual cause: give its exit a moment to be observed.
             await process.wait(0.5)
@@ -217,7 +222,10 @@ class RunExecutor:
             return RunFailure(Reason.HOST_EXITED, f"the Host exited during the run (code {code})",
                               log_tail=tail,
                               recommended_run_command=config.recommended_run_command())
-        return RunFailure(Reason.STREAM_BROKEN, str(exc), log_tail=tail)
+        message = str(exc)
+        if run.interface is not None:
+            message += card_address_hint(run.interface.url, host_url)
+        return RunFailure(Reason.STREAM_BROKEN, message, log_tail=tail)
 
     async def _complete(self, run: ActiveRun, collected: OutputCollector) -> None:
         state = collected.state or "completed"
@@ -231,7 +239,10 @@ class RunExecutor:
             outcome = Outcome.of(Reason.HOST_CANCELLED, output=collected)
         elif state in ("failed", "rejected"):
             reason = Reason.HOST_REJECTED if state == "rejected" else Reason.HOST_ERROR
-            outcome = Outcome.of(reason, f"the Host ended the task {state}", output=collected)
+            # The Host's own words when its status message gave a reason.
+            said = collected.status_text().strip()
+            message = f"the Host ended the task {state}" + (f": {said}" if said else "")
+            outcome = Outcome.of(reason, message, output=collected)
         else:
             outcome = Outcome.of(Reason.STREAM_BROKEN, f"the stream closed in state {state!r}",
                                  output=collected)
@@ -271,6 +282,18 @@ class RunExecutor:
             await run.client.cancel(run.interface, run.task_id, timeout=A2A_CANCEL_TIMEOUT)
         except (A2AUnavailable, A2AProtocolError) as exc:
             log.info("run %s: A2A cancel failed: %s", run.run_id, exc)
+
+
+def card_address_hint(card_url: str, host_url: str) -> str:
+    """When the stream broke on an address the Host's own agent card advertised, not the one
+    the Playground started it on: say where the address came from and what to fix."""
+    card, host = urlsplit(card_url), urlsplit(host_url)
+    if (card.hostname, card.port) == (host.hostname, host.port):
+        return ""
+    return (f". The address {card.scheme}://{card.netloc} came from the Host's agent card "
+            f"(its `url` / `supportedInterfaces`), but the Playground started the Host at "
+            f"{host_url}: make the card advertise the URL the Host serves on (the "
+            "LLAMON_HOST_URL environment variable holds it)")
 
 
 def _compile_problem(project_dir: Path, rel: str) -> dict[str, Any] | None:

@@ -10,6 +10,7 @@ import asyncio
 import logging
 from typing import Any
 
+from llamon_playground.daemon.data.edits import parse_rerun
 from llamon_playground.daemon.data.parts import RunRequest, parse_run_request
 from llamon_playground.daemon.data.redact import redact_metadata
 from llamon_playground.daemon.errors import Conflict, NotFound
@@ -71,20 +72,24 @@ class RunManager:
                                  task_id=parent["task_id"], parent_run_id=run_id)
 
     async def rerun(self, run_id: str, body: Any) -> dict[str, Any]:
-        if body not in (None, {}):
-            parse_run_request(body, require_parts=False)  # only to reject junk clearly
+        """A new run of a stored input; what the body gives replaces the stored field
+        (validated as a new run's, before anything is written), the rest is cloned."""
+        edits = parse_rerun(body)
         original = await get_run(self._store, run_id)
         if original is None:
             raise NotFound(f"no run {run_id}", code="run_not_found")
         stored = original["input"]
-        request = RunRequest(parts=stored["parts"], metadata=stored.get("metadata") or {},
-                             changed_files=[], revision=stored.get("revision"))
+        request = edits.apply(RunRequest(
+            parts=stored["parts"], metadata=stored.get("metadata") or {}, changed_files=[],
+            revision=stored.get("revision")))
         return await self._start(original["session_id"], new_context_id(), request,
-                                 rerun_of=run_id)
+                                 rerun_of=run_id, label=edits.label,
+                                 edited_fields=edits.fields or None)
 
     async def _start(self, session_id: str, context_id: str, request: RunRequest, *,
                      task_id: str | None = None, parent_run_id: str | None = None,
-                     rerun_of: str | None = None) -> dict[str, Any]:
+                     rerun_of: str | None = None, label: str | None = None,
+                     edited_fields: list[str] | None = None) -> dict[str, Any]:
         if self.active is not None:
             raise Conflict("another run is active in this project", code="active_run_conflict",
                            active_run_id=self.active.run_id)
@@ -105,7 +110,7 @@ class RunManager:
             row = {"id": run.run_id, "session_id": session_id, "status": RunStatus.QUEUED.value,
                    "created_at": utcnow(), "context_id": context_id, "task_id": task_id,
                    "parent_run_id": parent_run_id, "rerun_of": rerun_of,
-                   "input": stored_input}
+                   "input": stored_input, "label": label, "edited_fields": edited_fields}
             await insert_run(self._store, row, shas, resumed_parent=parent_run_id)
             self._store.append_event(run.run_id, "run.status",
                                      {"status": RunStatus.QUEUED.value})

@@ -43,6 +43,10 @@ class OutputCollector:
             return [p.text for p in event.parts if p.kind == "text" and p.text]
         return []
 
+    def status_text(self) -> str:
+        """The text of the latest status message: a failed task's own reason."""
+        return " ".join(p.text for p in self._status_parts if p.kind == "text" and p.text)
+
     def wire_parts(self) -> list[WirePart]:
         parts: list[WirePart] = []
         for chunks in self._artifacts.values():

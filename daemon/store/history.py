@@ -8,11 +8,12 @@ from typing import Any
 
 import orjson
 
+from llamon_playground.daemon.data.compare import latest_scores
 from llamon_playground.daemon.runs.state import ACTIVE_STATUSES, status_for
 from llamon_playground.daemon.store.database import Store, utcnow
 from llamon_playground.daemon.store.ids import new_context_id, new_session_id
 
-RUN_JSON_COLUMNS = ("input", "output", "error", "scores")
+RUN_JSON_COLUMNS = ("input", "output", "error", "scores", "edited_fields")
 
 
 def session_to_dict(row: sqlite3.Row) -> dict[str, Any]:
@@ -21,8 +22,10 @@ def session_to_dict(row: sqlite3.Row) -> dict[str, Any]:
 
 
 def score_summary(scores: list[dict[str, Any]]) -> dict[str, int]:
-    failed = sum(1 for s in scores if str(s.get("passStatus", "")).lower() in ("fail", "failed"))
-    return {"evaluators": len(scores), "failed": failed}
+    """Each evaluator once, its latest entry deciding (as compare counts them)."""
+    latest = latest_scores(scores).values()
+    failed = sum(1 for s in latest if str(s.get("passStatus", "")).lower() in ("fail", "failed"))
+    return {"evaluators": len(latest), "failed": failed}
 
 
 def run_to_dict(row: sqlite3.Row) -> dict[str, Any]:
@@ -30,6 +33,8 @@ def run_to_dict(row: sqlite3.Row) -> dict[str, Any]:
     for key in RUN_JSON_COLUMNS:
         doc[key] = orjson.loads(doc[key]) if doc[key] is not None else None
     doc["score_summary"] = score_summary(doc["scores"] or [])
+    doc["edited_fields"] = doc.get("edited_fields") or []
+    doc["edited"] = bool(doc["edited_fields"])
     return doc
 
 
@@ -44,6 +49,39 @@ async def create_session(store: Store, title: str, metadata: dict[str, Any]) -> 
             "VALUES (:id, :title, :context_id, :created_at, :metadata)", row)
     await store.write(op)
     return {**row, "metadata": metadata}
+
+
+async def update_session(store: Store, session_id: str,
+                         fields: dict[str, Any]) -> dict[str, Any] | None:
+    """Apply `fields` (title, metadata) to a session; the session after, or None if none."""
+    values = {k: orjson.dumps(v).decode() if k == "metadata" else v for k, v in fields.items()}
+
+    def op(conn: sqlite3.Connection) -> bool:
+        if values:
+            sets = ", ".join(f"{k} = :{k}" for k in values)
+            cursor = conn.execute(f"UPDATE sessions SET {sets} WHERE id = :_id",
+                                  {**values, "_id": session_id})
+            return cursor.rowcount > 0
+        return conn.execute("SELECT 1 FROM sessions WHERE id = ?",
+                            (session_id,)).fetchone() is not None
+    if not await store.write(op):
+        return None
+    return await get_session(store, session_id)
+
+
+async def update_run_fields(store: Store, run_id: str,
+                            fields: dict[str, Any]) -> dict[str, Any] | None:
+    """Apply a run's own fields (label, note; never its status or output); the run after,
+    or None if there is no such run."""
+    def op(conn: sqlite3.Connection) -> bool:
+        if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
+            return False
+        if fields:
+            run_update_op(run_id, fields)(conn)
+        return True
+    if not await store.write(op):
+        return None
+    return await get_run(store, run_id)
 
 
 Page = tuple[list[dict[str, Any]], str | None]  # items, cursor of the next page (or None)

@@ -54,6 +54,16 @@ MIGRATIONS: list[str] = [
     ) WITHOUT ROWID;
     CREATE INDEX run_files_by_sha ON run_files(sha256);
     """,
+    # Names and lineage: a run's note, which input fields an edited rerun replaced (a JSON
+    # list; NULL when nothing was replaced), the fingerprint of the watched files its Host
+    # generation started with, and the A2A protocol version it spoke.
+    """
+    ALTER TABLE runs ADD COLUMN note TEXT;
+    ALTER TABLE runs ADD COLUMN a2a_version TEXT;
+    ALTER TABLE runs ADD COLUMN edited_fields TEXT;
+    ALTER TABLE runs ADD COLUMN code_fingerprint TEXT;
+    CREATE INDEX runs_by_rerun_of ON runs(rerun_of);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

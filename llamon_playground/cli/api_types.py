@@ -80,7 +80,21 @@ class Run(TypedDict):
     generation: int | None
     recommended_run_command: str | None
     label: str | None
+    note: str | None
+    edited: bool  # a rerun whose body replaced input fields
+    edited_fields: list[str]
+    code_fingerprint: str | None  # sha256 over the watched files its Host generation ran
+    a2a_version: str | None  # the A2A protocol version the run spoke ("1.0", "0.3")
     history_behind: NotRequired[bool]
+
+
+class Lineage(TypedDict):
+    """GET /runs/{id}/lineage: the resume chain (first turn first) and the rerun tree."""
+
+    run_id: str
+    resumes: list[dict[str, Any]]
+    reruns: dict[str, Any]  # {"run": summary, "reruns": [subtrees]}
+    truncated: bool
 
 
 class RunAccepted(TypedDict):

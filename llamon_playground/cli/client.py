@@ -33,6 +33,7 @@ from llamon_playground.cli.api_types import (
     Event,
     Health,
     HostStatus,
+    Lineage,
     LogPage,
     Part,
     Run,
@@ -54,7 +55,7 @@ from llamon_playground.common.sse import aiter_sse
 
 __all__ = [
     "ActiveRunConflict", "ApiError", "ConnectionLost", "DaemonNotRunning", "Event", "Health",
-    "HostStatus", "LogPage", "Part", "PlaygroundClient", "PlaygroundError", "Run",
+    "HostStatus", "Lineage", "LogPage", "Part", "PlaygroundClient", "PlaygroundError", "Run",
     "RunAccepted", "Session", "ensure_daemon", "health", "spawn_daemon", "text_part",
     "wait_healthy",
 ]
@@ -203,9 +204,22 @@ class PlaygroundClient:
         body = _run_request(parts, metadata, changed_files, revision)
         return cast(RunAccepted, await self.call("POST", f"/runs/{run_id}/resume", body))
 
-    async def rerun(self, run_id: str) -> RunAccepted:
-        """The same input again, in a fresh conversation."""
-        return cast(RunAccepted, await self.call("POST", f"/runs/{run_id}/rerun", {}))
+    async def rerun(self, run_id: str, **edits: Any) -> RunAccepted:
+        """The same input again, in a fresh conversation. Keyword edits (`parts`, `metadata`,
+        `changed_files`, `label`) replace the stored field; the rest is cloned."""
+        return cast(RunAccepted, await self.call("POST", f"/runs/{run_id}/rerun", edits))
+
+    async def update_run(self, run_id: str, **fields: str | None) -> Run:
+        """Set (or, with None, clear) a run's `label` and `note`; never its status or output."""
+        return cast(Run, await self.call("PATCH", f"/runs/{run_id}", fields))
+
+    async def update_session(self, session_id: str, **fields: Any) -> Session:
+        """Change a session's `title` and/or `metadata`."""
+        return cast(Session, await self.call("PATCH", f"/sessions/{session_id}", fields))
+
+    async def lineage(self, run_id: str) -> Lineage:
+        """The chain of resumes and the tree of reruns around a run."""
+        return cast(Lineage, await self.call("GET", f"/runs/{run_id}/lineage"))
 
     async def cancel(self, run_id: str) -> RunAccepted:
         """Cancel the active run; `run_not_active` (409) when it is not the active one."""

@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from llamon_playground.cli.api_types import HostStatus, Run
+from llamon_playground.cli.api_types import HostStatus, Run, RunAccepted
 from llamon_playground.cli.client import (
     ApiError,
     DaemonNotRunning,
@@ -180,8 +180,33 @@ async def cancel(client: PlaygroundClient, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-async def send(client: PlaygroundClient, args: argparse.Namespace) -> int:
-    answer = await client.create_run(args.session_id, [text_part(args.text)])
+def _texts(parts: list[dict[str, Any]] | None) -> str:
+    return " ".join(str(p.get("text", "")) for p in parts or [] if p.get("kind") == "text")
+
+
+async def report_end(client: PlaygroundClient, run_id: str, status: str) -> None:
+    """After a followed run: its final status on stderr, with why it did not complete
+    (reason, message), and the question of a run that asks for input (on stdout)."""
+    if status == "completed":
+        print(f"{run_id} {status}", file=sys.stderr, flush=True)
+        return
+    run = await client.run(run_id)
+    if status == "input_required":
+        question = _texts(run.get("output")).strip()
+        if question:
+            print(question, flush=True)
+        print(f"{run_id} {status}: the agent asks for input; answer it with "
+              f"POST /runs/{run_id}/resume", file=sys.stderr, flush=True)
+        return
+    error = run.get("error") or {}
+    why = f" ({run['reason']})" if run.get("reason") else ""
+    message = f": {error['message']}" if error.get("message") else ""
+    print(f"{run_id} {status}{why}{message}", file=sys.stderr, flush=True)
+
+
+async def start_and_follow(client: PlaygroundClient, args: argparse.Namespace,
+                           answer: RunAccepted) -> int:
+    """What `send` and `rerun` print for a started run, following it with `--follow`."""
     run_id = answer["run_id"]
     if args.json:
         emit(answer)
@@ -193,8 +218,34 @@ async def send(client: PlaygroundClient, args: argparse.Namespace) -> int:
         return EXIT_OK
     status = await follow_run(client, run_id, args.json, show_text=True)
     if not args.json:
-        print(f"{run_id} {status}", file=sys.stderr, flush=True)
+        await report_end(client, run_id, status)
     return EXIT_OK if status in SUCCESS else EXIT_ERROR
+
+
+async def send(client: PlaygroundClient, args: argparse.Namespace) -> int:
+    return await start_and_follow(
+        client, args, await client.create_run(args.session_id, [text_part(args.text)]))
+
+
+async def rerun(client: PlaygroundClient, args: argparse.Namespace) -> int:
+    edits: dict[str, Any] = {}
+    if args.text is not None:
+        edits["parts"] = [text_part(args.text)]
+    if args.label is not None:
+        edits["label"] = args.label
+    return await start_and_follow(client, args, await client.rerun(args.run_id, **edits))
+
+
+async def label(client: PlaygroundClient, args: argparse.Namespace) -> int:
+    fields: dict[str, str | None] = {"label": args.text or None}  # "" clears the label
+    if args.note is not None:
+        fields["note"] = args.note or None
+    run = await client.update_run(args.run_id, **fields)
+    if args.json:
+        emit(run)
+    else:
+        print(f"{run['id']} {run['label'] or '-'}")
+    return EXIT_OK
 
 
 # -- daemon and token ---------------------------------------------------------------------------
@@ -207,18 +258,25 @@ def stop_daemon(settings: Settings, args: argparse.Namespace) -> int:
     except DaemonNotRunning:
         fail(f"no daemon serves {settings.project_dir}")
         return EXIT_NOT_RUNNING
+    if not stop_daemon_pid(settings, pid, args.timeout):
+        fail(f"the daemon (pid {pid}) did not stop within {args.timeout:g} s")
+        return EXIT_ERROR
+    print(f"stopped the daemon (pid {pid})")
+    return EXIT_OK
+
+
+def stop_daemon_pid(settings: Settings, pid: int, timeout: float) -> bool:
+    """SIGTERM to the daemon `pid`; whether it let go of the project's lock in time."""
     try:
         os.kill(pid, signal.SIGTERM)
     except ProcessLookupError:
-        return EXIT_OK
-    deadline = time.monotonic() + args.timeout
+        return True
+    deadline = time.monotonic() + timeout
     while _lock_held(settings):
         if time.monotonic() > deadline:
-            fail(f"the daemon (pid {pid}) did not stop within {args.timeout:g} s")
-            return EXIT_ERROR
+            return False
         time.sleep(0.05)
-    print(f"stopped the daemon (pid {pid})")
-    return EXIT_OK
+    return True
 
 
 def _lock_held(settings: Settings) -> bool:
@@ -246,6 +304,13 @@ def print_token(settings: Settings, args: argparse.Namespace) -> int:
 
 
 # -- parser ---------------------------------------------------------------------------------------
+
+def add_follow_options(parser: argparse.ArgumentParser) -> None:
+    """`--follow` and `--json` of the commands that start a run."""
+    parser.add_argument("--follow", action="store_true",
+                        help="print the answer as it streams; exit 1 unless it completes")
+    parser.add_argument("--json", action="store_true")
+
 
 def add_control_commands(sub: Any, project_of: Callable[[str | None], Any]) -> None:
     """Add the control commands to `sub`; each sets `func(args) -> exit code`."""
@@ -289,10 +354,24 @@ def add_control_commands(sub: Any, project_of: Callable[[str | None], Any]) -> N
     send_p.add_argument("session_id")
     send_p.add_argument("text")
     send_p.add_argument("project", nargs="?")
-    send_p.add_argument("--follow", action="store_true",
-                        help="print the answer as it streams; exit 1 unless it completes")
-    send_p.add_argument("--json", action="store_true")
+    add_follow_options(send_p)
     send_p.set_defaults(func=daemon_command(send))
+
+    rerun_p = sub.add_parser("rerun", help="run a stored input again (optionally edited)")
+    rerun_p.add_argument("run_id")
+    rerun_p.add_argument("project", nargs="?")
+    rerun_p.add_argument("--text", help="replace the input with this one text part")
+    rerun_p.add_argument("--label", help="name the new run")
+    add_follow_options(rerun_p)
+    rerun_p.set_defaults(func=daemon_command(rerun))
+
+    label_p = sub.add_parser("label", help="name a run (\"\" clears the name)")
+    label_p.add_argument("run_id")
+    label_p.add_argument("text")
+    label_p.add_argument("project", nargs="?")
+    label_p.add_argument("--note", help="also set the run's note (\"\" clears it)")
+    label_p.add_argument("--json", action="store_true")
+    label_p.set_defaults(func=daemon_command(label))
 
     stop = sub.add_parser("stop", help="stop the project's daemon gracefully")
     stop.add_argument("project", nargs="?")

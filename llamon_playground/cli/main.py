@@ -29,6 +29,8 @@ from llamon_playground.common.config import DAEMON_ONLY_ENV, Settings, build_set
 from llamon_playground.common.logging_setup import setup_logging
 from llamon_playground.common.runtime_dir import AlreadyRunning
 
+STOP_TIMEOUT = 60.0  # how long `up` waits for the daemon it started to stop
+
 if TYPE_CHECKING:  # the front's modules load only for the commands that run a front
     from llamon_playground.api.app import FrontOptions
 
@@ -99,30 +101,63 @@ def cmd_front(args: argparse.Namespace) -> int:
 def cmd_up(args: argparse.Namespace) -> int:
     from llamon_playground.api.guard import NonLoopbackBind, check_bind_address
     from llamon_playground.cli.client import DaemonNotRunning, health, spawn_daemon, wait_healthy
+    from llamon_playground.daemon.introspect.host_checks import host_command_warnings
     settings = _settings(args.project)
     try:
         check_bind_address(args.host)
     except NonLoopbackBind as exc:
         print(f"llamon-playground: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    # What can be seen before the first run, said now rather than at the first run's failure.
+    for warning in host_command_warnings(settings.project_dir):
+        print(f"llamon-playground: warning: {warning}", file=sys.stderr, flush=True)
 
-    async def attach() -> None:
+    async def attach() -> tuple[int, bool]:
         try:
             info = await health(settings)
             print(f"attached to the running daemon (pid {info.get('pid')})", flush=True)
+            return int(info["pid"]), False
         except DaemonNotRunning:
             proc = spawn_daemon(settings)
             info = await wait_healthy(settings, proc)
             print(f"started the daemon (pid {info.get('pid')}); log: "
                   f"{settings.runtime_dir / 'daemon.log'}", flush=True)
+            return int(info["pid"]), True
 
     try:
-        asyncio.run(attach())
+        pid, started = asyncio.run(attach())
     except DaemonNotRunning as exc:
         print(f"llamon-playground: {exc}", file=sys.stderr)
         return EXIT_NOT_RUNNING
     # A person runs `up`: it prints the URL with the token (a service's front never does).
-    return _run_front(settings, _front_options(args, show_token_url=True))
+    code = _run_front(settings, _front_options(args, show_token_url=True))
+    return _leave_daemon(settings, pid, started, args.detach) or code
+
+
+def _leave_daemon(settings: Settings, pid: int, started: bool, detach: bool) -> int:
+    """As `docker compose up` does: a daemon `up` started stops with it (unless --detach),
+    one it attached to keeps running; either way, say which. Returns an exit code on trouble."""
+    from llamon_playground.cli.control import stop_daemon_pid
+    if not started:
+        print(f"the daemon (pid {pid}) was running before `up` and keeps running; "
+              "`llamon-playground stop` stops it", flush=True)
+        return EXIT_OK
+    if detach:
+        print(f"the daemon (pid {pid}) keeps running in the background (--detach); "
+              "`llamon-playground stop` stops it", flush=True)
+        return EXIT_OK
+    try:
+        stopped = stop_daemon_pid(settings, pid, STOP_TIMEOUT)
+    except KeyboardInterrupt:  # a second Ctrl-C: stop waiting, the SIGTERM is on its way
+        print(f"the daemon (pid {pid}) is still stopping", file=sys.stderr, flush=True)
+        return EXIT_OK
+    if not stopped:
+        print(f"llamon-playground: the daemon (pid {pid}) that `up` started did not stop "
+              f"within {STOP_TIMEOUT:g} s", file=sys.stderr, flush=True)
+        return EXIT_ERROR
+    print(f"stopped the daemon (pid {pid}) that `up` started, and its Host; "
+          "`up --detach` keeps it running", flush=True)
+    return EXIT_OK
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -166,6 +201,8 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--port", type=int, default=8765)
     up.add_argument("--host", default="127.0.0.1")
     up.add_argument("--no-auth", action="store_true", help="no token (scripted local use only)")
+    up.add_argument("--detach", action="store_true",
+                    help="leave a daemon that `up` started running when `up` ends")
     up.set_defaults(func=cmd_up)
 
     daemon = sub.add_parser("daemon", help="run the daemon in the foreground")

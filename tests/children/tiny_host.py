@@ -4,6 +4,7 @@
   grandchild  starts a grandchild that inherits stdout, serves the card; GET /exit exits
   crash       prints a line and exits 1 at once
   never       prints a line and never serves anything
+  elsewhere   serves a card that advertises another address (a Host behind a wrong `url`)
 """
 
 from __future__ import annotations
@@ -17,6 +18,10 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 CARD = json.dumps({"name": "tiny", "supportedInterfaces": []}).encode()
+# Port 1 on loopback: nothing listens there, so a client that trusts the card cannot connect.
+ELSEWHERE_CARD = json.dumps({"name": "tiny", "supportedInterfaces": [
+    {"url": "http://127.0.0.1:1/", "protocolBinding": "JSONRPC",
+     "protocolVersion": "1.0"}]}).encode()
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -25,11 +30,12 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:  # noqa: N802
         if self.path == "/.well-known/agent-card.json":
+            card = ELSEWHERE_CARD if sys.argv[1] == "elsewhere" else CARD
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(CARD)))
+            self.send_header("Content-Length", str(len(card)))
             self.end_headers()
-            self.wfile.write(CARD)
+            self.wfile.write(card)
         elif self.path == "/sse":
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")

@@ -35,9 +35,25 @@ def test_front_refuses_a_non_loopback_bind(stack: Stack) -> None:
         assert result.returncode == 2 and "loopback" in result.stderr
 
 
-async def test_up_starts_a_detached_daemon_and_serves_the_front(stack: Stack) -> None:
-    up = Proc([sys.executable, "-m", "llamon_playground", "up", str(stack.project), "--port", "0"],
-              stack.env, stack.runtime_base / "up.log", REPO)
+def up_proc(stack: Stack, log: str, *args: str) -> Proc:
+    return Proc([sys.executable, "-m", "llamon_playground", "up", str(stack.project),
+                 "--port", "0", *args], stack.env, stack.runtime_base / log, REPO)
+
+
+def up_until_ctrl_c(stack: Stack, log: str, *args: str) -> str:
+    """Run `up` until its front serves, then Ctrl-C it; its output."""
+    up = up_proc(stack, log, *args)
+    try:
+        wait_for(lambda: "front: http" in up.output(), 30, "the front of `up`")
+        up.signal(2)
+        assert up.wait(30) == 0
+        return up.output()
+    finally:
+        up.stop()
+
+
+async def test_up_serves_the_front_and_stops_the_daemon_it_started(stack: Stack) -> None:
+    up = up_proc(stack, "up.log")
     daemon_pid = None
     try:
         url = wait_for(lambda: next((ln.split("front: ")[1].split()[0].rstrip("/")
@@ -63,17 +79,25 @@ async def test_up_starts_a_detached_daemon_and_serves_the_front(stack: Stack) ->
         assert info["host"]["state"] == "ready" and info["database"] == "open"
         human = cli(stack, "status", str(stack.project))
         assert "daemon:     running" in human.stdout
-        # The front stops with `up`; the detached daemon keeps serving.
+        # `up` started the daemon: Ctrl-C stops the front, the daemon and its Host, and
+        # says so.
+        host_pid = info["host"]["pid"]
         up.signal(2)
-        assert up.wait(15) == 0
+        assert up.wait(30) == 0
+        assert "stopped the daemon (pid %d) that `up` started" % daemon_pid in up.output()
+        wait_for(lambda: not psutil.pid_exists(daemon_pid) and not psutil.pid_exists(host_pid),
+                 30, "the daemon and its Host to stop")
+        daemon_pid = None
+        # --detach: the daemon `up` started keeps running after it.
+        output = up_until_ctrl_c(stack, "up-detach.log", "--detach")
+        assert "started the daemon" in output
+        assert "keeps running in the background (--detach)" in output
+        daemon_pid = orjson.loads(cli(stack, "status", str(stack.project), "--json").stdout)["pid"]
+        # Attached to a daemon it did not start: that one keeps running, and `up` says so.
+        output = up_until_ctrl_c(stack, "up2.log")
+        assert "attached to the running daemon" in output
+        assert "was running before `up` and keeps running" in output
         assert psutil.pid_exists(daemon_pid)
-        again = Proc([sys.executable, "-m", "llamon_playground", "up", str(stack.project), "--port",
-                      "0"], stack.env, stack.runtime_base / "up2.log", REPO)
-        try:
-            wait_for(lambda: "attached to the running daemon" in again.output(), 30,
-                     "`up` to attach")
-        finally:
-            again.stop()
     finally:
         up.stop()
         if daemon_pid is not None:

@@ -37,14 +37,15 @@ def new_session(stack: Stack) -> str:
 
 @pytest.mark.parametrize("args", [("host", "status"), ("host", "start"), ("host", "logs"),
                                   ("runs",), ("cancel", "run_x"), ("send", "ses_x", "hi"),
-                                  ("new-session",), ("stop",)])
+                                  ("new-session",), ("stop",), ("label", "run_x", "t"),
+                                  ("rerun", "run_x")])
 def test_without_a_daemon_every_command_exits_3(stack: Stack, args: tuple[str, ...]) -> None:
     result = cli(stack, *args, str(stack.project))
     assert result.returncode == 3 and "no daemon serves" in result.stderr
 
 
 @pytest.mark.parametrize("args", [("cancel",), ("host", "frobnicate"), ("runs", "--bogus"),
-                                  ("send", "only-a-session")])
+                                  ("send", "only-a-session"), ("label", "run_x"), ("rerun",)])
 def test_usage_errors_exit_2(stack: Stack, args: tuple[str, ...]) -> None:
     assert cli(stack, *args).returncode == 2
 
@@ -94,9 +95,43 @@ def test_send_follow_json_prints_every_event(ctl: Stack) -> None:
     assert docs[-1]["kind"] == "run.status" and docs[-1]["status"] == "completed"
 
 
-def test_send_follow_of_a_failing_run_exits_1(ctl: Stack) -> None:
+def test_send_follow_of_a_failing_run_exits_1_saying_why(ctl: Stack) -> None:
     result = cli(ctl, "send", new_session(ctl), "fail", str(ctl.project), "--follow")
-    assert result.returncode == 1 and result.stderr.strip().endswith("failed")
+    assert result.returncode == 1
+    last = result.stderr.strip().splitlines()[-1]
+    assert " failed (host_error): " in last and "echo_agent was asked to fail" in last, last
+
+
+def test_send_follow_of_a_run_that_asks_prints_its_question(ctl: Stack) -> None:
+    result = cli(ctl, "send", new_session(ctl), "ask", str(ctl.project), "--follow")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().endswith("What is your name?")
+    assert "input_required" in result.stderr and "/resume" in result.stderr
+
+
+def test_label_and_rerun_with_an_edited_text(ctl: Stack) -> None:
+    session = new_session(ctl)
+    followed = ok(ctl, "send", session, "stream first words", opts=("--follow", "--json"))
+    run_id = orjson.loads(followed.splitlines()[0])["run_id"]
+    assert ok(ctl, "label", run_id, "baseline").strip() == f"{run_id} baseline"
+    labelled = as_json(ctl, "label", run_id, "baseline", opts=("--note", "the first"))
+    assert isinstance(labelled, dict) and labelled["note"] == "the first"
+    result = cli(ctl, "rerun", run_id, str(ctl.project), "--text", "stream other words",
+                 "--label", "edited", "--follow")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "other words\n"
+    runs = as_json(ctl, "runs", opts=("--session", session))
+    assert isinstance(runs, dict)
+    rerun = runs["runs"][-1]
+    assert rerun["rerun_of"] == run_id and rerun["label"] == "edited"
+    assert rerun["edited_fields"] == ["parts"]
+    plain = as_json(ctl, "rerun", run_id)
+    assert isinstance(plain, dict) and plain["status"] == "queued"
+    assert ok(ctl, "label", run_id, "").strip() == f"{run_id} -"  # "" clears
+    missing = cli(ctl, "label", "run_nope", "x", str(ctl.project))
+    assert missing.returncode == 1 and "run_not_found" in missing.stderr
+    too_long = cli(ctl, "label", run_id, "x" * 201, str(ctl.project))
+    assert too_long.returncode == 1 and "invalid_label" in too_long.stderr
 
 
 def test_conflicts_exit_4_and_cancel_waits(ctl: Stack) -> None:

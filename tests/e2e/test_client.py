@@ -164,3 +164,24 @@ async def test_a_daemon_killed_mid_stream_is_connection_lost_and_the_stream_resu
         rest = await all_events(client, run_id, after=seen[-1].id)
         assert rest[-1].status is RunStatus.INTERRUPTED
         assert [e.id for e in seen + rest] == [e.id for e in await all_events(client, run_id)]
+
+
+async def test_names_edits_and_lineage_through_the_client(served: Stack) -> None:
+    async with attach(served) as client:
+        session = await client.create_session(title="before")
+        renamed = await client.update_session(session["id"], title="after")
+        assert renamed["title"] == "after"
+        first = (await client.create_run(session["id"], [text_part("stream a b")]))["run_id"]
+        await all_events(client, first)
+        run = await client.update_run(first, label="base", note="n")
+        assert (run["label"], run["note"], run["status"]) == ("base", "n", "completed")
+        second = (await client.rerun(first, parts=[text_part("stream c")], label="v2"))["run_id"]
+        await all_events(client, second)
+        rerun = await client.run(second)
+        assert rerun["edited_fields"] == ["parts"] and rerun["label"] == "v2"
+        lineage = await client.lineage(second)
+        assert lineage["reruns"]["run"]["id"] == first
+        assert [n["run"]["id"] for n in lineage["reruns"]["reruns"]] == [second]
+        with pytest.raises(ApiError) as refused:
+            await client.update_run(first, label="x" * 201)
+        assert refused.value.status == 400 and refused.value.code == "invalid_label"

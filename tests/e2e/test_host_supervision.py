@@ -110,7 +110,12 @@ async def test_host_never_ready_fails_the_run_runtime_unavailable(tiny_stack: St
         session = await api.session()
         run = await api.wait_status(await api.start_run(session, "hello"))
         assert run["status"] == "failed" and run["reason"] == "runtime_unavailable"
-        assert "did not answer its agent card" in run["error"]["message"]
+        message = run["error"]["message"]
+        assert "did not answer its agent card" in message
+        # The port and URL it was given, and the usual cause, are named.
+        host = await api.ok("GET", "host")
+        assert "LLAMON_HOST_PORT=" in message and "http://127.0.0.1:" in message, message
+        assert "ignores LLAMON_HOST_PORT" in message and host["state"] != "ready"
         assert run["recommended_run_command"].endswith("tiny_host.py never")
         assert any("never going to be ready" in line for line in run["error"]["log_tail"])
         events = await api.events(run["id"])

@@ -57,6 +57,16 @@ def run_python(snippet: str, tmp_path: Path, env: dict[str, str] | None = None
     return frames(done.stdout)
 
 
+def run_failing(snippet: str, tmp_path: Path, python: bool) -> subprocess.CompletedProcess[str]:
+    if python:
+        script = tmp_path / "failing.py"
+        script.write_text(snippet)
+        argv = [sys.executable, "-I", "-S", str(script)]
+    else:
+        argv = ["bash", "-c", snippet]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=SNIPPET_TIMEOUT)
+
+
 BLOB = b"hello blob \x00\xff\n"
 SECRET = "sk-abcdefghijklmnopqrstuvwxyz123456"
 
@@ -92,6 +102,7 @@ async def test_snippets_reproduce_a_run_against_the_echo_host(direct: Api,
         assert "taskId" not in text  # not a resume: the Host starts a new task
         assert "SendStreamingMessage" in text and "A2A-Version" in text
 
+    assert run["a2a_version"] == snippets["a2a_version"] == "1.0"
     for found in (run_curl(snippets["curl"]), run_python(snippets["python"], tmp_path)):
         assert streamed_text(found) == "snippet words here"
         assert found[0]["result"]["task"]["contextId"] == run["context_id"]
@@ -101,6 +112,10 @@ async def test_snippets_reproduce_a_run_against_the_echo_host(direct: Api,
             ["filename", "mediaType", "url"]]
         assert base64.b64decode(sent["parts"][2]["raw"]) == BLOB
         assert sent["parts"][1]["data"]["note"] == parts[1]["data"]["note"]  # type: ignore
+    for name in ("curl", "python"):
+        broken = snippets[name].replace("SendStreamingMessage", "NoSuchMethod")
+        done = run_failing(broken, tmp_path, python=name == "python")
+        assert done.returncode == 1 and "-32601" in done.stdout, (name, done.stdout)
 
 
 @needs_curl
@@ -178,5 +193,39 @@ async def test_snippets_send_data_parts_the_flow_host_answers(tmp_path: Path,
                             for p in f["result"]["artifactUpdate"]["artifact"]["parts"]
                             if "data" in p]
                 assert result["requestId"] == "R-9" and result["tags"] == ["q3"]
+        finally:
+            await api.close()
+
+
+@needs_curl
+async def test_snippets_speak_the_runs_own_version_and_exit_1_on_a_json_rpc_error(
+        project: Path, runtime_base: Path, tmp_path: Path) -> None:
+    # A Host whose card offers only A2A 0.3: the run speaks 0.3, and so do its snippets.
+    with stack_for(project, runtime_base, extra_env={"LLAMON_A2A_VERSIONS": "0.3"}) as stack:
+        stack.start_daemon()
+        api = Api.for_socket(str(stack.settings.socket_path))
+        try:
+            run = await api.wait_status(await api.start_run(await api.session(),
+                                                            "stream old dialect"))
+            assert run["status"] == "completed" and run["a2a_version"] == "0.3", run
+            snippets = await api.ok("GET", f"runs/{run['id']}/snippets")
+            assert snippets["a2a_version"] == "0.3"
+            for name in ("curl", "python"):
+                assert "message/stream" in snippets[name], snippets[name]
+                assert "SendStreamingMessage" not in snippets[name]
+                assert "A2A-Version" not in snippets[name]
+            for found in (run_curl(snippets["curl"]),
+                          run_python(snippets["python"], tmp_path)):
+                assert not any("error" in f for f in found), found
+                text = "".join(p.get("text", "") for f in found
+                               if f["result"].get("kind") == "artifact-update"
+                               for p in f["result"]["artifact"]["parts"])
+                assert text == "old dialect"
+            # A method the Host does not know: a JSON-RPC error, and a non-zero exit.
+            for name in ("curl", "python"):
+                broken = snippets[name].replace("message/stream", "message/nope")
+                done = run_failing(broken, tmp_path, python=name == "python")
+                assert done.returncode == 1, (name, done.stdout, done.stderr)
+                assert "-32601" in done.stdout, done.stdout
         finally:
             await api.close()

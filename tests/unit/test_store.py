@@ -178,3 +178,44 @@ async def test_sql_built_frames_match_python_frames(tmp_path: Path) -> None:
         assert await store.frames_after("run_f", records[-1].seq) == (b"", records[-1].seq, False)
     finally:
         await store.close()
+
+
+async def test_a_first_version_database_migrates_forward_keeping_its_runs(
+        tmp_path: Path) -> None:
+    from llamon_playground.daemon.store.database import split_sql
+    from llamon_playground.daemon.store.history import get_run
+    from llamon_playground.daemon.store.migrations import MIGRATIONS
+    db = tmp_path / ".llamon/playground/playground.sqlite3"
+    db.parent.mkdir(parents=True)
+    conn = sqlite3.connect(db)
+    for statement in split_sql(MIGRATIONS[0]):
+        conn.execute(statement)
+    conn.execute("PRAGMA user_version = 1")
+    conn.execute("INSERT INTO sessions (id, context_id, created_at) VALUES ('ses_a', 'c', 't')")
+    conn.execute("INSERT INTO runs (id, session_id, status, created_at, context_id, input, "
+                 "label) VALUES ('run_a', 'ses_a', 'completed', 't', 'c', '{\"parts\": []}', "
+                 "'old')")
+    conn.commit()
+    conn.close()
+    store = make_store(tmp_path)
+    await store.open()
+    try:
+        run = await get_run(store, "run_a")
+        assert run is not None and run["label"] == "old"
+        assert run["note"] is None and run["code_fingerprint"] is None
+        assert run["edited"] is False and run["edited_fields"] == []
+    finally:
+        await store.close()
+    conn = sqlite3.connect(db)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    conn.close()
+
+
+def test_score_summary_counts_each_evaluator_once_its_latest_entry_deciding() -> None:
+    from llamon_playground.daemon.store.history import score_summary
+    scores = [{"evaluator": "judge", "score": 0, "passStatus": "fail"},
+              {"evaluator": "judge", "score": 1, "passStatus": "pass"},
+              {"evaluator": "plain", "score": 1}]
+    assert score_summary(scores) == {"evaluators": 2, "failed": 0}
+    assert score_summary([*scores, {"evaluator": "plain", "passStatus": "failed"}]) == \
+        {"evaluators": 2, "failed": 1}

@@ -1,7 +1,7 @@
 """The echo agent's behaviours, as an a2a-sdk AgentExecutor.
 
 The first word of the first text part picks the behaviour (case-insensitive):
-``stream``, ``data``, ``ask``, ``slow``, ``fail``, ``crash``; anything else is
+``stream``, ``data``, ``ask``, ``slow``, ``fail``, ``refuse``, ``crash``; anything else is
 echoed back word by word. Each behaviour exists to exercise one thing a client
 (the llamon Playground) has to handle: chunked artifacts, non-text parts,
 input-required turns, cancellation, agent errors and a dying Host.
@@ -138,6 +138,10 @@ class EchoAgentExecutor(AgentExecutor):
                 # Unhandled on purpose: the SDK turns it into a JSON-RPC error
                 # frame on the stream and marks the task FAILED.
                 raise RuntimeError("echo_agent was asked to fail")
+            elif command == "refuse":
+                # A task the agent itself marks FAILED, saying why in its status message.
+                reason = rest or "refused on purpose"
+                await updater.failed(updater.new_agent_message([new_text_part(reason)]))
             elif command == "crash":
                 await self._stream_chunks(updater, ["about to crash "], last=False)
                 await self._die()
