@@ -36,7 +36,7 @@ from llamon_playground.host_manager.generation import Generation
 from llamon_playground.host_manager.logs import HostLogs
 from llamon_playground.host_manager.orphans import forget_generation, record_generation
 from llamon_playground.host_manager.process import HostProcess
-from llamon_playground.host_manager.readiness import wait_ready
+from llamon_playground.host_manager.readiness import exposed_warning, exposure, wait_ready
 from llamon_playground.host_manager.state import HostState, check
 
 __all__ = ["Generation", "HostConfig", "HostSupervisor"]
@@ -69,7 +69,8 @@ class HostSupervisor:
         self.logs = HostLogs(config.log_path)
         self.state = HostState.STOPPED
         self.generation: Generation | None = None
-        self.warnings: list[dict[str, str]] = []
+        self.warnings: list[dict[str, str]] = []  # the project's (set by the daemon)
+        self.exposure: list[dict[str, str]] = []  # the Ready generation's `host_exposed`
         self.listeners: list[Callable[[dict[str, Any]], None]] = []
         self._process: HostProcess | None = None
         self._changes = ChangePolicy(config.rules)
@@ -102,7 +103,7 @@ class HostSupervisor:
                 "last_stop_step": self._last_stop_step,
                 "backoff_until": self._backoff_until if self.state == HostState.BACKOFF
                 else None,
-                "warnings": list(self.warnings)}
+                "warnings": [*self.warnings, *self.exposure]}
 
     @property
     def process(self) -> HostProcess | None:
@@ -266,6 +267,7 @@ class HostSupervisor:
             await wait_ready(process, gen.url, self.config.start_timeout,
                              lambda: self.logs.tail(LOG_TAIL, number))
             gen.fingerprint = await scan
+            await self._check_exposure(gen)
         except HostUnavailable:
             await self._reap(process, gen)
             self._process = None
@@ -273,6 +275,14 @@ class HostSupervisor:
             raise
         self._ready(process, gen)
         return gen
+
+    async def _check_exposure(self, gen: Generation) -> None:
+        """Try the new generation as a web page would; say so when it answers."""
+        found = await exposure(gen.url)
+        self.exposure = [exposed_warning(gen.url, found)] if found else []
+        if found:
+            log.warning("Host generation %d is reachable by any web page: %s. Fix: %s",
+                        gen.number, "; ".join(found), self.exposure[0]["fix"])
 
     async def _reap(self, process: HostProcess | None, gen: Generation | None) -> None:
         """Stop a process by the bounded sequence and note how that ended."""

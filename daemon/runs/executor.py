@@ -154,6 +154,8 @@ class RunExecutor:
         if not running:
             self._phase(run, "start", "completed", generation=generation.number)
         self._phase(run, "ready", "completed", generation=generation.number)
+        for warning in self._host.exposure:  # a Host any web page can drive
+            self._event(run, "diagnostic", {"level": "warning", **warning})
         run.generation = generation.number
         self._journal.update(run.run_id, {"generation": generation.number})
         return generation
