@@ -135,7 +135,11 @@ def _blob_sizes(blobs: Any) -> dict[str, int]:
             raise bad("invalid_bundle", "`size` must be a non-negative integer", where)
         if not isinstance(encoded, str):
             raise bad("invalid_bundle", "`bytes_base64` must be a string", where)
-        if max(size, len(encoded) * 3 // 4) > MAX_BLOB_BYTES:
+        # Decoded length from the text: padding `=` carries no byte, so a blob of exactly
+        # MAX_BLOB_BYTES (what an export may hold) passes.
+        padding = 2 if encoded.endswith("==") else 1 if encoded.endswith("=") else 0
+        decoded = len(encoded) * 3 // 4 - padding
+        if max(size, decoded) > MAX_BLOB_BYTES:
             raise PayloadTooLarge(f"{where}: a blob may hold at most {MAX_BLOB_BYTES} bytes",
                                   code="blob_too_large", where=where)
         sizes[sha] = size

@@ -45,6 +45,8 @@ BAD_RUN_BODIES = [
     (b'{"parts": [{"kind": "text", "text": "x"}], "revision": 5}', 400, "invalid_revision"),
     (b'{"parts": [{"kind": "data", "data": {"n": 123456789012345678901}}]}', 400,
      "invalid_json"),  # beyond 64 bits: refused, not silently rounded
+    (b'{"parts": [{"kind": "data", "data": {"n": -9223372036854775809}}]}', 400,
+     "invalid_json"),  # 19 digits, one below int64: refused too, not rounded
     (b'{"parts": [{"kind": "data", "data": {"n": 1' + b"0" * 400 + b'}}]}', 400,
      "invalid_json"),
 ]
