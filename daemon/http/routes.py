@@ -6,6 +6,7 @@ import logging
 import os
 import sqlite3
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
@@ -18,6 +19,7 @@ from llamon_playground.daemon.http.sse import parse_cursor, prepare_stream, stre
 from llamon_playground.daemon.http.util import int_query, read_json
 from llamon_playground.daemon.services import SERVICES, Services
 from llamon_playground.daemon.store import history
+from llamon_playground.host_manager.fingerprint import OutsideProject, project_file
 
 log = logging.getLogger(__name__)
 
@@ -120,8 +122,9 @@ async def list_runs(request: web.Request) -> web.Response:
 
 
 async def create_run(request: web.Request) -> web.Response:
-    answer = await svc(request).runs.create(request.match_info["session_id"],
-                                            await body_of(request))
+    body = await body_of(request)
+    refuse_ways_out(svc(request).settings.project_dir, body)
+    answer = await svc(request).runs.create(request.match_info["session_id"], body)
     return json_response(answer, 202)
 
 
@@ -144,8 +147,24 @@ async def cancel_run(request: web.Request) -> web.Response:
 
 
 async def resume_run(request: web.Request) -> web.Response:
-    answer = await svc(request).runs.resume(request.match_info["run_id"], await body_of(request))
+    body = await body_of(request)
+    refuse_ways_out(svc(request).settings.project_dir, body)
+    answer = await svc(request).runs.resume(request.match_info["run_id"], body)
     return json_response(answer, 202)
+
+
+def refuse_ways_out(project_dir: Path, body: Any) -> None:
+    """400 invalid_changed_files for a changed file that resolves outside the project or is
+    not a regular file: nothing outside the project is ever hashed, compiled or recorded.
+    (The shape of `changed_files` is the run request parser's to check.)"""
+    files = body.get("changed_files") if isinstance(body, dict) else None
+    for rel in files if isinstance(files, list) else []:
+        if not isinstance(rel, str) or not rel or rel.startswith("/") or "\x00" in rel:
+            continue
+        try:
+            project_file(project_dir, rel)
+        except OutsideProject as exc:
+            raise BadRequest(f"changed file {exc}", code="invalid_changed_files") from exc
 
 
 async def rerun_run(request: web.Request) -> web.Response:
