@@ -45,6 +45,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 LOG_TAIL = 20  # log lines a HostUnavailable carries
+TOKEN_MASK = "[REDACTED capture token]"
 
 
 @dataclass(frozen=True)
@@ -245,7 +246,10 @@ class HostSupervisor:
     async def _launch(self, number: int, port: int, token: str,
                       scan: asyncio.Future[Fingerprint]) -> Generation:
         def on_line(stream: str, text: str) -> None:
-            self.logs.append(number, stream, text)
+            # A Host that prints its environment must not leak the live token into host.log,
+            # GET /host/logs or a failed run's log_tail (stored and exported): scrubbed here,
+            # before anything keeps the line.
+            self.logs.append(number, stream, text.replace(token, TOKEN_MASK))
 
         argv: list[str] = []
         try:

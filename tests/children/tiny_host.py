@@ -4,6 +4,8 @@
   grandchild  starts a grandchild that inherits stdout, serves the card; GET /exit exits
   crash       prints a line and exits 1 at once
   never       prints a line and never serves anything
+  leaky       prints its capture token (as a Host printing its environment would), keeps a
+              copy in ./tokens.txt for the test, and exits 1
 """
 
 from __future__ import annotations
@@ -60,6 +62,13 @@ def main() -> None:
     mode = sys.argv[1]
     if mode == "crash":
         print("tiny host: crashing on purpose", flush=True)
+        sys.exit(1)
+    if mode == "leaky":
+        token = os.environ["LLAMON_CAPTURE_TOKEN"]
+        with open("tokens.txt", "a") as fh:
+            fh.write(token + "\n")
+        print(f"env: LLAMON_CAPTURE_TOKEN={token} HOME={os.environ.get('HOME')}", flush=True)
+        print(f"again {token}", file=sys.stderr, flush=True)
         sys.exit(1)
     if mode == "never":
         print("tiny host: never going to be ready", flush=True)
