@@ -76,8 +76,10 @@ async def run_front(settings: Settings, options: FrontOptions,
 
 async def _serve(settings: Settings, options: FrontOptions, door: Door,
                  ready: asyncio.Event | None) -> None:
+    # auto_decompress off: a compressed body reaches the door as sent, to be refused (415).
     runner = web.AppRunner(make_front_app(settings, door), handle_signals=False,
-                           access_log=None, handler_cancellation=True, shutdown_timeout=1.0)
+                           access_log=None, handler_cancellation=True, shutdown_timeout=1.0,
+                           auto_decompress=False)
     await runner.setup()
     try:
         site = web.TCPSite(runner, options.host, options.port, reuse_address=True)

@@ -1,9 +1,10 @@
 """The front's one middleware: every request, SSE and file downloads included, passes here.
 
 In order: a request id; `Host` (403); the token (401); the site of a state-changing request
-(403) and its Content-Type (415); the declared body size (413). Then the route. Errors keep
-the API's shape `{"detail": {"error", "message"}}`, and one log line per request says
-method, path (never the query string: it may hold `?token=`), status and time.
+(403), its Content-Type and any Content-Encoding (415); the declared body size (413). Then
+the route. Errors keep the API's shape `{"detail": {"error", "message"}}`, and one log line
+per request says method, path (never the query string: it may hold `?token=`), status and
+time.
 """
 
 from __future__ import annotations
@@ -16,7 +17,13 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from llamon_playground.api.auth import TokenAuth
-from llamon_playground.api.guard import Refused, check_content_type, check_host, check_site
+from llamon_playground.api.guard import (
+    Refused,
+    check_content_encoding,
+    check_content_type,
+    check_host,
+    check_site,
+)
 from llamon_playground.api.limits import BodyTooLarge, body_limit, check_declared
 from llamon_playground.common.config import Settings
 from llamon_playground.common.http_json import error_response
@@ -49,6 +56,7 @@ class Door:
                               "<token>`, or open the URL `up` printed")
         check_site(request, self.port)
         check_content_type(request)
+        check_content_encoding(request)
         check_declared(request.content_length,
                        body_limit(self.settings, request.method, request.path))
         return None

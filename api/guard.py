@@ -77,3 +77,13 @@ def check_content_type(request: web.Request) -> None:
     if media != "application/json":
         raise Refused(415, "unsupported_media_type",
                       f"{request.method} requests must be Content-Type: application/json")
+
+
+def check_content_encoding(request: web.Request) -> None:
+    """A compressed request body is refused: aiohttp would decode it while the relay still
+    declared its compressed length, which hung or cut the body on the daemon's side."""
+    encoding = request.headers.get("Content-Encoding", "").strip().lower()
+    if encoding not in ("", "identity"):
+        raise Refused(415, "unsupported_content_encoding",
+                      f"request bodies are not decoded here; send them without "
+                      f"Content-Encoding (got {encoding[:40]!r})")

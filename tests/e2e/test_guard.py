@@ -4,8 +4,10 @@ limits, JSON edge cases. Each case is its own test; after a refusal the front ke
 
 from __future__ import annotations
 
+import gzip
 import io
 
+import aiohttp
 import orjson
 import pytest
 
@@ -145,6 +147,19 @@ async def test_state_change_without_json_content_type_is_415(front: Front,
                              headers=headers) as resp:
             assert resp.status == 415
             assert (await resp.json())["detail"]["error"] == "unsupported_media_type"
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate", "br", "GZIP, identity"])
+async def test_a_compressed_request_body_is_415_at_once(front: Front, encoding: str) -> None:
+    body = gzip.compress(orjson.dumps({"title": "zipped " * 2000}))
+    async with front.session() as http:
+        async with http.post(f"{P}/sessions", data=body, timeout=aiohttp.ClientTimeout(total=10),
+                             headers={"Content-Type": "application/json",
+                                      "Content-Encoding": encoding}) as resp:
+            assert resp.status == 415
+            assert (await resp.json())["detail"]["error"] == "unsupported_content_encoding"
+    status, _ = await post_session(front, {"Content-Encoding": "identity"})
+    assert status == 201
 
 
 async def test_bodiless_delete_needs_the_json_content_type_too(front: Front) -> None:
