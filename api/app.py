@@ -12,6 +12,7 @@ import aiohttp
 from aiohttp import web
 
 from llamon_playground.api.auth import TokenAuth
+from llamon_playground.api.connections import CappedSite, QuietAccept, connection_cap
 from llamon_playground.api.door import DOOR, Door, door_middleware
 from llamon_playground.api.guard import check_bind_address
 from llamon_playground.api.relay import UPSTREAM, relay
@@ -77,14 +78,20 @@ async def run_front(settings: Settings, options: FrontOptions,
 async def _serve(settings: Settings, options: FrontOptions, door: Door,
                  ready: asyncio.Event | None) -> None:
     # auto_decompress off: a compressed body reaches the door as sent, to be refused (415).
+    # keepalive_timeout: aiohttp's timer runs from a connection's start, so it bounds both a
+    # client that never finishes its headers and one idle between requests.
     runner = web.AppRunner(make_front_app(settings, door), handle_signals=False,
                            access_log=None, handler_cancellation=True, shutdown_timeout=1.0,
-                           auto_decompress=False)
+                           auto_decompress=False,
+                           keepalive_timeout=settings.front.idle_timeout)
     await runner.setup()
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(QuietAccept(loop))
     try:
-        site = web.TCPSite(runner, options.host, options.port, reuse_address=True)
+        site = CappedSite(runner, options.host, options.port,
+                          connection_cap(settings.front.max_connections))
         await site.start()
-        door.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        door.port = site.port
 
         def announce() -> None:  # once SIGTERM/SIGINT already stop us cleanly
             url_host = f"[{options.host}]" if ":" in options.host else options.host
