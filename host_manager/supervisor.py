@@ -143,6 +143,11 @@ class HostSupervisor:
         """sha256 of a project file (None when it is gone), cached by mtime and size."""
         return self._changes.digest(rel)
 
+    def is_env_file(self, rel: str) -> bool:
+        """The project's env file holds secrets: its hash is never recorded (a hash of a
+        short secret can be tested against guesses)."""
+        return rel == self.config.rules.env_file
+
     async def changed_since_generation(self) -> set[str]:
         gen = self.generation
         return set() if gen is None else await self._changes.changed_since(gen.fingerprint)

@@ -47,12 +47,12 @@ SCHEMAS: dict[str, Schema] = {
     "Error": obj(("detail",), detail=obj(("error", "message"), error=STR, message=STR)),
     # -- parts and requests
     "InputPart": {"type": "object", "required": ["kind"], "oneOf": [
-        obj(("kind", "text"), kind={"const": "text"}, text=STR),
-        obj(("kind", "data"), kind={"const": "data"}, data=OBJ),
-        obj(("kind", "bytes_base64"), kind={"const": "file"}, bytes_base64=STR, name=STR,
-            mime=STR),
-        obj(("kind", "uri"), kind={"const": "file"}, uri={"type": "string", "minLength": 1},
+        obj(("kind", "text"), closed=True, kind={"const": "text"}, text=STR),
+        obj(("kind", "data"), closed=True, kind={"const": "data"}, data=OBJ),
+        obj(("kind", "bytes_base64"), closed=True, kind={"const": "file"}, bytes_base64=STR,
             name=STR, mime=STR),
+        obj(("kind", "uri"), closed=True, kind={"const": "file"},
+            uri={"type": "string", "minLength": 1}, name=STR, mime=STR),
     ]},
     "Part": obj(("kind",), kind=STR, text=STR, data=ANY, sha256=nullable(STR),
                 size=nullable(INT), name=nullable(STR), mime=nullable(STR),

@@ -12,7 +12,12 @@ from typing import Any
 from aiohttp import web
 
 from llamon_playground.common.contract import API_PREFIX, TERMINAL_STATUSES
-from llamon_playground.common.http_json import error_response, json_response
+from llamon_playground.common.http_json import (
+    error_response,
+    http_error_response,
+    json_response,
+    public_reason,
+)
 from llamon_playground.daemon.data.redact import redact_metadata
 from llamon_playground.daemon.errors import ApiError, BadRequest, NotFound, StoreError
 from llamon_playground.daemon.http.sse import parse_cursor, prepare_stream, stream_run
@@ -38,14 +43,14 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
         return json_error(exc)
     except web.HTTPException as exc:
         if exc.status >= 400:
-            code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status, "http_error")
-            return error_response(exc.status, code, exc.reason)
+            return http_error_response(exc)
         raise
     except (StoreError, sqlite3.Error, OSError) as exc:
-        # The disk or the database refused: say so, keep serving, change nothing.
+        # The disk or the database refused: say so, keep serving, change nothing. The log
+        # has the whole error; the answer has its reason without the machine's paths.
         log.warning("history unavailable on %s %s: %s", request.method, request.path, exc)
-        return error_response(503, "history_unavailable",
-                              f"the history database cannot be used right now: {exc}")
+        return error_response(503, "history_unavailable", "the history database cannot be "
+                              f"used right now: {public_reason(exc.__cause__ or exc)}")
     except Exception:
         log.exception("unhandled error on %s %s", request.method, request.path)
         return error_response(500, "internal_error", "the daemon failed to answer; see its log")

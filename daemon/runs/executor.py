@@ -120,7 +120,7 @@ class RunExecutor:
     async def _save(self, run: ActiveRun) -> None:
         # The supervisor's fingerprinter: its cache then serves the restart decision too.
         files = {rel: await asyncio.to_thread(self._host.file_digest, rel)
-                 for rel in run.request.changed_files}
+                 for rel in run.request.changed_files if not self._host.is_env_file(rel)}
         if files or run.request.revision:
             self._phase(run, "save", "completed", revision=run.request.revision, files=files)
         else:

@@ -36,7 +36,7 @@ CREDENTIAL_PATTERNS = (
     re.compile(r"(?i)(token=)[^\s&;\"'<>]+"),
     re.compile(r"(?i)(bearer\s+)[^\s\"'<>,;]+"),
     re.compile(r"(?i)(authorization:\s*)[^\r\n\"']+"),
-    re.compile(r"(?i)(llamon-playground-\d+=)[^\s;\"'<>]+"),  # the front's cookie
+    re.compile(r"(?i)(llamon-playground-\d+(?:-[0-9a-f]+)?=)[^\s;\"'<>]+"),  # the cookie
 )
 
 # C0 controls, DEL, C1 controls and the Unicode line and paragraph separators.

@@ -44,6 +44,9 @@ BAD_RUN_BODIES = [
     (b'{"parts": [{"kind": "text", "text": "x"}], "metadata": {"llamon.playground": {}}}', 400,
      "reserved_metadata_key"),
     (b'{"parts": [{"kind": "text", "text": "x"}], "surprise": 1}', 400, "unknown_field"),
+    (b'{"parts": [{"kind": "text", "text": "x", "txet": "typo"}]}', 400, "unknown_field"),
+    (b'{"parts": [{"kind": "file", "uri": "https://x/y", "mimetype": "a/b"}]}', 400,
+     "unknown_field"),
     (b'{"parts": [{"kind": "text", "text": "x"}], "revision": 5}', 400, "invalid_revision"),
     (b'{"parts": [{"kind": "data", "data": {"n": 123456789012345678901}}]}', 400,
      "invalid_json"),  # beyond 64 bits: refused, not silently rounded

@@ -215,6 +215,7 @@ async def test_an_import_whose_transaction_fails_takes_its_blobs_back(api: Api,
     before = snapshot(daemon)
     got, doc = await post_big(api, "bundles/import", bundle)
     assert got == 503 and doc["detail"]["error"] == "history_unavailable", doc
+    assert str(daemon.project) not in doc["detail"]["message"], doc
     assert not (daemon.settings.files_dir / new_blob).exists()
     after = snapshot(daemon)
     # Rows and files are as they were. The WAL is not compared here: SQLite's rollback of
