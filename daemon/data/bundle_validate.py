@@ -60,6 +60,8 @@ def validate_bundle(doc: Any) -> ValidBundle:
         raise bad("unsupported_bundle_format",
                   f"`format` must be exactly {BUNDLE_FORMAT!r} (got {doc.get('format')!r})")
     _only_keys(doc, TOP_KEYS, "bundle")
+    for key in ("exported_at", "privacy_warning"):  # informative, but typed like the rest
+        _text(doc, key, "bundle")
     sessions = _list(doc, "sessions")
     runs = _list(doc, "runs")
     events = _list(doc, "events")

@@ -22,7 +22,7 @@ from llamon_playground.daemon.data.bundle_json import check_value_budget, parse_
 from llamon_playground.daemon.data.bundles import export_bundle, import_bundle, parse_selection
 from llamon_playground.daemon.data.compare import compare_runs
 from llamon_playground.daemon.errors import BadRequest, Conflict, NotFound
-from llamon_playground.daemon.http.util import read_body, read_json
+from llamon_playground.daemon.http.util import read_body, read_object
 from llamon_playground.daemon.services import SERVICES, Services
 from llamon_playground.daemon.store import history
 
@@ -86,7 +86,7 @@ async def compare(request: web.Request) -> web.Response:
 async def export(request: web.Request) -> web.Response:
     s = _svc(request)
     session_ids, run_ids = parse_selection(
-        await read_json(request, s.settings.max_request_bytes))
+        await read_object(request, s.settings.max_request_bytes))
     bundle = await export_bundle(s.settings.db_path, s.blobs, session_ids, run_ids)
     body = await asyncio.to_thread(orjson.dumps, bundle)  # up to ~200 MB: off the loop
     await asyncio.to_thread(check_value_budget, body)

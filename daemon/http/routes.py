@@ -21,7 +21,7 @@ from llamon_playground.common.http_json import (
 from llamon_playground.daemon.data.redact import redact_metadata
 from llamon_playground.daemon.errors import ApiError, BadRequest, NotFound, StoreError
 from llamon_playground.daemon.http.sse import parse_cursor, prepare_stream, stream_run
-from llamon_playground.daemon.http.util import int_query, read_json
+from llamon_playground.daemon.http.util import int_query, read_object
 from llamon_playground.daemon.services import SERVICES, Services
 from llamon_playground.daemon.store import history
 from llamon_playground.host_manager.fingerprint import OutsideProject, project_file
@@ -65,7 +65,7 @@ def svc(request: web.Request) -> Services:
 
 
 async def body_of(request: web.Request) -> Any:
-    return await read_json(request, svc(request).settings.max_request_bytes)
+    return await read_object(request, svc(request).settings.max_request_bytes)
 
 
 # -- health -----------------------------------------------------------------------------------
@@ -102,7 +102,8 @@ async def create_session(request: web.Request) -> web.Response:
     if unknown:
         raise BadRequest(f"unknown field(s): {', '.join(sorted(unknown))}", code="unknown_field")
     title = body.get("title", "")
-    metadata = body.get("metadata") or {}
+    metadata = body.get("metadata")
+    metadata = {} if metadata is None else metadata  # `false` or `[]` is refused below
     if not isinstance(title, str) or len(title) > 500:
         raise BadRequest("`title` must be a string of at most 500 characters",
                          code="invalid_title")

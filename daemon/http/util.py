@@ -27,8 +27,22 @@ async def read_body(request: web.Request, max_bytes: int) -> bytearray:
 async def read_json(request: web.Request, max_bytes: int) -> Any:
     """The request's JSON body (None when empty); 413 before reading an oversized one."""
     raw = await read_body(request, max_bytes)
+    return parse_json(raw) if raw.strip() else None
+
+
+async def read_object(request: web.Request, max_bytes: int) -> dict[str, Any] | None:
+    """The body's JSON object (None when there is no body); `null`, a list or a number is
+    400 invalid_request: bodies are JSON objects, as the OpenAPI document says."""
+    raw = await read_body(request, max_bytes)
     if not raw.strip():
         return None
+    doc = parse_json(raw)
+    if not isinstance(doc, dict):
+        raise BadRequest("the request body must be a JSON object", code="invalid_request")
+    return doc
+
+
+def parse_json(raw: bytes | bytearray) -> Any:
     try:
         doc = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
@@ -63,9 +77,10 @@ def int_query(request: web.Request, name: str, default: int, maximum: int,
               minimum: int = 0) -> int:
     """A bounded non-negative integer query parameter; anything else is 400 invalid_query."""
     raw = request.query.get(name)
-    if raw is None or raw == "":
+    if raw is None:
         return default
     if not raw.isdigit() or len(raw) > 12 or int(raw) < minimum:
         raise BadRequest(f"`{name}` must be an integer of at least {minimum}",
                          code="invalid_query")
     return min(int(raw), maximum)
+
