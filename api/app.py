@@ -12,12 +12,14 @@ import aiohttp
 from aiohttp import web
 
 from llamon_playground.api.auth import TokenAuth
+from llamon_playground.api.connections import CappedSite, QuietAccept, connection_cap
 from llamon_playground.api.door import DOOR, Door, door_middleware
-from llamon_playground.api.guard import check_bind_address
+from llamon_playground.api.guard import bind_address, check_bind_address, url_name
 from llamon_playground.api.relay import UPSTREAM, relay
 from llamon_playground.api.token_store import TokenLease, acquire_token
-from llamon_playground.common.config import Settings
+from llamon_playground.common.config import Settings, project_key
 from llamon_playground.common.contract import API_PREFIX
+from llamon_playground.common.http_json import name_the_server
 from llamon_playground.common.request_context import echo_request_id
 from llamon_playground.common.stop_signal import wait_for_stop_signal
 
@@ -44,6 +46,7 @@ def make_front_app(settings: Settings, door: Door) -> web.Application:
     app = web.Application(middlewares=[door_middleware], client_max_size=settings.max_request_bytes)
     app[DOOR] = door
     app.on_response_prepare.append(echo_request_id)
+    name_the_server(app)
 
     async def upstream_ctx(app: web.Application) -> AsyncIterator[None]:
         # A fresh connection per failure: when the daemon restarts, the pool reconnects.
@@ -67,7 +70,8 @@ async def run_front(settings: Settings, options: FrontOptions,
     check_bind_address(options.host)
     lease: TokenLease | None = acquire_token(settings) if options.auth else None
     try:
-        door = Door(settings, TokenAuth(lease.token) if lease else None)
+        auth = TokenAuth(lease.token, project_key(settings.project_dir)) if lease else None
+        door = Door(settings, auth, bind=options.host)
         await _serve(settings, options, door, ready)
     finally:
         if lease is not None:
@@ -76,17 +80,24 @@ async def run_front(settings: Settings, options: FrontOptions,
 
 async def _serve(settings: Settings, options: FrontOptions, door: Door,
                  ready: asyncio.Event | None) -> None:
+    # auto_decompress off: a compressed body reaches the door as sent, to be refused (415).
+    # keepalive_timeout: aiohttp's timer runs from a connection's start, so it bounds both a
+    # client that never finishes its headers and one idle between requests.
     runner = web.AppRunner(make_front_app(settings, door), handle_signals=False,
-                           access_log=None, handler_cancellation=True, shutdown_timeout=1.0)
+                           access_log=None, handler_cancellation=True, shutdown_timeout=1.0,
+                           auto_decompress=False,
+                           keepalive_timeout=settings.front.idle_timeout)
     await runner.setup()
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(QuietAccept(loop))
     try:
-        site = web.TCPSite(runner, options.host, options.port, reuse_address=True)
+        site = CappedSite(runner, bind_address(options.host), options.port,
+                          connection_cap(settings.front.max_connections))
         await site.start()
-        door.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        door.port = site.port
 
         def announce() -> None:  # once SIGTERM/SIGINT already stop us cleanly
-            url_host = f"[{options.host}]" if ":" in options.host else options.host
-            url = f"http://{url_host}:{door.port}/"
+            url = f"http://{url_name(options.host)}:{door.port}/"
             # Tools parse this line: keep its shape (the URL never carries the token).
             print(f"llamon Playground front: {url}  (project {settings.project_dir})",
                   flush=True)

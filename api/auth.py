@@ -4,7 +4,10 @@ A request is let in with `Authorization: Bearer <token>`, or with the cookie tha
 `/?token=<token>` (the URL `up` prints) sets. `?token=` is honoured on `/` only, so the
 token never rides along in API URLs (or in the Referer they cause). Every comparison is
 constant-time. The cookie holds an HMAC of the token, not the token: a new token makes old
-cookies worthless. Cookies ignore ports, so its name carries the front's port.
+cookies worthless. Cookies ignore ports: a browser sends the cookie to every other
+127.0.0.1 port it visits (another local app reads it there). So the cookie is only an HMAC
+of the token, HttpOnly and SameSite=Strict, and its name carries the front's port and the
+project (`llamon-playground-<port>-<project key>`): two fronts never overwrite each other's.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ def same(given: str, expected: str) -> bool:
 @dataclass
 class TokenAuth:
     token: str
+    project: str = ""  # the project's key (config.project_key), part of the cookie's name
     cookie_value: str = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -38,9 +42,8 @@ class TokenAuth:
     def __repr__(self) -> str:
         return "TokenAuth(<token>)"
 
-    @staticmethod
-    def cookie_name(port: int) -> str:
-        return f"{COOKIE_PREFIX}{port}"
+    def cookie_name(self, port: int) -> str:
+        return f"{COOKIE_PREFIX}{port}-{self.project}" if self.project else f"{COOKIE_PREFIX}{port}"
 
     def allows(self, request: web.Request, port: int) -> bool:
         header = request.headers.get("Authorization")

@@ -1,9 +1,10 @@
 """The front's one middleware: every request, SSE and file downloads included, passes here.
 
 In order: a request id; `Host` (403); the token (401); the site of a state-changing request
-(403) and its Content-Type (415); the declared body size (413). Then the route. Errors keep
-the API's shape `{"detail": {"error", "message"}}`, and one log line per request says
-method, path (never the query string: it may hold `?token=`), status and time.
+(403), its Content-Type and any Content-Encoding (415); the declared body size (413). Then
+the route. Errors keep the API's shape `{"detail": {"error", "message"}}`, and one log line
+per request says method, path (never the query string: it may hold `?token=`), status and
+time.
 """
 
 from __future__ import annotations
@@ -16,10 +17,16 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from llamon_playground.api.auth import TokenAuth
-from llamon_playground.api.guard import Refused, check_content_type, check_host, check_site
+from llamon_playground.api.guard import (
+    Refused,
+    check_content_encoding,
+    check_content_type,
+    check_host,
+    check_site,
+)
 from llamon_playground.api.limits import BodyTooLarge, body_limit, check_declared
 from llamon_playground.common.config import Settings
-from llamon_playground.common.http_json import error_response
+from llamon_playground.common.http_json import error_response, http_error_response
 from llamon_playground.common.logging_setup import log_context
 from llamon_playground.common.request_context import REQUEST_ID, request_id_of, run_id_in
 
@@ -34,10 +41,11 @@ class Door:
     settings: Settings
     auth: TokenAuth | None
     port: int = 0
+    bind: str = "127.0.0.1"  # the address the front listens on, as given
 
     def admit(self, request: web.Request) -> web.StreamResponse | None:
         """Raise Refused, or return an answer of the door's own (the login redirect)."""
-        check_host(request.headers.get("Host"), self.port)
+        check_host(request.headers.get("Host"), self.port, self.bind)
         if self.auth is not None:
             if self.auth.is_login(request):
                 answer = self.auth.login(request, self.port)
@@ -47,8 +55,9 @@ class Door:
             if not self.auth.allows(request, self.port):
                 raise Refused(401, "unauthorized", "a token is needed: `Authorization: Bearer "
                               "<token>`, or open the URL `up` printed")
-        check_site(request, self.port)
+        check_site(request, self.port, self.bind)
         check_content_type(request)
+        check_content_encoding(request)
         check_declared(request.content_length,
                        body_limit(self.settings, request.method, request.path))
         return None
@@ -92,8 +101,7 @@ async def _answer(request: web.Request, handler: Handler) -> web.StreamResponse:
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
-        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status, "http_error")
-        return refusal(exc.status, code, exc.reason)
+        return http_error_response(exc)
     except Exception:
         log.exception("the front failed on %s %s", request.method, request.path)
         return refusal(500, "internal_error", "the front failed to answer; see its log")

@@ -44,28 +44,43 @@ def check_bind_address(host: str) -> None:
         raise NonLoopbackBind(f"{host} is not a loopback address; the front serves loopback only")
 
 
-def allowed_hosts(port: int) -> frozenset[str]:
-    names = {f"{name}:{port}" for name in HOST_NAMES}
-    if port == 80:  # browsers leave the default port out
+def bind_address(host: str) -> str:
+    """What to bind: `[::1]` (as a URL writes it) is the address `::1`."""
+    return host.strip("[]")
+
+
+def url_name(host: str) -> str:
+    """How a URL names the bound address: `::1` → `[::1]`."""
+    address = bind_address(host)
+    return f"[{address}]" if ":" in address else address
+
+
+def allowed_hosts(port: int, bind: str = "127.0.0.1") -> frozenset[str]:
+    """Our loopback names with our port, and the address we are bound to (127.0.0.2 too)."""
+    names = {f"{name}:{port}" for name in (*HOST_NAMES, url_name(bind).lower())}
+    if port == 80:
         names.update(HOST_NAMES)
+        names.add(url_name(bind).lower())
     return frozenset(names)
 
 
-def check_host(value: str | None, port: int) -> None:
+def check_host(value: str | None, port: int, bind: str = "127.0.0.1") -> None:
     """Exact match against the loopback names with our port; anything else is refused."""
-    if value is None or len(value) > MAX_HOST_LENGTH or value.lower() not in allowed_hosts(port):
+    if (value is None or len(value) > MAX_HOST_LENGTH
+            or value.lower() not in allowed_hosts(port, bind)):
         shown = "none" if value is None else repr(value[:MAX_HOST_LENGTH])
         raise Refused(403, "host_not_allowed",
                       f"Host {shown} is not this front; use http://127.0.0.1:{port}/")
 
 
-def check_site(request: web.Request, port: int) -> None:
+def check_site(request: web.Request, port: int, bind: str = "127.0.0.1") -> None:
     if request.method not in STATE_CHANGING:
         return
     if request.headers.get("Sec-Fetch-Site", "").lower() == "cross-site":
         raise Refused(403, "cross_site_request", "cross-site requests may not change state")
     origin = request.headers.get("Origin")
-    if origin is not None and origin.lower() not in {f"http://{h}" for h in allowed_hosts(port)}:
+    if origin is not None and origin.lower() not in {f"http://{h}"
+                                                     for h in allowed_hosts(port, bind)}:
         raise Refused(403, "origin_not_allowed",
                       f"Origin {origin[:MAX_HOST_LENGTH]!r} may not change state here")
 
@@ -77,3 +92,13 @@ def check_content_type(request: web.Request) -> None:
     if media != "application/json":
         raise Refused(415, "unsupported_media_type",
                       f"{request.method} requests must be Content-Type: application/json")
+
+
+def check_content_encoding(request: web.Request) -> None:
+    """A compressed request body is refused: aiohttp would decode it while the relay still
+    declared its compressed length, which hung or cut the body on the daemon's side."""
+    encoding = request.headers.get("Content-Encoding", "").strip().lower()
+    if encoding not in ("", "identity"):
+        raise Refused(415, "unsupported_content_encoding",
+                      f"request bodies are not decoded here; send them without "
+                      f"Content-Encoding (got {encoding[:40]!r})")

@@ -18,6 +18,7 @@ from aiohttp import web
 
 from llamon_playground.api.door import DOOR
 from llamon_playground.api.limits import BodyTooLarge, body_limit, limited
+from llamon_playground.common.http_json import public_reason
 from llamon_playground.common.request_context import HEADER as REQUEST_ID_HEADER
 from llamon_playground.common.request_context import REQUEST_ID
 
@@ -26,13 +27,17 @@ log = logging.getLogger(__name__)
 UPSTREAM = web.AppKey("upstream", aiohttp.ClientSession)
 REQUEST_HEADERS = ("Content-Type", "Accept", "Last-Event-ID", "Content-Length")
 RESPONSE_HEADERS = ("Content-Type", "Cache-Control", "Content-Disposition", "X-Accel-Buffering",
-                    "Location", "X-Content-Type-Options", "Content-Security-Policy")
+                    "Location", "X-Content-Type-Options", "Content-Security-Policy", "Allow")
 
 
 WHOLE_BODY_LIMIT = 256 * 1024
 
 
-def daemon_unavailable(message: str) -> web.Response:
+def daemon_unavailable(exc: BaseException) -> web.Response:
+    # The socket's path stays in the log: a client learns the reason, not the machine's paths.
+    log.info("daemon not reachable: %s", exc)
+    message = (f"the Playground daemon is not reachable ({public_reason(exc)}); start it with "
+               "`llamon-playground up`")
     body = {"detail": {"error": "daemon_unavailable", "message": message}}
     return web.Response(status=503, body=orjson.dumps(body), content_type="application/json")
 
@@ -54,10 +59,10 @@ async def relay(request: web.Request) -> web.StreamResponse:
         if isinstance(exc.__cause__, BodyTooLarge):  # aiohttp wraps what the body raised
             raise exc.__cause__ from None
         if isinstance(exc, (aiohttp.ClientConnectorError, aiohttp.ServerDisconnectedError)):
-            return daemon_unavailable(f"the Playground daemon is not reachable: {exc}")
+            return daemon_unavailable(exc)
         raise
     except (FileNotFoundError, ConnectionRefusedError) as exc:
-        return daemon_unavailable(f"the Playground daemon is not reachable: {exc}")
+        return daemon_unavailable(exc)
     try:
         headers = {name: up.headers[name] for name in RESPONSE_HEADERS if name in up.headers}
         if up.content_length is not None and up.content_length <= WHOLE_BODY_LIMIT:

@@ -11,6 +11,7 @@ import aiohttp
 from aiohttp import web
 
 from llamon_playground.common.config import Settings
+from llamon_playground.common.http_json import name_the_server
 from llamon_playground.common.logging_setup import set_context_fallback
 from llamon_playground.common.request_context import add_request_context
 from llamon_playground.common.runtime_dir import acquire_lock, remove_discovery, write_discovery
@@ -147,6 +148,7 @@ def make_app(services: Services) -> web.Application:
     app = web.Application(middlewares=[peer_cred_middleware],
                           client_max_size=services.settings.max_request_bytes)
     add_request_context(app)
+    name_the_server(app)
     app.middlewares.append(errors_middleware)
     app[SERVICES] = services
     add_routes(app)

@@ -1,4 +1,6 @@
-"""The capture channel, Host side: a stdlib-only helper a Host (or a real runtime) uses.
+"""The Host side of the Playground: a stdlib-only helper a Host (or a real runtime) uses.
+
+The capture channel:
 
     capture = PlaygroundCapture.from_env()          # None outside the Playground
     metadata, run_id = open_envelope(capture, context.metadata)   # envelope stripped
@@ -6,6 +8,9 @@
 
 `open_envelope` always strips the reserved key, so agent code never sees it, and returns a
 run id only when the envelope's proof matches this generation's token.
+
+The door: `LoopbackGuard(asgi_app, port)` serves only requests the daemon (or a local tool
+speaking like it) would send, never a web page's (docs/security.md, the Host).
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import http.client
 import json
 import os
 import socket
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import Any
 
 ENV_TOKEN = "LLAMON_CAPTURE_TOKEN"
@@ -86,3 +91,69 @@ def open_envelope(capture: PlaygroundCapture | None,
     if capture is None:
         return clean, None
     return clean, capture.verify(metadata.get(ENVELOPE_KEY))
+
+
+# -- the door ----------------------------------------------------------------------------------
+# A Host on 127.0.0.1 is reachable by every web page the developer opens: a blind cross-site
+# POST needs no CORS answer, and DNS rebinding lets a page read answers under its own name.
+# So a request is served only when its Host header is the loopback address and this port (a
+# rebound name never is), it carries no foreign Origin and no `Sec-Fetch-Site: cross-site`,
+# and a request with a body says `Content-Type: application/json` (a form or `text/plain` is
+# what a page can send without a preflight).
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+BODYLESS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+def allowed_hosts(port: int) -> frozenset[str]:
+    return frozenset(f"{name}:{port}" for name in LOOPBACK_NAMES)
+
+
+def refusal(headers: dict[str, str], method: str, port: int) -> tuple[int, str, str] | None:
+    """(status, code, message) when the request must not reach the app, else None.
+    `headers` are lower-cased names with their (first) value."""
+    hosts = allowed_hosts(port)
+    if headers.get("host", "").lower() not in hosts:
+        return 403, "host_refused", "the Host header must name the loopback address and port"
+    origin = headers.get("origin")
+    if origin is not None and origin.lower() not in {f"http://{h}" for h in hosts}:
+        return 403, "origin_refused", "cross-site requests are refused"
+    if headers.get("sec-fetch-site", "").lower() == "cross-site":
+        return 403, "origin_refused", "cross-site requests are refused"
+    if method not in BODYLESS:
+        ctype = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        if ctype != "application/json":
+            return 415, "unsupported_media_type", "send JSON with Content-Type: application/json"
+    return None
+
+
+class LoopbackGuard:
+    def __init__(self, app: ASGIApp, port: int) -> None:
+        self._app = app
+        self._port = port
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self._app(scope, receive, send)  # lifespan
+            return
+        headers: dict[str, str] = {}
+        for name, value in scope.get("headers", []):
+            headers.setdefault(name.decode("latin-1").lower(), value.decode("latin-1"))
+        refused = refusal(headers, scope.get("method", "GET"), self._port)
+        if refused is None:
+            await self._app(scope, receive, send)
+            return
+        if scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        status, code, message = refused
+        body = json.dumps({"error": code, "message": message}).encode()
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"content-type", b"application/json"),
+                                (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})

@@ -3,12 +3,17 @@
 Watched: *.py, the env file, pyproject.toml, orchestrator.toml, okf/**/*.md and
 okf-contracts/**/*.md. Folders that are never project source are skipped before anything
 is read, so churn in .venv/ or .git/ costs nothing.
+
+Nothing outside the project is ever read: a path whose resolved target leaves the project
+(a symlink to /etc/passwd, or to a folder elsewhere), or that is not a regular file (a FIFO
+would block the read, a device never end), is not hashed.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,6 +24,44 @@ MD_ROOTS = ("okf", "okf-contracts")
 TOP_LEVEL_FILES = frozenset({"pyproject.toml", "orchestrator.toml"})
 
 Fingerprint = dict[str, str]  # relative posix path -> sha256 of the content
+
+
+class OutsideProject(Exception):
+    """A project path that resolves outside the project or to something not a file."""
+
+
+def project_file(project_dir: Path, rel: str) -> Path | None:
+    """The resolved path of project file `rel`, None when there is nothing there (a deleted
+    file); OutsideProject when it resolves outside `project_dir` or is not a regular file."""
+    try:
+        root = project_dir.resolve()
+        target = (root / rel).resolve()
+    except (RuntimeError, OSError) as exc:  # a symlink loop
+        raise OutsideProject(f"{rel} cannot be resolved: {exc}") from exc
+    if not target.is_relative_to(root):
+        raise OutsideProject(f"{rel} resolves outside the project")
+    try:
+        st = target.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        raise OutsideProject(f"{rel} is not a regular file")
+    return target
+
+
+def read_project_file(project_dir: Path, rel: str) -> bytes | None:
+    """The bytes of project file `rel` (None when gone); never follows a way out."""
+    target = project_file(project_dir, rel)
+    return None if target is None else _read_regular(target, rel)
+
+
+def _read_regular(target: Path, rel: str) -> bytes:
+    # O_NONBLOCK: a FIFO swapped in after the check must not block the read.
+    fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OutsideProject(f"{rel} is not a regular file")
+        return fh.read()
 
 
 @dataclass(frozen=True)
@@ -71,18 +114,21 @@ class Fingerprinter:
         return result
 
     def hash_file(self, rel: str) -> str | None:
-        path = self.rules.project_dir / rel
+        """sha256 of a project file; None when it is gone, or leads out of the project."""
         try:
-            st = path.stat()
-        except OSError:
+            target = project_file(self.rules.project_dir, rel)
+            if target is None:
+                raise FileNotFoundError(rel)
+            st = target.stat()
+        except (OSError, OutsideProject):
             self._cache.pop(rel, None)
             return None
         cached = self._cache.get(rel)
         if cached is not None and cached[0] == st.st_mtime_ns and cached[1] == st.st_size:
             return cached[2]
         try:
-            digest = hashlib.sha256(path.read_bytes()).hexdigest()
-        except OSError:
+            digest = hashlib.sha256(_read_regular(target, rel)).hexdigest()
+        except (OSError, OutsideProject):
             return None
         self._cache[rel] = (st.st_mtime_ns, st.st_size, digest)
         return digest

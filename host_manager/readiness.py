@@ -1,4 +1,4 @@
-"""Is a new Host generation Ready? Its agent card answers 200.
+"""Is a new Host generation Ready (its agent card answers 200), and is it shut to web pages?
 
 Polls until then, the process exits, or the start timeout passes; the last two raise
 HostUnavailable with the generation's last log lines.
@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 
@@ -52,3 +54,64 @@ def not_ready_message(url: str, timeout: float) -> str:
             "LLAMON_HOST_PORT and serves on a fixed port is never found. Read the port from "
             "the environment (and raise LLAMON_PLAYGROUND_HOST_START_TIMEOUT if it is just "
             "slow to start)")
+
+
+# -- exposure ---------------------------------------------------------------------------------
+# Once Ready, the new generation is tried the way a web page would: by a DNS-rebound name
+# (a foreign Host header, which lets a page read answers) and by a blind cross-site POST
+# (a foreign Origin with text/plain, which needs no CORS preflight). A Host that serves
+# either is reachable by any page the developer opens.
+PROBE_TIMEOUT = 1.0
+FOREIGN_HOST = "llamon-probe.invalid"
+FOREIGN_ORIGIN = "http://llamon-probe.invalid"
+EXPOSED_FIX = ("serve only requests whose Host header is 127.0.0.1:<port> or "
+               "localhost:<port>, refuse a foreign Origin and any body that is not "
+               "Content-Type: application/json (a Python ASGI Host can wrap its app in "
+               "llamon_playground.host_manager.capture_host.LoopbackGuard); see docs/host.md")
+
+
+async def exposure(url: str) -> list[str]:
+    """What a web page could do to the Host at `url` (empty when it refuses both)."""
+    port = url.rsplit(":", 1)[1]
+    found = []
+    async with aiohttp.ClientSession(
+            timeout=aiohttp.ClientTimeout(total=PROBE_TIMEOUT)) as http:
+        rpc_path = await _rpc_path(http, url)
+        if await _answers(http.get(url + CARD_PATH, headers={
+                "Host": f"{FOREIGN_HOST}:{port}"})):
+            found.append("answers requests sent to a foreign host name (DNS rebinding)")
+        probe = b'{"jsonrpc":"2.0","id":"llamon-probe","method":"GetTask",' \
+                b'"params":{"id":"llamon-probe"}}'
+        if await _answers(http.post(url + rpc_path, data=probe, headers={
+                "Origin": FOREIGN_ORIGIN, "Content-Type": "text/plain"})):
+            found.append("takes a cross-site text/plain POST (a blind request from any page)")
+    return found
+
+
+async def _rpc_path(http: aiohttp.ClientSession, url: str) -> str:
+    """The path of the card's first interface (where a page would post), else "/"."""
+    try:
+        async with http.get(url + CARD_PATH) as resp:
+            card = await resp.json(content_type=None)
+    except (aiohttp.ClientError, TimeoutError, ValueError):
+        return "/"
+    entries = card.get("supportedInterfaces") if isinstance(card, dict) else None
+    first = entries[0] if isinstance(entries, list) and entries else card
+    target = first.get("url") if isinstance(first, dict) else None
+    return urlsplit(target).path or "/" if isinstance(target, str) else "/"
+
+
+async def _answers(request: Any) -> bool:
+    try:
+        async with request as resp:
+            await resp.read()
+            return bool(resp.status < 400)
+    except (aiohttp.ClientError, TimeoutError):
+        return False
+
+
+def exposed_warning(url: str, found: list[str]) -> dict[str, str]:
+    return {"code": "host_exposed",
+            "message": f"the Host at {url} is reachable by any web page: it "
+                       + " and ".join(found),
+            "fix": EXPOSED_FIX}

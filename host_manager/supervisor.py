@@ -36,7 +36,7 @@ from llamon_playground.host_manager.generation import Generation
 from llamon_playground.host_manager.logs import HostLogs
 from llamon_playground.host_manager.orphans import forget_generation, record_generation
 from llamon_playground.host_manager.process import HostProcess
-from llamon_playground.host_manager.readiness import wait_ready
+from llamon_playground.host_manager.readiness import exposed_warning, exposure, wait_ready
 from llamon_playground.host_manager.state import HostState, check
 
 __all__ = ["Generation", "HostConfig", "HostSupervisor"]
@@ -45,6 +45,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 LOG_TAIL = 20  # log lines a HostUnavailable carries
+TOKEN_MASK = "[REDACTED capture token]"
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,8 @@ class HostSupervisor:
         self.logs = HostLogs(config.log_path)
         self.state = HostState.STOPPED
         self.generation: Generation | None = None
-        self.warnings: list[dict[str, str]] = []
+        self.warnings: list[dict[str, str]] = []  # the project's (set by the daemon)
+        self.exposure: list[dict[str, str]] = []  # the Ready generation's `host_exposed`
         self.listeners: list[Callable[[dict[str, Any]], None]] = []
         self._process: HostProcess | None = None
         self._changes = ChangePolicy(config.rules)
@@ -102,7 +104,7 @@ class HostSupervisor:
                 "last_stop_step": self._last_stop_step,
                 "backoff_until": self._backoff_until if self.state == HostState.BACKOFF
                 else None,
-                "warnings": list(self.warnings)}
+                "warnings": [*self.warnings, *self.exposure]}
 
     @property
     def process(self) -> HostProcess | None:
@@ -140,6 +142,11 @@ class HostSupervisor:
     def file_digest(self, rel: str) -> str | None:
         """sha256 of a project file (None when it is gone), cached by mtime and size."""
         return self._changes.digest(rel)
+
+    def is_env_file(self, rel: str) -> bool:
+        """The project's env file holds secrets: its hash is never recorded (a hash of a
+        short secret can be tested against guesses)."""
+        return rel == self.config.rules.env_file
 
     async def changed_since_generation(self) -> set[str]:
         gen = self.generation
@@ -244,7 +251,10 @@ class HostSupervisor:
     async def _launch(self, number: int, port: int, token: str,
                       scan: asyncio.Future[Fingerprint]) -> Generation:
         def on_line(stream: str, text: str) -> None:
-            self.logs.append(number, stream, text)
+            # A Host that prints its environment must not leak the live token into host.log,
+            # GET /host/logs or a failed run's log_tail (stored and exported): scrubbed here,
+            # before anything keeps the line.
+            self.logs.append(number, stream, text.replace(token, TOKEN_MASK))
 
         argv: list[str] = []
         try:
@@ -266,6 +276,7 @@ class HostSupervisor:
             await wait_ready(process, gen.url, self.config.start_timeout,
                              lambda: self.logs.tail(LOG_TAIL, number))
             gen.fingerprint = await scan
+            await self._check_exposure(gen)
         except HostUnavailable:
             await self._reap(process, gen)
             self._process = None
@@ -273,6 +284,14 @@ class HostSupervisor:
             raise
         self._ready(process, gen)
         return gen
+
+    async def _check_exposure(self, gen: Generation) -> None:
+        """Try the new generation as a web page would; say so when it answers."""
+        found = await exposure(gen.url)
+        self.exposure = [exposed_warning(gen.url, found)] if found else []
+        if found:
+            log.warning("Host generation %d is reachable by any web page: %s. Fix: %s",
+                        gen.number, "; ".join(found), self.exposure[0]["fix"])
 
     async def _reap(self, process: HostProcess | None, gen: Generation | None) -> None:
         """Stop a process by the bounded sequence and note how that ended."""

@@ -63,6 +63,8 @@ def validate_bundle(doc: Any) -> ValidBundle:
         raise bad("unsupported_bundle_format",
                   f"`format` must be exactly {BUNDLE_FORMAT!r} (got {doc.get('format')!r})")
     _only_keys(doc, TOP_KEYS, "bundle")
+    for key in ("exported_at", "privacy_warning"):  # informative, but typed like the rest
+        _text(doc, key, "bundle")
     sessions = _list(doc, "sessions")
     runs = _list(doc, "runs")
     events = _list(doc, "events")
@@ -138,7 +140,11 @@ def _blob_sizes(blobs: Any) -> dict[str, int]:
             raise bad("invalid_bundle", "`size` must be a non-negative integer", where)
         if not isinstance(encoded, str):
             raise bad("invalid_bundle", "`bytes_base64` must be a string", where)
-        if max(size, len(encoded) * 3 // 4) > MAX_BLOB_BYTES:
+        # Decoded length from the text: padding `=` carries no byte, so a blob of exactly
+        # MAX_BLOB_BYTES (what an export may hold) passes.
+        padding = 2 if encoded.endswith("==") else 1 if encoded.endswith("=") else 0
+        decoded = len(encoded) * 3 // 4 - padding
+        if max(size, decoded) > MAX_BLOB_BYTES:
             raise PayloadTooLarge(f"{where}: a blob may hold at most {MAX_BLOB_BYTES} bytes",
                                   code="blob_too_large", where=where)
         sizes[sha] = size

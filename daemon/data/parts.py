@@ -20,6 +20,8 @@ MAX_PARTS = 256
 MAX_INLINE_FILE_BYTES = 10 * 1024 * 1024
 MAX_CHANGED_FILES = 1000
 REQUEST_KEYS = {"parts", "metadata", "changed_files", "revision"}
+PART_KEYS = {"text": {"kind", "text"}, "data": {"kind", "data"},
+             "file": {"kind", "name", "mime", "uri", "bytes_base64"}}
 
 
 @dataclass
@@ -82,6 +84,10 @@ def _parse_input_part(raw: Any, index: int, files: list[PendingFile]) -> dict[st
     if not isinstance(raw, dict):
         raise _bad(f"{where} must be an object", "invalid_part")
     kind = raw.get("kind")
+    unknown = set(raw) - PART_KEYS.get(str(kind), set(raw))
+    if unknown:  # a misspelt field is an error, not silently dropped
+        raise _bad(f"{where}: unknown field(s) of a {kind} part: {', '.join(sorted(unknown))}",
+                   "unknown_field")
     if kind == "text":
         text = raw.get("text")
         if not isinstance(text, str):

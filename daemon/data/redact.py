@@ -8,14 +8,17 @@ Only metadata is scrubbed: text, data and file bodies are user content and are k
   with separators removed contains one of SECRET_INFIXES or ends with "token". Matching is
   case-insensitive. The whole value under such a key becomes REDACTED, whatever its type.
 - Any string value, at any depth, is searched for secret-looking substrings (`sk-...`
-  API keys, `Bearer ...`, JWTs, well-known token prefixes, URL userinfo passwords and URL
-  query parameters whose name looks like a secret, e.g. `?token=`); each match is replaced.
+  API keys, `Bearer ...`, `Basic <user:password>`, JWTs, PEM private keys, well-known token
+  prefixes, `password=...` in free text, URL userinfo passwords and URL query parameters
+  whose name looks like a secret, e.g. `?token=`); each match is replaced.
 
 Redaction is idempotent: redacting twice gives the same document.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from typing import Any
 
@@ -27,10 +30,10 @@ REDACTED = "[REDACTED]"
 SECRET_WORDS = frozenset({
     "password", "passwd", "pwd", "passphrase", "secret", "secrets", "token", "auth",
     "authorization", "credential", "credentials", "cookie", "cookies", "bearer", "session",
-    "apikey", "privatekey", "jwt", "otp",
+    "apikey", "privatekey", "jwt", "otp", "pass", "creds", "sessionid", "sshkey",
 })
 SECRET_PAIRS = frozenset({"apikey", "privatekey", "accesskey", "secretkey", "signingkey",
-                          "setcookie"})
+                          "setcookie", "sshkey"})
 # Long enough that a substring hit is never an innocent word ("author" is not "auth").
 SECRET_INFIXES = ("password", "passwd", "secret", "apikey", "privatekey", "credential",
                   "authorization", "bearer", "cookie")
@@ -48,10 +51,23 @@ _VALUE_PATTERNS = [
     # run ("-eyJ-eyJ...") was a new start that rescanned the rest of the run, quadratic
     # time on a single request. Now every character is scanned a bounded number of times.
     re.compile(r"(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*"),
-    # GitHub, Slack, AWS and Google key formats.
+    # GitHub, GitLab, Slack, Stripe, AWS and Google key formats.
     re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"
+               r"|glpat-[A-Za-z0-9_\-]{20,}|[rs]k_(?:live|test)_[A-Za-z0-9]{16,}"
                r"|xox[abposr]-[A-Za-z0-9\-]{10,}|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_\-]{30,})"),
+    # A PEM private key, END line optional (a pasted key may be cut). The body stops at
+    # the next "-----" and the match never fails after BEGIN, so nothing is rescanned.
+    re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY-----[^-]*(?:-(?!----)[^-]*)*"
+               r"(?:-----END [A-Z0-9 ]{0,40}PRIVATE KEY-----)?"),
 ]
+# `password=...`, `"passwd": "..."`, `api_key: ...` in free text: the value goes, the name
+# stays. Fixed-length names and bounded gaps: constant work per starting position.
+_FREE_TEXT_SECRET = re.compile(
+    r"((?:password|passwd|passphrase|pwd|secret|api[_\-]?key|access[_\-]?token)"
+    r"[\"']?\s{0,8}[=:]\s{0,8}[\"']?)([^\s\"',;&]{1,4096})", re.IGNORECASE)
+# `Basic <base64 of user:password>`: only when it decodes to something with a colon, so
+# "Basic information" stays.
+_BASIC = re.compile(r"\b([Bb]asic\s{1,8})([A-Za-z0-9+/]{4,4096}={0,2})")
 # https://user:password@host → the password goes, the user stays.
 _URL_USERINFO = re.compile(r"(://[^/\s:@]+:)([^@/\s]+)(@)")
 # ?token=..., &api_key=..., #access_token=... → the value goes when the name looks secret.
@@ -74,9 +90,19 @@ def is_secret_key(key: str) -> bool:
     return compact.endswith("token") or any(infix in compact for infix in SECRET_INFIXES)
 
 
+def _basic_credentials(match: re.Match[str]) -> str:
+    try:
+        decoded = base64.b64decode(match.group(2), validate=True)
+    except (binascii.Error, ValueError):
+        return match.group(0)
+    return match.group(1) + REDACTED if b":" in decoded else match.group(0)
+
+
 def redact_string(value: str) -> str:
     for pattern in _VALUE_PATTERNS:
         value = pattern.sub(REDACTED, value)
+    value = _BASIC.sub(_basic_credentials, value)
+    value = _FREE_TEXT_SECRET.sub(lambda m: m.group(1) + REDACTED, value)
     value = _URL_USERINFO.sub(lambda m: m.group(1) + REDACTED + m.group(3), value)
 
     def param(match: re.Match[str]) -> str:

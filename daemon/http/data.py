@@ -18,10 +18,11 @@ from aiohttp import web
 
 from llamon_playground.common.contract import API_PREFIX
 from llamon_playground.common.http_json import json_response
+from llamon_playground.daemon.data.bundle_json import check_value_budget, parse_bundle_body
 from llamon_playground.daemon.data.bundles import export_bundle, import_bundle, parse_selection
 from llamon_playground.daemon.data.compare import compare_runs
 from llamon_playground.daemon.errors import BadRequest, Conflict, NotFound
-from llamon_playground.daemon.http.util import read_json
+from llamon_playground.daemon.http.util import read_body, read_object
 from llamon_playground.daemon.services import SERVICES, Services
 from llamon_playground.daemon.store import history
 
@@ -85,15 +86,19 @@ async def compare(request: web.Request) -> web.Response:
 async def export(request: web.Request) -> web.Response:
     s = _svc(request)
     session_ids, run_ids = parse_selection(
-        await read_json(request, s.settings.max_request_bytes))
+        await read_object(request, s.settings.max_request_bytes))
     bundle = await export_bundle(s.settings.db_path, s.blobs, session_ids, run_ids)
     body = await asyncio.to_thread(orjson.dumps, bundle)  # up to ~200 MB: off the loop
+    await asyncio.to_thread(check_value_budget, body)
     return web.Response(body=body, content_type="application/json")
 
 
 async def import_(request: web.Request) -> web.Response:
     s = _svc(request)
-    body = await read_json(request, MAX_IMPORT_BYTES)
+    raw = await read_body(request, MAX_IMPORT_BYTES)
+    # Off the loop: counted before parsing, parsed with room for other requests.
+    body = await asyncio.to_thread(parse_bundle_body, raw)
+    del raw  # the parsed bundle is all the import needs from here
     async with request.app[BLOB_CHANGES]:
         mapping = await import_bundle(s.store, s.blobs, body)
     return json_response(mapping, 201)

@@ -18,11 +18,14 @@ from aiohttp import web
 from llamon_playground import __version__
 from llamon_playground.common.contract import API_PREFIX
 from llamon_playground.common.http_json import json_response
-from llamon_playground.daemon.http.openapi_schemas import SCHEMAS, STR, Schema, ref
+from llamon_playground.daemon.http.openapi_schemas import NONEMPTY, SCHEMAS, STR, Schema, ref
 
 PREFIX = API_PREFIX
 JSON = "application/json"
 SSE = "text/event-stream"
+# One server-sent event: `event` names it, `data` is one JSON document, `id` its cursor.
+SSE_EVENT = {"type": "object", "required": ["data"],
+             "properties": {"event": STR, "data": STR, "id": STR, "retry": {"type": "integer"}}}
 DIGITS: Schema = {"type": "string", "pattern": "^[0-9]{1,18}$"}
 
 
@@ -32,6 +35,7 @@ class Param:
     schema: Schema
     where: str = "query"
     description: str = ""
+    required: bool = False
 
 
 @dataclass(frozen=True)
@@ -104,7 +108,8 @@ OPERATIONS: tuple[Op, ...] = (
     # data
     Op("GET", "/files/{sha256}", "A stored file, as an attachment", media="*/*"),
     Op("GET", "/compare", "Compare two runs", answer=ref("Compare"), errors=(400, 404),
-       params=(Param("left", STR), Param("right", STR))),
+       params=(Param("left", NONEMPTY, required=True),
+               Param("right", NONEMPTY, required=True))),
     Op("POST", "/bundles/export", "Export sessions/runs as a bundle", answer=ref("Bundle"),
        body=ref("ExportRequest"), body_required=False, errors=(400, 404)),
     Op("POST", "/bundles/import", "Import a bundle (validated before any write)", 201,
@@ -157,7 +162,7 @@ def _parameters(op: Op) -> list[dict[str, Any]]:
     params = [{"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
               for name in re.findall(r"{(\w+)}", op.path)]
     for p in op.params:
-        entry: dict[str, Any] = {"name": p.name, "in": p.where, "required": False,
+        entry: dict[str, Any] = {"name": p.name, "in": p.where, "required": p.required,
                                  "schema": p.schema}
         if p.description:
             entry["description"] = p.description
@@ -188,6 +193,8 @@ def _operation(op: Op, ops: tuple[Op, ...]) -> dict[str, Any]:
         success["links"] = _links(op, ops)
     if op.answer is not None:
         success["content"] = {op.media: {"schema": op.answer}}
+    elif op.media == SSE:  # the schema of one event, as a client parses it
+        success["content"] = {SSE: {"schema": SSE_EVENT}}
     elif op.media != JSON:
         success["content"] = {op.media: {"schema": {"type": "string"}}}
     responses: dict[str, Any] = {str(op.status): success}
@@ -236,8 +243,10 @@ def build_document() -> dict[str, Any]:
             "schemas": SCHEMAS,
             "securitySchemes": {
                 "bearer": {"type": "http", "scheme": "bearer"},
-                "cookie": {"type": "apiKey", "in": "cookie", "name": "llamon-playground-PORT",
-                           "description": "set by opening `/?token=...`; PORT is the front's"},
+                "cookie": {"type": "apiKey", "in": "cookie",
+                           "name": "llamon-playground-PORT-PROJECT",
+                           "description": "set by opening `/?token=...`; PORT is the front's, "
+                                          "PROJECT the project's key"},
             },
         },
     }

@@ -42,17 +42,24 @@ def obj(required: tuple[str, ...] = (), closed: bool = False, **props: Schema) -
 
 
 RUN_STATUSES = [status.value for status in RunStatus]
+NONEMPTY = {"type": "string", "minLength": 1}
+# Standard base64 with its padding, as the daemon decodes it (validate=True).
+BASE64 = {"type": "string",
+          "pattern": "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"}
+# A relative path inside the project: not absolute, no backslash or NUL (`..` segments and
+# links out are refused too, which a pattern cannot say).
+CHANGED_FILE = {"type": "string", "minLength": 1, "pattern": "^[^/\\\\\u0000][^\\\\\u0000]*$"}
 
 SCHEMAS: dict[str, Schema] = {
     "Error": obj(("detail",), detail=obj(("error", "message"), error=STR, message=STR)),
     # -- parts and requests
     "InputPart": {"type": "object", "required": ["kind"], "oneOf": [
-        obj(("kind", "text"), kind={"const": "text"}, text=STR),
-        obj(("kind", "data"), kind={"const": "data"}, data=OBJ),
-        obj(("kind", "bytes_base64"), kind={"const": "file"}, bytes_base64=STR, name=STR,
-            mime=STR),
-        obj(("kind", "uri"), kind={"const": "file"}, uri={"type": "string", "minLength": 1},
+        obj(("kind", "text"), closed=True, kind={"const": "text"}, text=STR),
+        obj(("kind", "data"), closed=True, kind={"const": "data"}, data=OBJ),
+        obj(("kind", "bytes_base64"), closed=True, kind={"const": "file"}, bytes_base64=BASE64,
             name=STR, mime=STR),
+        obj(("kind", "uri"), closed=True, kind={"const": "file"},
+            uri={"type": "string", "minLength": 1}, name=STR, mime=STR),
     ]},
     "Part": obj(("kind",), kind=STR, text=STR, data=ANY, sha256=nullable(STR),
                 size=nullable(INT), name=nullable(STR), mime=nullable(STR),
@@ -61,7 +68,7 @@ SCHEMAS: dict[str, Schema] = {
     "RunRequest": obj(("parts",), closed=True,
                       parts=arr(ref("InputPart"), minItems=1, maxItems=256),
                       metadata=nullable(OBJ),
-                      changed_files=nullable(arr(STR, maxItems=1000)),
+                      changed_files=nullable(arr(CHANGED_FILE, maxItems=1000)),
                       revision=nullable({"type": "string", "maxLength": 256})),
     # Each given field replaces the stored one (validated as for a new run); none: a clone.
     "RerunRequest": obj(closed=True, parts=arr(ref("InputPart"), minItems=1, maxItems=256),
@@ -124,8 +131,12 @@ SCHEMAS: dict[str, Schema] = {
                    data=OBJ, files=arr(OBJ),
                    scores=ANY, input=OBJ, automatic_verdict={"type": "null"}),
     "Bundle": obj(("format",), format={"const": "llamon.playground.bundle/1"},
-                  exported_at=STR, privacy_warning=STR, sessions=arr(OBJ), runs=arr(OBJ),
-                  events=arr(OBJ), blobs=ANY),
+                  exported_at=nullable(STR), privacy_warning=nullable(STR), sessions=arr(OBJ),
+                  runs=arr(OBJ),
+                  events=arr(OBJ),
+                  blobs={"type": "object", "additionalProperties": obj(
+                      ("bytes_base64", "size"), closed=True, bytes_base64=BASE64,
+                      size={"type": "integer", "minimum": 0})}),
     "BundleImported": obj(("sessions", "runs"), sessions=OBJ, runs=OBJ),
     "ComposerSchema": obj(("mode", "tabs"), kind=nullable(STR), mode={"enum": ["data", "text"]},
                           host_ready=BOOL, tabs=arr(OBJ), text=nullable(OBJ),

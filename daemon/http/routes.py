@@ -6,19 +6,26 @@ import logging
 import os
 import sqlite3
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
 from llamon_playground.common.contract import API_PREFIX, TERMINAL_STATUSES
-from llamon_playground.common.http_json import error_response, json_response
+from llamon_playground.common.http_json import (
+    error_response,
+    http_error_response,
+    json_response,
+    public_reason,
+)
 from llamon_playground.daemon.data.edits import parse_session_fields
 from llamon_playground.daemon.data.redact import redact_metadata
-from llamon_playground.daemon.errors import ApiError, NotFound, StoreError
+from llamon_playground.daemon.errors import ApiError, BadRequest, NotFound, StoreError
 from llamon_playground.daemon.http.sse import parse_cursor, prepare_stream, stream_run
-from llamon_playground.daemon.http.util import int_query, read_json
+from llamon_playground.daemon.http.util import int_query, read_object
 from llamon_playground.daemon.services import SERVICES, Services
 from llamon_playground.daemon.store import history
+from llamon_playground.host_manager.fingerprint import OutsideProject, project_file
 
 log = logging.getLogger(__name__)
 
@@ -37,14 +44,14 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
         return json_error(exc)
     except web.HTTPException as exc:
         if exc.status >= 400:
-            code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status, "http_error")
-            return error_response(exc.status, code, exc.reason)
+            return http_error_response(exc)
         raise
     except (StoreError, sqlite3.Error, OSError) as exc:
-        # The disk or the database refused: say so, keep serving, change nothing.
+        # The disk or the database refused: say so, keep serving, change nothing. The log
+        # has the whole error; the answer has its reason without the machine's paths.
         log.warning("history unavailable on %s %s: %s", request.method, request.path, exc)
-        return error_response(503, "history_unavailable",
-                              f"the history database cannot be used right now: {exc}")
+        return error_response(503, "history_unavailable", "the history database cannot be "
+                              f"used right now: {public_reason(exc.__cause__ or exc)}")
     except Exception:
         log.exception("unhandled error on %s %s", request.method, request.path)
         return error_response(500, "internal_error", "the daemon failed to answer; see its log")
@@ -59,7 +66,7 @@ def svc(request: web.Request) -> Services:
 
 
 async def body_of(request: web.Request) -> Any:
-    return await read_json(request, svc(request).settings.max_request_bytes)
+    return await read_object(request, svc(request).settings.max_request_bytes)
 
 
 # -- health -----------------------------------------------------------------------------------
@@ -112,8 +119,9 @@ async def list_runs(request: web.Request) -> web.Response:
 
 
 async def create_run(request: web.Request) -> web.Response:
-    answer = await svc(request).runs.create(request.match_info["session_id"],
-                                            await body_of(request))
+    body = await body_of(request)
+    refuse_ways_out(svc(request).settings.project_dir, body)
+    answer = await svc(request).runs.create(request.match_info["session_id"], body)
     return json_response(answer, 202)
 
 
@@ -136,8 +144,24 @@ async def cancel_run(request: web.Request) -> web.Response:
 
 
 async def resume_run(request: web.Request) -> web.Response:
-    answer = await svc(request).runs.resume(request.match_info["run_id"], await body_of(request))
+    body = await body_of(request)
+    refuse_ways_out(svc(request).settings.project_dir, body)
+    answer = await svc(request).runs.resume(request.match_info["run_id"], body)
     return json_response(answer, 202)
+
+
+def refuse_ways_out(project_dir: Path, body: Any) -> None:
+    """400 invalid_changed_files for a changed file that resolves outside the project or is
+    not a regular file: nothing outside the project is ever hashed, compiled or recorded.
+    (The shape of `changed_files` is the run request parser's to check.)"""
+    files = body.get("changed_files") if isinstance(body, dict) else None
+    for rel in files if isinstance(files, list) else []:
+        if not isinstance(rel, str) or not rel or rel.startswith("/") or "\x00" in rel:
+            continue
+        try:
+            project_file(project_dir, rel)
+        except OutsideProject as exc:
+            raise BadRequest(f"changed file {exc}", code="invalid_changed_files") from exc
 
 
 async def rerun_run(request: web.Request) -> web.Response:

@@ -11,20 +11,38 @@ from aiohttp import web
 from llamon_playground.daemon.errors import BadRequest, PayloadTooLarge
 
 
-async def read_json(request: web.Request, max_bytes: int) -> Any:
-    """The request's JSON body (None when empty); 413 before reading an oversized one."""
+async def read_body(request: web.Request, max_bytes: int) -> bytearray:
+    """The request's body bytes, read into one buffer; 413 before reading an oversized one
+    (by Content-Length) or as soon as more than `max_bytes` arrived."""
     if request.content_length is not None and request.content_length > max_bytes:
         raise PayloadTooLarge(f"request body is larger than {max_bytes} bytes")
-    chunks: list[bytes] = []
-    size = 0
+    raw = bytearray()
     async for chunk in request.content.iter_any():
-        size += len(chunk)
-        if size > max_bytes:
+        if len(raw) + len(chunk) > max_bytes:
             raise PayloadTooLarge(f"request body is larger than {max_bytes} bytes")
-        chunks.append(chunk)
-    raw = b"".join(chunks)
+        raw += chunk
+    return raw
+
+
+async def read_json(request: web.Request, max_bytes: int) -> Any:
+    """The request's JSON body (None when empty); 413 before reading an oversized one."""
+    raw = await read_body(request, max_bytes)
+    return parse_json(raw) if raw.strip() else None
+
+
+async def read_object(request: web.Request, max_bytes: int) -> dict[str, Any] | None:
+    """The body's JSON object (None when there is no body); `null`, a list or a number is
+    400 invalid_request: bodies are JSON objects, as the OpenAPI document says."""
+    raw = await read_body(request, max_bytes)
     if not raw.strip():
         return None
+    doc = parse_json(raw)
+    if not isinstance(doc, dict):
+        raise BadRequest("the request body must be a JSON object", code="invalid_request")
+    return doc
+
+
+def parse_json(raw: bytes | bytearray) -> Any:
     try:
         doc = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
@@ -35,8 +53,9 @@ async def read_json(request: web.Request, max_bytes: int) -> Any:
 
 
 # orjson reads an integer beyond 64 bits as a float, losing digits silently: such a body
-# is refused instead. Only bodies with a 20+ digit run are walked (cheap for the rest).
-LONG_DIGITS = re.compile(rb"\d{20,}")
+# is refused instead. Only bodies with a 19+ digit run are walked (cheap for the rest):
+# -9223372036854775809 is one past the smallest int64 with 19 digits.
+LONG_DIGITS = re.compile(rb"\d{19,}")
 INT64_LIMIT = 2.0 ** 64
 
 
@@ -58,9 +77,10 @@ def int_query(request: web.Request, name: str, default: int, maximum: int,
               minimum: int = 0) -> int:
     """A bounded non-negative integer query parameter; anything else is 400 invalid_query."""
     raw = request.query.get(name)
-    if raw is None or raw == "":
+    if raw is None:
         return default
     if not raw.isdigit() or len(raw) > 12 or int(raw) < minimum:
         raise BadRequest(f"`{name}` must be an integer of at least {minimum}",
                          code="invalid_query")
     return min(int(raw), maximum)
+

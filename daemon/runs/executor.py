@@ -122,7 +122,7 @@ class RunExecutor:
     async def _save(self, run: ActiveRun) -> None:
         # The supervisor's fingerprinter: its cache then serves the restart decision too.
         files = {rel: await asyncio.to_thread(self._host.file_digest, rel)
-                 for rel in run.request.changed_files}
+                 for rel in run.request.changed_files if not self._host.is_env_file(rel)}
         if files or run.request.revision:
             self._phase(run, "save", "completed", revision=run.request.revision, files=files)
         else:
@@ -156,6 +156,8 @@ class RunExecutor:
         if not running:
             self._phase(run, "start", "completed", generation=generation.number)
         self._phase(run, "ready", "completed", generation=generation.number)
+        for warning in self._host.exposure:  # a Host any web page can drive
+            self._event(run, "diagnostic", {"level": "warning", **warning})
         run.generation = generation.number
         self._journal.update(run.run_id, {"generation": generation.number,
                                           "code_fingerprint": digest(generation.fingerprint)})

@@ -41,7 +41,7 @@ class BlobStore:
         final = self.root / digest
         if final.is_file() and final.stat().st_size == len(data):
             return digest
-        self.root.mkdir(parents=True, exist_ok=True)
+        self.root.mkdir(mode=0o700, parents=True, exist_ok=True)  # history is private
         tmp = self.root / f"{TMP_PREFIX}{digest}-{os.getpid()}-{os.urandom(4).hex()}"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:

@@ -27,6 +27,7 @@ from llamon_playground.common.config import Settings
 from llamon_playground.common.contract import TERMINAL_STATUSES
 from llamon_playground.daemon.errors import StoreError, UnsupportedDatabaseVersion
 from llamon_playground.daemon.store.migrations import MIGRATIONS, SCHEMA_VERSION
+from llamon_playground.daemon.store.private import prepare_state
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +125,6 @@ class Store:
 
     async def _open(self) -> None:
         settings = self._settings
-        settings.files_dir.mkdir(parents=True, exist_ok=True)
         db = str(settings.db_path)
         if settings.db_path.exists():
             version = _peek_user_version(db)
@@ -133,6 +133,7 @@ class Store:
                 raise UnsupportedDatabaseVersion(
                     f"database schema version {version} is newer than this daemon knows "
                     f"({SCHEMA_VERSION}); it was left untouched")
+        prepare_state(settings)  # 0700 / 0600 whatever the umask
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="store-writer")
         try:
             self._next_seq = await self._on_writer(self._open_writer, db)

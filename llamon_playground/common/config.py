@@ -80,16 +80,23 @@ def _from_env(table: tuple[EnvVar, ...], environ: Environ) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class FrontSettings:
-    """What only the front reads (api/token_store.py): the token the environment gives."""
+    """What only the front reads: the token the environment gives (api/token_store.py) and
+    its connection limits (api/connections.py)."""
 
     # repr=False keeps the token out of any log line or traceback that prints the settings.
     token: str | None = field(default=None, repr=False)
     token_file: Path | None = None
+    # A connection with no request in progress (or still sending its headers) is closed
+    # after this many seconds; open SSE streams are requests in progress.
+    idle_timeout: float = 15.0
+    max_connections: int = 256  # and never more than half the open-files limit allows
 
 
 FRONT_ENV = (
     EnvVar("token", ENV_TOKEN, str),
     EnvVar("token_file", ENV_TOKEN_FILE, Path),
+    EnvVar("idle_timeout", "LLAMON_PLAYGROUND_FRONT_IDLE_TIMEOUT", float),
+    EnvVar("max_connections", "LLAMON_PLAYGROUND_FRONT_MAX_CONNECTIONS", _whole),
 )
 
 

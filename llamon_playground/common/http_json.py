@@ -5,6 +5,7 @@ Every 4xx/5xx answer is `{"detail": {"error": code, "message": ..., **extra}}`.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import orjson
@@ -18,3 +19,41 @@ def json_response(data: Any, status: int = 200) -> web.Response:
 
 def error_response(status: int, code: str, message: str, **extra: Any) -> web.Response:
     return json_response({"detail": {"error": code, "message": message, **extra}}, status)
+
+
+def http_error_response(exc: web.HTTPException) -> web.Response:
+    """aiohttp's own 4xx (no route, wrong method) in the API's error shape; a 405 keeps the
+    `Allow` header that says which methods the path takes."""
+    code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status, "http_error")
+    response = error_response(exc.status, code, exc.reason)
+    if "Allow" in exc.headers:
+        response.headers["Allow"] = exc.headers["Allow"]
+    return response
+
+
+# An absolute path in an error text (a socket, the database) says more about the machine
+# than a client needs: it goes, the reason stays.
+_PATH = re.compile(r"(?<![\w.])/[^\s'\"(),;]+")
+
+
+def public_reason(exc: BaseException) -> str:
+    """Why `exc` happened, for an API answer: its OS reason, without file paths."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    cause = getattr(exc, "os_error", None)  # aiohttp's connector errors wrap the OSError
+    if isinstance(cause, OSError) and cause.strerror:
+        return cause.strerror
+    return _PATH.sub("<path>", str(exc)) or type(exc).__name__
+
+
+SERVER = "llamon-playground"
+
+
+async def _plain_server(_request: web.Request, response: web.StreamResponse) -> None:
+    response.headers["Server"] = SERVER
+
+
+def name_the_server(app: web.Application) -> None:
+    """`Server: llamon-playground` instead of aiohttp's `Python/x.y aiohttp/x.y.z`: which
+    versions run here is nobody's business."""
+    app.on_response_prepare.append(_plain_server)

@@ -5,6 +5,12 @@ on request, as one JSON object per line. Whatever a line says, it never carries 
 the formatter scrubs the registered secrets (the front's token and cookie) and anything
 shaped like a credential (`token=...`, `Bearer ...`) from the finished line, tracebacks and
 third-party messages included, because a secret can hide in an exception text or a Referer.
+
+Nor can a line be forged: control characters in a message (a request path with `%0a`, an
+escape sequence) are escaped, and in text lines every line of a record after its first is
+indented, so nothing a client sends can start a line of its own. A malformed request
+(aiohttp's parser refused it, already answered 400) is one DEBUG line, never an ERROR with a
+traceback: a client must not be able to fill the log.
 """
 
 from __future__ import annotations
@@ -30,8 +36,42 @@ CREDENTIAL_PATTERNS = (
     re.compile(r"(?i)(token=)[^\s&;\"'<>]+"),
     re.compile(r"(?i)(bearer\s+)[^\s\"'<>,;]+"),
     re.compile(r"(?i)(authorization:\s*)[^\r\n\"']+"),
-    re.compile(r"(?i)(llamon-playground-\d+=)[^\s;\"'<>]+"),  # the front's cookie
+    re.compile(r"(?i)(llamon-playground-\d+(?:-[0-9a-f]+)?=)[^\s;\"'<>]+"),  # the cookie
 )
+
+# C0 controls, DEL, C1 controls and the Unicode line and paragraph separators.
+_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7f, 0xa0))}
+_CONTROLS.update({0x2028: "\\u2028", 0x2029: "\\u2029"})
+CONTINUATION = "\n    "  # how a record's second and later lines start (text lines)
+
+
+def escape_controls(text: str) -> str:
+    """A newline becomes the four characters `\\x0a`: one logged value, one line."""
+    return text.translate(_CONTROLS)
+
+
+class SafeRecords(logging.Filter):
+    """On the handler, so every logger's records pass: messages lose their control
+    characters; aiohttp's report of a request its parser refused becomes one DEBUG line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and _is_malformed_request(record.exc_info[1]):
+            exc = record.exc_info[1]
+            first = str(getattr(exc, "message", exc)).strip().splitlines()[:1]
+            record.msg = (f"{record.getMessage()}: malformed request refused "
+                          f"({type(exc).__name__}: {first[0] if first else ''})")
+            record.args = ()
+            record.exc_info, record.exc_text = None, None
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+            if not logging.getLogger().isEnabledFor(logging.DEBUG):
+                return False
+        record.msg, record.args = escape_controls(record.getMessage()), ()
+        return True
+
+
+def _is_malformed_request(exc: BaseException | None) -> bool:
+    return exc is not None and type(exc).__module__ == "aiohttp.http_exceptions"
+
 
 # Filled in by a composition root: what the process knows without a request (the active
 # run, the Host generation). Contextvars set by a request take precedence.
@@ -90,7 +130,7 @@ class TextFormatter(logging.Formatter):
         context = current_context()
         if context:
             line += " [" + " ".join(f"{k}={v}" for k, v in context.items()) + "]"
-        return scrub(line)
+        return scrub(line.replace("\n", CONTINUATION))
 
 
 class JsonFormatter(logging.Formatter):
@@ -111,6 +151,7 @@ class JsonFormatter(logging.Formatter):
 def setup_logging(*, verbose: bool = False, json_lines: bool = False) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if json_lines else TextFormatter())
+    handler.addFilter(SafeRecords())
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)

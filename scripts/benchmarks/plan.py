@@ -20,6 +20,7 @@ from scripts.benchmarks.sections import (
     core_live,
     host_idle,
     host_restart,
+    import_health,
     load_fanout,
     load_history,
     load_slow,
@@ -54,6 +55,7 @@ AFTER_LIVE = (
     Section("replay_100k", load_history.bench_replay, ("replay_100k",)),
     Section("slow_client", load_slow.bench_slow_client, ("slow_client",)),
     Section("compare_1mb", compare.bench_compare, ("compare_1mb",)),
+    Section("import_health", import_health.bench_import_health, ("import_health",)),
 )
 
 

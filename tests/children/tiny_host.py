@@ -5,6 +5,8 @@
   crash       prints a line and exits 1 at once
   never       prints a line and never serves anything
   elsewhere   serves a card that advertises another address (a Host behind a wrong `url`)
+  leaky       prints its capture token (as a Host printing its environment would), keeps a
+              copy in ./tokens.txt for the test, and exits 1
 """
 
 from __future__ import annotations
@@ -66,6 +68,13 @@ def main() -> None:
     mode = sys.argv[1]
     if mode == "crash":
         print("tiny host: crashing on purpose", flush=True)
+        sys.exit(1)
+    if mode == "leaky":
+        token = os.environ["LLAMON_CAPTURE_TOKEN"]
+        with open("tokens.txt", "a") as fh:
+            fh.write(token + "\n")
+        print(f"env: LLAMON_CAPTURE_TOKEN={token} HOME={os.environ.get('HOME')}", flush=True)
+        print(f"again {token}", file=sys.stderr, flush=True)
         sys.exit(1)
     if mode == "never":
         print("tiny host: never going to be ready", flush=True)

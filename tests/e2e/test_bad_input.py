@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -42,9 +44,14 @@ BAD_RUN_BODIES = [
     (b'{"parts": [{"kind": "text", "text": "x"}], "metadata": {"llamon.playground": {}}}', 400,
      "reserved_metadata_key"),
     (b'{"parts": [{"kind": "text", "text": "x"}], "surprise": 1}', 400, "unknown_field"),
+    (b'{"parts": [{"kind": "text", "text": "x", "txet": "typo"}]}', 400, "unknown_field"),
+    (b'{"parts": [{"kind": "file", "uri": "https://x/y", "mimetype": "a/b"}]}', 400,
+     "unknown_field"),
     (b'{"parts": [{"kind": "text", "text": "x"}], "revision": 5}', 400, "invalid_revision"),
     (b'{"parts": [{"kind": "data", "data": {"n": 123456789012345678901}}]}', 400,
      "invalid_json"),  # beyond 64 bits: refused, not silently rounded
+    (b'{"parts": [{"kind": "data", "data": {"n": -9223372036854775809}}]}', 400,
+     "invalid_json"),  # 19 digits, one below int64: refused too, not rounded
     (b'{"parts": [{"kind": "data", "data": {"n": 1' + b"0" * 400 + b'}}]}', 400,
      "invalid_json"),
 ]
@@ -130,3 +137,40 @@ async def test_lists_are_paged_in_creation_order(api: Api) -> None:
     await api.wait_status(runs[0])
     page = await api.ok("GET", f"sessions/{ids[0]}/runs?limit=1")
     assert [r["id"] for r in page["runs"]] == runs and page["next_after"] is None
+
+
+@pytest.mark.parametrize("way_out", ["dir_link", "file_link", "fifo", "loop"])
+async def test_a_changed_file_leading_out_of_the_project_is_refused(
+        api: Api, daemon: Stack, tmp_path: Path, way_out: str) -> None:
+    """Nothing outside the project is hashed, compiled or recorded: a link whose target
+    leaves it, or a path that is no regular file, is refused before a run exists."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "good.py").write_text("print('outside')\n")
+    app = daemon.project / "app"
+    names = {"dir_link": "link/good.py", "file_link": "app/passwd.py", "fifo": "app/pipe.py",
+             "loop": "app/loop.py"}
+    if way_out == "dir_link":
+        (daemon.project / "link").symlink_to(outside)
+    elif way_out == "file_link":
+        (app / "passwd.py").symlink_to("/etc/passwd")
+    elif way_out == "fifo":
+        os.mkfifo(app / "pipe.py")
+    else:
+        (app / "loop.py").symlink_to(app / "loop.py")
+    session = await api.session()
+    before = counts(daemon)
+    body = {"parts": [{"kind": "text", "text": "x"}], "changed_files": [names[way_out]]}
+    got, doc = await api.call("POST", f"sessions/{session}/runs", body)
+    assert (got, doc["detail"]["error"]) == (400, "invalid_changed_files"), doc
+    assert names[way_out] in doc["detail"]["message"]
+    assert counts(daemon) == before
+
+
+async def test_a_link_inside_the_project_is_a_changed_file_like_any_other(
+        api: Api, daemon: Stack) -> None:
+    (daemon.project / "app" / "alias.py").symlink_to(daemon.project / "app" / "agent.py")
+    session = await api.session()
+    run_id = await api.start_run(session, "stream hi", changed_files=["app/alias.py"])
+    run = await api.wait_status(run_id)
+    assert run["status"] == "completed"

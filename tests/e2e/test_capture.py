@@ -10,6 +10,7 @@ import pytest
 
 from tests.support.api import Api
 from tests.support.procs import Stack, stack_for
+from tests.support.projects import tiny_project
 from tests.support.waiting import eventually
 
 CAPTURE = "/capture/v1/events"
@@ -88,6 +89,33 @@ async def test_capture_token_never_reaches_disk_or_api(api: Api, daemon: Stack) 
     for line in (daemon.settings.host_log_path.read_text()).splitlines():
         proof_seen |= "proof" in line
     assert not proof_seen
+
+
+async def test_a_host_printing_its_token_leaks_it_nowhere(tmp_path: Path,
+                                                          runtime_base: Path) -> None:
+    project = tiny_project(tmp_path, "leaky")
+    with stack_for(project, runtime_base,
+                   extra_env={"LLAMON_PLAYGROUND_CRASH_LIMIT": "1"}) as stack:
+        stack.start_daemon()
+        api = Api.for_socket(str(stack.settings.socket_path))
+        try:
+            session = await api.session()
+            run = await api.wait_status(await api.start_run(session, "hello"))
+            assert run["status"] == "failed" and run["reason"] == "runtime_unavailable"
+            assert any("[REDACTED capture token]" in ln for ln in run["error"]["log_tail"])
+            tokens = (project / "tokens.txt").read_text().split()
+            assert tokens
+            answers = [await api.call("GET", route) for route in (
+                "host/logs", f"runs/{run['id']}", f"sessions/{session}/runs", "host")]
+            answers.append(await api.call("POST", "bundles/export", {"run_ids": [run["id"]]}))
+            files = _all_files(project / ".llamon") + _all_files(runtime_base)
+            for token in tokens:
+                for code, doc in answers:
+                    assert code == 200 and token not in str(doc)
+                for path in files:
+                    assert token.encode() not in path.read_bytes(), f"token found in {path}"
+        finally:
+            await api.close()
 
 
 def _all_files(root: Path) -> list[Path]:

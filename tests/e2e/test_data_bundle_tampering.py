@@ -10,6 +10,7 @@ import copy
 import os
 import sqlite3
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -178,6 +179,29 @@ async def test_a_body_over_the_import_limit_is_413_before_it_is_read(direct: Api
     assert snapshot(daemon) == before
 
 
+def peak_rss(pid: int) -> int:
+    """The process's peak resident set so far (VmHWM), in bytes."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line.split()[1] for line in status.splitlines()
+                    if line.startswith("VmHWM:"))) * 1024
+
+
+async def test_a_bundle_of_too_many_values_is_413_before_it_is_parsed(direct: Api,
+                                                                      daemon: Stack) -> None:
+    """Two million empty events: 6 MB of JSON that would take ~200 MB once parsed. The
+    413 comes from the bytes, so the daemon's peak memory stays a small multiple of them."""
+    await direct.session()
+    assert daemon.daemon is not None
+    before, peak_before = snapshot(daemon), peak_rss(daemon.daemon.pid)
+    raw = (b'{"format":"llamon.playground.bundle/1","sessions":[],"runs":[],"blobs":{},'
+           b'"events":[' + b",".join([b"{}"] * 2_000_001) + b"]}")
+    got, doc = await post_big(direct, "bundles/import", raw)
+    assert (got, doc["detail"]["error"]) == (413, "bundle_too_large"), doc
+    assert peak_rss(daemon.daemon.pid) - peak_before < 5 * len(raw)
+    assert "JSON values" in doc["detail"]["message"]
+    assert snapshot(daemon) == before
+
+
 async def test_an_import_whose_transaction_fails_takes_its_blobs_back(api: Api,
                                                                       daemon: Stack) -> None:
     """A bundle that passes validation but whose rows cannot be written (a trigger makes the
@@ -194,6 +218,7 @@ async def test_an_import_whose_transaction_fails_takes_its_blobs_back(api: Api,
     before = snapshot(daemon)
     got, doc = await post_big(api, "bundles/import", bundle)
     assert got == 503 and doc["detail"]["error"] == "history_unavailable", doc
+    assert str(daemon.project) not in doc["detail"]["message"], doc
     assert not (daemon.settings.files_dir / new_blob).exists()
     after = snapshot(daemon)
     # Rows and files are as they were. The WAL is not compared here: SQLite's rollback of

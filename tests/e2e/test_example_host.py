@@ -398,3 +398,26 @@ async def test_sigterm_stops_promptly_with_open_stream(
         await asyncio.to_thread(host.proc.wait, STOP_DEADLINE_S)
         assert time.monotonic() - started < 3
         await frames.aclose()
+
+
+# --- the door: what a web page sends is refused -----------------------------
+
+
+async def test_requests_a_web_page_can_send_are_refused(
+        host: Host, session: aiohttp.ClientSession) -> None:
+    port = host.base_url.rsplit(":", 1)[1]
+    body = json.dumps(rpc("GetTask", {"id": "nope"})).encode()
+    # DNS rebinding: the page's own name in the Host header, reading the answer.
+    async with session.get(host.base_url + CARD_PATH,
+                           headers={"Host": f"attacker.example:{port}"}) as resp:
+        assert resp.status == 403 and (await resp.json())["error"] == "host_refused"
+    # A blind cross-site POST: simple request (text/plain), the page's Origin.
+    async with session.post(host.base_url + "/", data=body, headers={
+            "Origin": "https://attacker.example", "Content-Type": "text/plain"}) as resp:
+        assert resp.status == 403 and (await resp.json())["error"] == "origin_refused"
+    async with session.post(host.base_url + "/", data=body,
+                            headers={"Content-Type": "text/plain"}) as resp:
+        assert resp.status == 415
+    async with session.post(host.base_url + "/", data=body, headers={
+            "Content-Type": "application/json", "Origin": f"http://localhost:{port}"}) as resp:
+        assert resp.status == 200  # the daemon's own kind of request still gets through

@@ -14,6 +14,7 @@ import aiohttp
 import orjson
 import pytest
 
+from llamon_playground.common.config import project_key
 from llamon_playground.daemon.http.openapi import FRONT_OPERATIONS, OPERATIONS
 from tests.support.api import Api
 from tests.support.door import Front, P, cli, door_stack, front, start_front  # noqa: F401  (shared fixtures)
@@ -76,7 +77,8 @@ async def login_cookie(front: Front, http: aiohttp.ClientSession) -> aiohttp.coo
     async with http.get("/", params={"token": front.token or ""},
                         allow_redirects=False) as resp:
         assert resp.status == 303 and resp.headers["Location"] == "/"
-        cookie = resp.cookies[f"llamon-playground-{front.port}"]
+        [name] = [n for n in resp.cookies if n.startswith(f"llamon-playground-{front.port}-")]
+        cookie = resp.cookies[name]
     assert cookie["httponly"] and cookie["samesite"] == "Strict" and cookie["path"] == "/"
     assert front.token not in cookie.value  # the cookie is derived from the token
     return cookie
@@ -102,11 +104,14 @@ async def test_wrong_token_link_is_401_and_sets_no_cookie(
         assert resp.status == 401 and "Set-Cookie" not in resp.headers
 
 
-@pytest.mark.parametrize("which", ["other_port", "wrong_value", "the_token_itself"])
+@pytest.mark.parametrize("which", ["other_port", "other_project", "wrong_value",
+                                   "the_token_itself"])
 async def test_cookie_must_be_ours(front: Front, anonymous: aiohttp.ClientSession,
                                    which: str) -> None:
     cookie = await login_cookie(front, anonymous)
-    name, value = {"other_port": (f"llamon-playground-{front.port + 1}", cookie.value),
+    other_port = cookie.key.replace(f"-{front.port}-", f"-{front.port + 1}-")
+    name, value = {"other_port": (other_port, cookie.value),
+                   "other_project": (cookie.key.rsplit("-", 1)[0] + "-" + "0" * 16, cookie.value),
                    "wrong_value": (cookie.key, "0" * len(cookie.value)),
                    "the_token_itself": (cookie.key, front.token)}[which]
     async with anonymous.get(f"{P}/sessions", headers={"Cookie": f"{name}={value}"}) as resp:
@@ -217,7 +222,8 @@ async def test_token_never_reaches_the_log_even_on_a_500(stack: Stack, log_forma
         async with front.session() as http:
             async with http.get(f"{P}/sessions", params={"token": front.token}, headers={
                     "Referer": f"{front.url}/?token={front.token}",
-                    "Cookie": f"llamon-playground-{front.port}={front.token}"}) as resp:
+                    "Cookie": f"llamon-playground-{front.port}-{project_key(stack.project)}="
+                              f"{front.token}"}) as resp:
                 assert resp.status == 500
                 assert (await resp.json())["detail"]["error"] == "internal_error"
                 rid = resp.headers["X-Request-Id"]

@@ -4,12 +4,15 @@ limits, JSON edge cases. Each case is its own test; after a refusal the front ke
 
 from __future__ import annotations
 
+import gzip
 import io
+import socket
 
+import aiohttp
 import orjson
 import pytest
 
-from tests.support.door import Front, P, RawAnswer, cli, door_stack, front, raw_request  # noqa: F401  (shared fixtures)
+from tests.support.door import Front, P, RawAnswer, cli, door_stack, front, raw_request, start_front  # noqa: F401, E501  (shared fixtures)
 from tests.support.procs import Stack
 
 BLOB = "0" * 64
@@ -147,6 +150,19 @@ async def test_state_change_without_json_content_type_is_415(front: Front,
             assert (await resp.json())["detail"]["error"] == "unsupported_media_type"
 
 
+@pytest.mark.parametrize("encoding", ["gzip", "deflate", "br", "GZIP, identity"])
+async def test_a_compressed_request_body_is_415_at_once(front: Front, encoding: str) -> None:
+    body = gzip.compress(orjson.dumps({"title": "zipped " * 2000}))
+    async with front.session() as http:
+        async with http.post(f"{P}/sessions", data=body, timeout=aiohttp.ClientTimeout(total=10),
+                             headers={"Content-Type": "application/json",
+                                      "Content-Encoding": encoding}) as resp:
+            assert resp.status == 415
+            assert (await resp.json())["detail"]["error"] == "unsupported_content_encoding"
+    status, _ = await post_session(front, {"Content-Encoding": "identity"})
+    assert status == 201
+
+
 async def test_bodiless_delete_needs_the_json_content_type_too(front: Front) -> None:
     async with front.session(skip_auto_headers=["Content-Type"]) as http:
         async with http.delete(f"{P}/runs/run_x") as resp:
@@ -246,3 +262,33 @@ async def test_request_id_is_echoed_and_forwarded(front: Front) -> None:
         async with http.get(f"{P}/sessions", headers={"X-Request-Id": "x" * 65}) as resp:
             assert resp.headers["X-Request-Id"].startswith("req_")
 
+
+
+# -- other loopback binds -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("host", ["[::1]", "::1", "127.0.0.2"])
+def test_a_front_on_another_loopback_address_answers_its_own_url(door_stack: Stack,
+                                                                 host: str) -> None:
+    other = start_front(door_stack, "--host", host)
+    name = other.url.split("//", 1)[1].rsplit(":", 1)[0]
+    assert name == ("[::1]" if ":" in host else host)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family) as sock:
+        sock.settimeout(10)
+        sock.connect((name.strip("[]"), other.port))
+        sock.sendall(f"GET /health HTTP/1.1\r\nHost: {name}:{other.port}\r\nAuthorization: "
+                     f"Bearer {other.token}\r\nConnection: close\r\n\r\n".encode())
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 200"), answer[:300]
+    assert b"\r\nServer: llamon-playground\r\n" in answer  # and no versions
+
+
+def test_a_405_says_which_methods_are_allowed(front: Front) -> None:
+    answer = raw_request(front.port, f"PUT /health HTTP/1.1\r\nHost: 127.0.0.1:{front.port}\r\n"
+                                     f"Authorization: Bearer {front.token}\r\n"
+                                     "Content-Type: application/json\r\n"
+                                     "Content-Length: 0\r\n\r\n".encode())
+    assert answer.status == 405, answer
+    assert "GET" in answer.headers.get("allow", ""), answer.headers

@@ -146,6 +146,31 @@ async def test_postgresql_backend_is_warned_from_the_start(tmp_path: Path,
             await api.close()
 
 
+@pytest.mark.parametrize("tiny_stack", [("stubborn", {})], indirect=True)
+async def test_a_host_any_web_page_can_reach_is_reported(tiny_stack: Stack) -> None:
+    # The tiny Host answers its card whatever the Host header says (DNS rebinding).
+    api = Api.for_socket(str(tiny_stack.settings.socket_path))
+    try:
+        status = await api.ok("POST", "host/start")
+        exposed = [w for w in status["warnings"] if w["code"] == "host_exposed"]
+        assert exposed and "foreign host name" in exposed[0]["message"]
+        assert "LoopbackGuard" in exposed[0]["fix"]
+        assert tiny_stack.daemon is not None
+        assert "is reachable by any web page" in tiny_stack.daemon.output()
+        session = await api.session()
+        run_id = await api.start_run(session, "x")
+        diagnostics = [e.data for e in await api.events(run_id)  # read until the run ends
+                       if e.event == "diagnostic" and e.data["code"] == "host_exposed"]
+        assert diagnostics and diagnostics[0]["fix"] == exposed[0]["fix"]
+    finally:
+        await api.close()
+
+
+async def test_the_guarded_example_host_is_not_reported(api: Api) -> None:
+    status = await api.ok("POST", "host/start")
+    assert status["state"] == "ready" and status["warnings"] == []
+
+
 def test_stale_record_of_an_unrelated_process_is_left_alone(stack: Stack) -> None:
     bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
                                  start_new_session=True)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 
+import orjson
 import pytest
 
 from tests.support.api import Api
@@ -111,5 +113,26 @@ async def test_burst_of_edits_restarts_once(watched: Stack) -> None:
         await host_status(api, lambda s: s["watch"]["restarts"] >= 1, "the burst's restart")
         status = await settle(api, watched)
         assert status["watch"]["restarts"] == 1 and status["generation"] == gen + 1
+    finally:
+        await api.close()
+
+
+async def test_a_saved_env_file_restarts_the_host_but_its_hash_is_never_recorded(
+        watched: Stack) -> None:
+    api = Api.for_socket(str(watched.settings.socket_path))
+    try:
+        session = await api.session()
+        gen = await ready_generation(api, session)
+        env = watched.project / ".env"
+        env.write_text(env.read_text() + "API_KEY=short\n")
+        digest = hashlib.sha256(env.read_bytes()).hexdigest()
+        run = await api.wait_status(await api.start_run(
+            session, "stream env saved", changed_files=[".env", "app/agent.py"]))
+        assert run["status"] == "completed" and run["generation"] == gen + 1
+        save = next(e.data for e in await api.events(run["id"])
+                    if e.event == "run.phase" and e.data["phase"] == "save")
+        assert ".env" not in save["files"] and "app/agent.py" in save["files"]
+        bundle = await api.ok("POST", "bundles/export", {"run_ids": [run["id"]]})
+        assert digest not in orjson.dumps(bundle).decode()
     finally:
         await api.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -9,11 +10,16 @@ from typing import Any
 import pytest
 
 from llamon_playground.common.config import build_settings
-from llamon_playground.daemon.data.bundle_validate import BUNDLE_FORMAT, validate_bundle
+from llamon_playground.daemon.data.bundle_validate import (
+    BUNDLE_FORMAT,
+    MAX_BLOB_BYTES,
+    _blob_sizes,
+    validate_bundle,
+)
 from llamon_playground.daemon.data.bundles import import_bundle
 from llamon_playground.daemon.data.json_depth import MAX_DEPTH
 from llamon_playground.daemon.data.parts import parse_run_request
-from llamon_playground.daemon.errors import BadRequest
+from llamon_playground.daemon.errors import BadRequest, PayloadTooLarge
 from llamon_playground.daemon.store.blobs import BlobStore
 from llamon_playground.daemon.store.database import EventRecord, Store
 from llamon_playground.daemon.store.history import get_run
@@ -96,3 +102,12 @@ def test_a_run_request_stores_nothing_a_bundle_could_not_carry() -> None:
         parse_run_request({"parts": [{"kind": "data", "data": deep}]})
     assert info.value.code == "nesting_too_deep"
     parse_run_request({"parts": [{"kind": "data", "data": deep["k"]}]})
+
+
+def test_a_blob_of_exactly_the_limit_passes_and_one_byte_more_does_not() -> None:
+    for size in (MAX_BLOB_BYTES, MAX_BLOB_BYTES - 1):  # padded "=" and "=="
+        encoded = base64.b64encode(bytes(size)).decode()
+        assert _blob_sizes({"a" * 64: {"bytes_base64": encoded, "size": size}})
+    encoded = base64.b64encode(bytes(MAX_BLOB_BYTES + 1)).decode()
+    with pytest.raises(PayloadTooLarge):
+        _blob_sizes({"a" * 64: {"bytes_base64": encoded, "size": MAX_BLOB_BYTES}})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,7 +14,9 @@ from llamon_playground.common import logging_setup
 from llamon_playground.common.config import build_settings
 from llamon_playground.common.logging_setup import (
     JsonFormatter,
+    SafeRecords,
     TextFormatter,
+    escape_controls,
     log_context,
     register_secret,
     scrub,
@@ -75,3 +78,18 @@ def test_settings_never_show_the_token() -> None:
     settings = build_settings(Path("/p"), {"LLAMON_PLAYGROUND_TOKEN": "tok-0123456789abcdef"})
     assert settings.front.token == "tok-0123456789abcdef"
     assert "tok-0123456789abcdef" not in repr(settings)
+
+
+def test_control_characters_are_escaped_and_continuation_lines_indented() -> None:
+    assert (escape_controls("a\nb\r\x1b[2J\x00\x85\u2028é")
+            == "a\\x0ab\\x0d\\x1b[2J\\x00\\x85\\u2028é")
+    record = logging.LogRecord("t", logging.WARNING, __file__, 1, "GET %s", ("/x\nWARNING y",),
+                               None)
+    assert SafeRecords().filter(record)
+    try:
+        raise ValueError("first\nWARNING forged")
+    except ValueError:
+        record.exc_info = sys.exc_info()
+    lines = TextFormatter().format(record).splitlines()
+    assert "GET /x\\x0aWARNING y" in lines[0]
+    assert all(line.startswith("    ") for line in lines[1:]) and len(lines) > 2

@@ -19,6 +19,7 @@ JWT = ("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0."
     "token", "accessToken", "X-Auth-Token", "refreshtoken", "api_key", "apiKey", "API-KEY",
     "apikey", "auth", "Authorization", "credential", "credentials", "Cookie", "set-cookie",
     "private_key", "privateKey", "bearer", "session", "session_id", "jwt",
+    "pass", "sessionid", "creds", "ssh_key", "sshKey",
 ])
 def test_secret_keys_are_recognised_case_insensitively(key: str) -> None:
     assert is_secret_key(key)
@@ -56,6 +57,14 @@ def test_nested_secret_keys_are_redacted_whatever_their_value() -> None:
     ("https://example.com/?api_key=zzz999", "?api_key=", "zzz999"),
     ("postgres://admin:pa55word@db.local/app", "postgres://admin:", "pa55word"),
     ("ghp_0123456789abcdefghijABCDEFGHIJ0123", "", "0123456789abcdefghij"),
+    ("Authorization: Basic dXNlcjpodW50ZXIy", "Basic ", "dXNlcjpodW50ZXIy"),
+    ("-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA1x\n-----END RSA PRIVATE KEY-----\nok",
+     "\nok", "MIIEpAIBAAKCAQEA1x"),
+    ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjE (cut)", "", "b3BlbnNzaC1rZXkt"),
+    ("login with password=hunter2 please", "password=", "hunter2"),
+    ('{"db_passwd": "s3cr3t!", "user": "ada"}', '"user": "ada"', "s3cr3t!"),
+    ("gitlab glpat-AbCdEfGhIjKlMnOpQrSt12", "gitlab ", "AbCdEfGhIjKlMnOpQrSt12"),
+    ("stripe rk_live_0123456789abcdefABCD", "stripe ", "0123456789abcdefABCD"),
 ])
 def test_secret_looking_values_are_redacted(value: str, kept: str, gone: str) -> None:
     got = redact({"note": value, "nested": [{"v": value}]})
@@ -65,7 +74,8 @@ def test_secret_looking_values_are_redacted(value: str, kept: str, gone: str) ->
 
 def test_ordinary_values_and_other_types_pass_through() -> None:
     metadata = {"url": "https://example.com/page?page=2&sort=asc", "n": 3, "ok": True,
-                "none": None, "text": "a skeleton key", "ratio": 0.5}
+                "none": None, "text": "a skeleton key", "ratio": 0.5,
+                "course": "Basic information", "pwdless": "passwords: 3"}
     assert redact_metadata(metadata) == metadata
 
 

@@ -23,7 +23,10 @@ BOUND = 50.0  # x a linear pass; measured here 2x to 16x, a quadratic pattern is
 LINEAR = re.compile(r".", re.S)  # one match per character: a plain linear pass
 # Fragments that start a pattern of redact.py and never complete it.
 FRAGMENTS = ["-eyJ", ".eyJ", "eyJaaaaa.", "sk-", "Bearer ", "://a:", "://", "?a", "&a=",
-             "a@", "ghp_", "github_pat_", "xoxa-", "AKIA", "AIza", "aB", " ", "-"]
+             "a@", "ghp_", "github_pat_", "xoxa-", "AKIA", "AIza", "aB", " ", "-",
+             "Basic ", "Basic aGk6", "-----BEGIN PRIVATE KEY-----", "-----BEGIN RSA ",
+             "-----BEGIN PRIVATE KEY-----\nMII-", "-----", "password=", "password: ",
+             "\"passwd\"", "pwd ", "api_key", "glpat-", "rk_live_", "sk_test_"]
 
 
 def best_of(action: Callable[[], object], rounds: int = 3) -> float:

@@ -3,7 +3,8 @@
 Started by the llamon daemon as ``{python} -m app.host`` with cwd = the project
 folder. Environment contract (read once, at start):
 
-- ``LLAMON_HOST_PORT`` (required): TCP port; we bind 127.0.0.1 only.
+- ``LLAMON_HOST_PORT`` (required): TCP port; we bind 127.0.0.1 only, behind the
+  Playground's LoopbackGuard (loopback Host header, no cross-site Origin, JSON bodies).
 - ``LLAMON_A2A_VERSIONS`` (optional, default "1.0,0.3"): protocol versions the
   card advertises. The endpoint itself always accepts both method families.
 - ``ECHO_CHUNK_DELAY_MS`` (optional, default 0): pause between streamed chunks.
@@ -27,6 +28,7 @@ from a2a.types import AgentCapabilities, AgentCard, AgentExtension, AgentInterfa
 from starlette.applications import Starlette
 
 from app.agent import EchoAgentExecutor
+from llamon_playground.host_manager.capture_host import LoopbackGuard
 
 KNOWN_VERSIONS = ("1.0", "0.3")
 RPC_PATH = "/"
@@ -137,7 +139,8 @@ def main() -> None:
     card = build_card(port, versions, schemas)
     app = build_app(card, EchoAgentExecutor(chunk_delay_s=delay_s))
     config = uvicorn.Config(
-        app,
+        # Only the daemon's requests, never a web page's (docs/security.md, the Host).
+        LoopbackGuard(app, port),
         host="127.0.0.1",
         port=port,
         log_level="warning",

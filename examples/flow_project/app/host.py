@@ -1,7 +1,8 @@
 """flow_project Host: serves the approval Flow (app/graph.py) as a real A2A server.
 
 Started by the llamon daemon as ``{python} -m app.host`` with cwd = the project folder.
-Environment: ``LLAMON_HOST_PORT`` (required), the TCP port; we bind 127.0.0.1 only.
+Environment: ``LLAMON_HOST_PORT`` (required), the TCP port; we bind 127.0.0.1 only,
+behind the Playground's LoopbackGuard (loopback Host header, no cross-site Origin, JSON bodies).
 
 A message's first data part picks the start node: the first node connected from START with
 an input contract whose schema id equals ``data["schema"]``. The Flow runs along its edges
@@ -37,6 +38,7 @@ from starlette.applications import Starlette
 
 from app.flowkit import Graph
 from app.graph import graph as approval_graph
+from llamon_playground.host_manager.capture_host import LoopbackGuard
 
 RPC_PATH = "/"
 
@@ -109,8 +111,9 @@ def main() -> None:
     app = Starlette(routes=[*create_agent_card_routes(card),
                             *create_jsonrpc_routes(handler, rpc_url=RPC_PATH)])
     print(f"flow_project starting on http://127.0.0.1:{port}", flush=True)
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False,
-                timeout_graceful_shutdown=1)
+    # Only the daemon's requests, never a web page's (docs/security.md, the Host).
+    uvicorn.run(LoopbackGuard(app, port), host="127.0.0.1", port=port, log_level="warning",
+                access_log=False, timeout_graceful_shutdown=1)
 
 
 if __name__ == "__main__":

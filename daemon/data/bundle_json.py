@@ -1,0 +1,85 @@
+"""An import body parsed within bounds: refused from its bytes before parsing when its
+parsed form would be too big, and parsed so the event loop keeps running meanwhile.
+
+Parsed JSON costs far more than its text: `{}` is 2 bytes and a 64-byte dict, a short
+string 3 bytes and a 50-byte object. So the number of JSON values is capped, counted from
+the structure characters before anything is built: a text with V values has at most
+`commas + containers + 1` of them (brackets and commas inside strings only raise the
+count, never hide a value). The parse then runs in a worker thread with a Python hook per
+object and number (each one a point where the interpreter lets the event loop's thread
+run), instead of one C call that would hold the GIL for the whole body.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+import orjson
+
+from llamon_playground.daemon.errors import BadRequest, PayloadTooLarge
+
+MAX_VALUES = 4_000_000  # ≈ 300 MB of parsed objects at worst
+INT_MIN, INT_MAX = -(2 ** 63), 2 ** 64 - 1  # what the store writes back (orjson) exactly
+# A \ud800-\udfff escape may be half a surrogate pair, which no store write could encode.
+SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def value_bound(raw: bytes | bytearray) -> int:
+    """An upper bound on the number of JSON values in `raw` (C-speed byte counts)."""
+    return raw.count(b",") + raw.count(b"{") + raw.count(b"[") + 1
+
+
+def check_value_budget(raw: bytes | bytearray) -> None:
+    """413 bundle_too_large for a bundle of more than MAX_VALUES values (an export checks
+    its own bytes too: it never writes a bundle the import would refuse)."""
+    if value_bound(raw) > MAX_VALUES:
+        raise PayloadTooLarge(f"a bundle holds at most {MAX_VALUES:,} JSON values (counted "
+                              "as commas + braces + brackets); export fewer runs",
+                              code="bundle_too_large")
+
+
+def parse_bundle_body(raw: bytes | bytearray) -> Any:
+    """The JSON document (None for an empty body); 413 bundle_too_large before parsing a
+    body of more than MAX_VALUES values; 400 invalid_json like any other body."""
+    check_value_budget(raw)
+    try:
+        text = raw.decode("utf-8")
+        if not text.strip():
+            return None
+        doc = json.loads(text, object_pairs_hook=_object, parse_int=_int,
+                         parse_float=_float, parse_constant=_constant)
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError
+        raise BadRequest(f"request body is not valid JSON: {exc}", code="invalid_json") from exc
+    if SURROGATE_ESCAPE.search(raw):
+        try:
+            orjson.dumps(doc)
+        except orjson.JSONEncodeError as exc:
+            raise BadRequest(f"request body is not valid JSON: {exc}",
+                             code="invalid_json") from exc
+    return doc
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # A Python function on purpose: its bytecode is where another thread may take the GIL.
+    return dict(pairs)
+
+
+def _int(text: str) -> int:
+    value = int(text)  # over 4,300 digits: ValueError, so invalid_json
+    if not INT_MIN <= value <= INT_MAX:
+        raise ValueError(f"integer beyond 64 bits: {text[:30]}")
+    return value
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number out of range: {text[:30]}")
+    return value
+
+
+def _constant(text: str) -> Any:
+    raise ValueError(f"{text} is not JSON")
