@@ -72,7 +72,8 @@ SCHEMAS: dict[str, Schema] = {
                       revision=nullable({"type": "string", "maxLength": 256})),
     # Each given field replaces the stored one (validated as for a new run); none: a clone.
     "RerunRequest": obj(closed=True, parts=arr(ref("InputPart"), minItems=1, maxItems=256),
-                        metadata=nullable(OBJ), changed_files=nullable(arr(STR, maxItems=1000)),
+                        metadata=nullable(OBJ),
+                        changed_files=nullable(arr(CHANGED_FILE, maxItems=1000)),
                         revision=nullable({"type": "string", "maxLength": 256}),
                         label=nullable({"type": "string", "maxLength": 200})),
     "SessionPatch": obj(closed=True, title={"type": "string", "maxLength": 500}, metadata=OBJ),
