@@ -34,8 +34,8 @@ from llamon_playground.daemon.services import SERVICES, Services
 from llamon_playground.daemon.store.blobs import BlobStore
 from llamon_playground.daemon.store.database import EventRow, Store
 from llamon_playground.daemon.store.event_log import EventHub
-from llamon_playground.daemon.store.history import interrupt_leftover_runs
 from llamon_playground.daemon.store.project_events import ProjectEvents
+from llamon_playground.daemon.store.reconcile import reconcile_runs
 from llamon_playground.host_manager.crash_policy import CrashSettings
 from llamon_playground.host_manager.environment import ENV_MARKER
 from llamon_playground.host_manager.errors import HostUnavailable
@@ -113,9 +113,7 @@ async def recover(services: Services) -> None:
     except UnsupportedDatabaseVersion as exc:
         log.warning("%s", exc)
         return
-    leftover = await interrupt_leftover_runs(services.store, Reason.DAEMON_RESTARTED)
-    if leftover:
-        log.warning("marked %d run(s) left active by a previous daemon interrupted", len(leftover))
+    await reconcile_runs(services.store, Reason.DAEMON_RESTARTED)
     services.blobs.remove_temp_files()
 
 

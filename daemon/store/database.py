@@ -16,7 +16,7 @@ import logging
 import sqlite3
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -81,10 +81,21 @@ class EventRecord:
 class _PendingOp:
     op: WriteOp
     future: asyncio.Future[Any] | None  # None: submitted, nobody waits (failures are logged)
+    # Events that commit in the op's own savepoint: both land or neither does.
+    events: list[tuple[str, str, bytes]] = field(default_factory=list)
+    # Kept and retried while history is degraded (as events are), never failed for it.
+    durable: bool = False
+    # Called on the loop right after the commit, before any waiter or subscriber hears of it.
+    then: Callable[[], None] | None = None
+
+    @property
+    def retried(self) -> bool:
+        return self.future is None or self.durable
 
 
 # An event waiting for the writer: (run_id, kind, payload).
 _Item = tuple[str, str, bytes] | _PendingOp
+_OpResult = tuple[_PendingOp, Any, Exception | None]  # the op, its value, its own failure
 
 
 class Store:
@@ -210,6 +221,21 @@ class Store:
         self._wake.set()
         return await future
 
+    async def write_with_events(self, op: Callable[[sqlite3.Connection], T],
+                                events: list[tuple[str, str, dict[str, Any]]], *,
+                                then: Callable[[], None] | None = None) -> T:
+        """`op` and `events` (run_id, kind, payload) in one savepoint of one transaction,
+        retried in order while history is degraded until they commit (a run's ending must
+        land whole, however long the disk is full). `then` runs on the loop right after
+        the commit, before the events are published or this call returns."""
+        if self._writer_task is None:
+            raise StoreError("store is not open")
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        encoded = [(run_id, kind, compact_json(payload)) for run_id, kind, payload in events]
+        self._items.append(_PendingOp(op, future, encoded, durable=True, then=then))
+        self._wake.set()
+        return await future
+
     async def flush(self) -> None:
         """Wait until everything queued so far is committed (or has failed)."""
         try:
@@ -248,14 +274,20 @@ class Store:
                 self.degraded = True
                 self._on_degraded(error)
             for item in batch:
-                if isinstance(item, _PendingOp) and item.future is not None \
-                        and not item.future.done():
+                if isinstance(item, _PendingOp) and not item.retried \
+                        and item.future is not None and not item.future.done():
                     item.future.set_exception(error)
-            return [item for item in batch if not isinstance(item, _PendingOp)]
+            # Events, row updates nobody waits for and durable writes stay, in their order.
+            return [item for item in batch if not isinstance(item, _PendingOp) or item.retried]
         if self.degraded:
             log.warning("history writes work again")
             self.degraded = False
         self.batches_committed += 1
+        for done, _, problem in results:
+            if problem is None and done.then is not None:
+                done.then()
+        if rows:
+            self._on_commit(rows)
         for done, value, problem in results:
             if done.future is None:
                 if problem is not None:
@@ -265,8 +297,6 @@ class Store:
                     done.future.set_exception(problem)
                 else:
                     done.future.set_result(value)
-        if rows:
-            self._on_commit(rows)
         return []
 
     def reserve_seqs(self, count: int) -> int:
@@ -280,13 +310,13 @@ class Store:
         return first
 
     def _commit_on_thread(self, batch: list[_Item], ts: str
-                          ) -> tuple[list[EventRow], list[tuple[_PendingOp, Any, Exception | None]]]:
+                          ) -> tuple[list[EventRow], list[_OpResult]]:
         """On the writer thread: the whole transaction in one go. The seq counter lives
         here too, so ops and appends draw from it in commit order."""
         conn = self._conn
         assert conn is not None
         rows: list[EventRow] = []
-        results: list[tuple[_PendingOp, Any, Exception | None]] = []
+        results: list[_OpResult] = []
         self._seq_cursor = self._next_seq
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -295,14 +325,20 @@ class Store:
                 item = batch[start]
                 if type(item) is _PendingOp:
                     conn.execute("SAVEPOINT op")
+                    cursor = self._seq_cursor
                     try:
                         value = item.op(conn)
+                        own = self.insert_events(conn, item.events, ts)
                     except Exception as exc:  # the op's own failure rolls back only that op
                         conn.execute("ROLLBACK TO op")
                         conn.execute("RELEASE op")
+                        self._seq_cursor = cursor
+                        if is_storage_fault(exc):
+                            raise  # the disk, not the op: the whole batch is retried
                         results.append((item, None, exc))
                     else:
                         conn.execute("RELEASE op")
+                        rows.extend(own)
                         results.append((item, value, None))
                     start += 1
                     continue
@@ -326,6 +362,18 @@ class Store:
             raise
         self._next_seq = self._seq_cursor
         return rows, results
+
+    def insert_events(self, conn: sqlite3.Connection, events: list[tuple[str, str, bytes]],
+                      ts: str) -> list[EventRow]:
+        """Insert events from inside a write op (on the writer thread), seqs in commit order.
+        What the op inserts this way is not published (boot recovery has no subscribers)."""
+        if not events:
+            return []
+        first = self.reserve_seqs(len(events))
+        rows: list[EventRow] = [(first + i, run_id, kind, payload, ts)
+                                for i, (run_id, kind, payload) in enumerate(events)]
+        conn.executemany(INSERT_EVENTS, rows)
+        return rows
 
     # -- reads ------------------------------------------------------------------------------
 
@@ -377,6 +425,19 @@ SELECT CAST(group_concat(frame, '') AS BLOB), max(seq), max(terminal) FROM (
          ELSE 0 END AS terminal
   FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?)
 """
+
+
+# SQLite's primary result codes for a full, failing, locked or read-only disk.
+STORAGE_FAULT_CODES = frozenset({5, 6, 8, 10, 13, 14})
+
+
+def is_storage_fault(exc: BaseException) -> bool:
+    """Whether an op failed because of the storage (retry later), not because of itself."""
+    if isinstance(exc, OSError):
+        return True
+    code = getattr(exc, "sqlite_errorcode", None)
+    return isinstance(exc, sqlite3.OperationalError) and code is not None \
+        and code & 0xFF in STORAGE_FAULT_CODES
 
 
 def _noop(conn: sqlite3.Connection) -> None:

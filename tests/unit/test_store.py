@@ -10,12 +10,9 @@ import pytest
 from llamon_playground.common.config import build_settings
 from llamon_playground.daemon.errors import StoreError, UnsupportedDatabaseVersion
 from llamon_playground.daemon.store.database import EventRecord, Store
-from llamon_playground.daemon.store.history import (
-    create_session,
-    insert_run,
-    interrupt_leftover_runs,
-)
+from llamon_playground.daemon.store.history import create_session, insert_run
 from llamon_playground.daemon.store.migrations import SCHEMA_VERSION
+from llamon_playground.daemon.store.reconcile import reconcile_runs
 
 
 def make_store(tmp_path: Path, published: list[EventRecord] | None = None) -> Store:
@@ -99,7 +96,7 @@ async def test_one_active_run_is_enforced_by_the_database_too(tmp_path: Path) ->
         await insert_run(store, {"id": "run_1", **row}, [])
         with pytest.raises(sqlite3.IntegrityError):
             await insert_run(store, {"id": "run_2", **row, "status": "queued"}, [])
-        assert await interrupt_leftover_runs(store, "daemon_restarted") == ["run_1"]
+        assert await reconcile_runs(store, "daemon_restarted") == ["run_1"]
         await insert_run(store, {"id": "run_3", **row}, [])
     finally:
         await store.close()
