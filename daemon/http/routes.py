@@ -132,8 +132,10 @@ async def get_run(request: web.Request) -> web.Response:
     if run is None:
         raise NotFound(f"no run {run_id}", code="run_not_found")
     active = s.runs.active
-    if active is not None and active.run_id == run_id and run["status"] != active.status:
-        # History is behind (degraded writes): the daemon's own view is the truth.
+    if active is not None and active.run_id == run_id and run["status"] != active.status \
+            and active.status not in TERMINAL_STATUSES:
+        # History is behind (degraded writes): the daemon's own view is the truth. An
+        # ending shows only once committed, with its whole record (output, ended_at).
         run["status"] = active.status.value
         run["history_behind"] = True
     return json_response(run)

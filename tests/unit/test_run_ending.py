@@ -29,7 +29,8 @@ from llamon_playground.daemon.store.history import (
     insert_run,
     scores_op,
 )
-from llamon_playground.daemon.store.reconcile import fold_delta, reconcile_runs
+from llamon_playground.daemon.store.reconcile import reconcile_runs
+from tests.support.endings import assert_phases_close, folded_text
 from tests.support.waiting import eventually
 
 TERMINAL = ("completed", "failed", "cancelled", "interrupted", "input_required")
@@ -186,21 +187,6 @@ async def test_every_started_phase_closes_and_the_failing_one_says_why(
     assert closing[("start", "failed")]["reason"] == "runtime_unavailable"
 
 
-def assert_phases_close(phases: list[dict[str, Any]]) -> None:
-    """Every phase with a started event has exactly one closing event after it."""
-    for name in {e["phase"] for e in phases if e["state"] == "started"}:
-        states = [e["state"] for e in phases if e["phase"] == name]
-        assert states[0] == "started" and len(states) == 2, (name, states)
-        assert states[1] in ("completed", "failed", "skipped", "cancelled"), (name, states)
-
-
-def fold(deltas: list[dict[str, Any]]) -> str:
-    text: dict[str | None, str] = {}
-    for delta in deltas:
-        fold_delta(text, delta)
-    return "".join(text.values())
-
-
 @pytest.mark.parametrize("shape", ["stream", "replace", "replace_with_data"])
 def test_deltas_fold_into_the_stored_text(shape: str) -> None:
     collected = OutputCollector()
@@ -213,7 +199,7 @@ def test_deltas_fold_into_the_stored_text(shape: str) -> None:
                          parts=parts)
         deltas += [{"text": t, "artifact_id": "a", "append": a} for t, a in collected.add(event)]
     stored = "".join(p.text or "" for p in collected.wire_parts() if p.kind == "text")
-    assert fold(deltas) == stored
+    assert folded_text(deltas) == stored
     assert stored == {"stream": "n0 n1 n2 n3 n4 ", "replace": "n4 ", "replace_with_data": ""}[
         shape]
 
