@@ -9,14 +9,16 @@ CAP_SYS_ADMIN: the drill is skipped, saying so, where that is refused.
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.drills.checks import check_database
-from tests.support.api import Api
+from tests.support.api import TERMINAL, Api
 from tests.support.procs import Stack, stack_for
 from tests.support.waiting import eventually
 
@@ -138,3 +140,50 @@ async def test_file_store_unwritable_mid_run(disk_stack: Stack, mounts) -> None:
               "availability unavailable, history_degraded reported; the next run stored it")
     finally:
         await api.close()
+
+
+async def test_long_outage_over_a_runs_end(disk_stack: Stack, mounts, scale) -> None:  # type: ignore[no-untyped-def]
+    """The disk is full from just after a run is accepted (its Host not started yet, so
+    its `running` move and its scores come in the outage) until after it ended (65 s at
+    long scale, longer than any retry patience). Meanwhile the lock is held with the row
+    still active (a new run gets 409 naming it, never a 503 from the database), and no
+    reader sees it ended; when space returns it ends once, with every row change, score
+    and event it made during the outage."""
+    api = Api.for_socket(str(disk_stack.settings.socket_path))
+    words = " ".join(f"w{i}" for i in range(30))
+    hold = scale.n(4, 65)
+    try:
+        session = await api.session()
+        run_id = await api.start_run(session, "stream " + words)
+        fill(mounts["state"])
+        try:
+            await wait_health(api, True)
+            # The outage's length, not a wait for anything: the invariants hold throughout.
+            end = time.monotonic() + hold
+            while time.monotonic() < end:
+                code, doc = await api.call("POST", f"sessions/{session}/runs",
+                                           {"parts": [{"kind": "text", "text": "stream no"}]})
+                assert (code, doc["detail"]["error"]) == (409, "active_run_conflict"), doc
+                assert doc["detail"]["active_run_id"] == run_id
+                assert (await api.run(run_id))["status"] not in TERMINAL
+                await asyncio.sleep(0.25)
+        finally:
+            drain(mounts["state"])
+        run = await api.wait_status(run_id)
+        await wait_health(api, False)
+        assert run["status"] == "completed" and run["reason"] is None
+        assert run["output"] == [{"kind": "text", "text": words}]
+        assert run["started_at"] is not None and run["ended_at"] is not None
+        assert run["generation"] is not None
+        assert [s["evaluator"] for s in run["scores"]] == ["word_count", "mentions_hello"]
+        events = await api.events(run_id)
+        statuses = [e.data["status"] for e in events if e.event == "run.status"]
+        assert statuses == ["queued", "preparing", "running", "completed"]
+        nxt = await api.wait_status(await api.start_run(session, "stream after"))
+        assert nxt["status"] == "completed"
+    finally:
+        await api.close()
+    figures = check_database(disk_stack.settings.db_path,
+                             {run_id: [e.id for e in events]})
+    print(f"disk full for {hold} s over a run's end: lock held with the row active, the run "
+          f"ended once with its started_at, generation, scores and output ({figures})")
