@@ -15,7 +15,7 @@ from llamon_playground.common.logging_setup import set_context_fallback
 from llamon_playground.common.request_context import add_request_context
 from llamon_playground.common.runtime_dir import acquire_lock, remove_discovery, write_discovery
 from llamon_playground.common.stop_signal import wait_for_stop_signal
-from llamon_playground.daemon.errors import ProjectError, UnsupportedDatabaseVersion
+from llamon_playground.daemon.errors import BootFailed, ProjectError, UnsupportedDatabaseVersion
 from llamon_playground.daemon.http.capture import add_capture_routes
 from llamon_playground.daemon.http.data import add_data_routes
 from llamon_playground.daemon.http.host import add_host_routes
@@ -161,7 +161,13 @@ async def serve(settings: Settings, environ: dict[str, str]) -> None:
         watcher: asyncio.Task[None] | None = None
         watchdog: asyncio.Task[None] | None = None
         try:
-            await recover(services)
+            try:
+                await recover(services)
+            except Exception as exc:
+                # Never a half-started daemon: close what was opened and exit, saying why.
+                log.error("boot recovery failed; the daemon stops: %s", exc)
+                await shutdown(services)
+                raise BootFailed(f"boot recovery failed: {exc}") from exc
             app = make_app(services)
             runner = web.AppRunner(app, handle_signals=False, access_log=None,
                                    shutdown_timeout=1.0)

@@ -37,6 +37,12 @@ EventRow = tuple[int, str, str, bytes, str]  # seq, run_id, kind, payload, ts
 MAX_BATCH = 50_000  # bounds one transaction's latency under a flood
 RETRY_MIN = 0.05
 RETRY_MAX = 2.0
+# The WAL stays small: SQLite checkpoints at this many pages by itself, the writer after
+# IDLE_CHECKPOINT s without writes (and after each run), and a checkpoint truncates the file,
+# so a small disk is not eaten by frames that were copied back long ago.
+WAL_AUTOCHECKPOINT_PAGES = 256
+WAL_SIZE_LIMIT = 1 << 20
+IDLE_CHECKPOINT = 1.0
 INSERT_EVENTS = "INSERT INTO events (seq, run_id, kind, payload, ts) VALUES (?, ?, ?, ?, ?)"
 
 
@@ -120,6 +126,8 @@ class Store:
         self.unsupported_version: int | None = None
         self.write_failures = 0
         self.batches_committed = 0
+        self._wal_dirty = False  # commits since the last checkpoint
+        self._checkpoint_now = False
 
     @property
     def is_open(self) -> bool:
@@ -160,6 +168,8 @@ class Store:
         conn = sqlite3.connect(db, isolation_level=None)
         try:
             conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(f"PRAGMA wal_autocheckpoint={WAL_AUTOCHECKPOINT_PAGES}")
+            conn.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")
             # FULL: a committed event survives power loss too; group commit pays for it.
             conn.execute("PRAGMA synchronous=FULL")
             conn.execute("PRAGMA foreign_keys=ON")
@@ -243,20 +253,50 @@ class Store:
         except StoreError:
             pass
 
+    def checkpoint_soon(self) -> None:
+        """Checkpoint as soon as the writer is idle (a run just ended)."""
+        self._checkpoint_now = True
+        self._wake.set()
+
+    async def _wait_for_work(self) -> None:
+        """Sleep until something is queued; checkpoint the WAL once the writer idles."""
+        while not self._items:
+            if self._checkpoint_now or (self._wal_dirty and not await _woken(
+                    self._wake, IDLE_CHECKPOINT)):
+                await self._checkpoint()
+                continue
+            if self._items:
+                return
+            await self._wake.wait()
+            self._wake.clear()
+
+    async def _checkpoint(self) -> None:
+        self._checkpoint_now = self._wal_dirty = False
+        try:
+            await self._on_writer(self._checkpoint_on_thread)
+        except (sqlite3.Error, OSError) as exc:  # a reader in the way, or the disk: later
+            log.info("WAL checkpoint failed: %s", exc)
+
+    def _checkpoint_on_thread(self) -> None:
+        assert self._conn is not None
+        self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
     async def _write_loop(self) -> None:
         retry: list[_Item] = []
         delay = RETRY_MIN
         while True:
             if not retry:
-                await self._wake.wait()
+                await self._wait_for_work()
             self._wake.clear()
             batch, self._items = retry + self._items[:MAX_BATCH], self._items[MAX_BATCH:]
             if self._items:
                 self._wake.set()
             retry = await self._commit(batch)
+            self._wal_dirty = True
             if retry:
                 # Degraded: keep the events (in order) and try again after a pause; new
-                # writes queue up behind them.
+                # writes queue up behind them. A truncated WAL may be the space it needs.
+                await self._checkpoint()
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, RETRY_MAX)
             else:
@@ -438,6 +478,16 @@ def is_storage_fault(exc: BaseException) -> bool:
     code = getattr(exc, "sqlite_errorcode", None)
     return isinstance(exc, sqlite3.OperationalError) and code is not None \
         and code & 0xFF in STORAGE_FAULT_CODES
+
+
+async def _woken(event: asyncio.Event, timeout: float) -> bool:
+    """Wait up to `timeout` for `event`; whether it was set."""
+    try:
+        async with asyncio.timeout(timeout):
+            await event.wait()
+    except TimeoutError:
+        return False
+    return True
 
 
 def _noop(conn: sqlite3.Connection) -> None:

@@ -10,11 +10,14 @@ CAP_SYS_ADMIN: the drill is skipped, saying so, where that is refused.
 from __future__ import annotations
 
 import asyncio
+import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from tests.drills.checks import check_database
@@ -48,15 +51,15 @@ def mounts(project: Path) -> Iterator[dict[str, Path]]:
 
 
 def fill(mount: Path) -> None:
-    """Write a filler file until the mount is full."""
-    chunk = b"\0" * (1 << 20)
-    with open(mount / "filler", "wb") as fh:
-        try:
-            while True:
-                fh.write(chunk)
-                fh.flush()
-        except OSError:
-            pass
+    """Write a filler file until the mount is full, to the last page."""
+    with open(mount / "filler", "wb", buffering=0) as fh:
+        for size in (1 << 20, 1 << 12):
+            chunk = b"\0" * size
+            try:
+                while fh.write(chunk) == size:
+                    pass
+            except OSError:
+                pass
 
 
 def drain(mount: Path) -> None:
@@ -187,3 +190,43 @@ async def test_long_outage_over_a_runs_end(disk_stack: Stack, mounts, scale) -> 
                              {run_id: [e.id for e in events]})
     print(f"disk full for {hold} s over a run's end: lock held with the row active, the run "
           f"ended once with its started_at, generation, scores and output ({figures})")
+
+
+async def test_boot_recovery_on_a_full_disk_exits_saying_why(disk_stack: Stack, mounts) -> None:  # type: ignore[no-untyped-def]
+    """A daemon dies mid-run; the next one starts on a full disk, so boot recovery cannot
+    write: it exits non-zero saying why, leaving no process behind. With space back, the
+    next start repairs the run."""
+    assert disk_stack.daemon is not None
+    api = Api.for_socket(str(disk_stack.settings.socket_path))
+    try:
+        session = await api.session()
+        run_id = await api.start_run(session, "slow")
+        await api.first_output(run_id)
+    finally:
+        await api.close()
+    hosts = disk_stack.daemon.descendants()
+    disk_stack.remember_hosts()
+    disk_stack.daemon.signal(signal.SIGKILL)
+    disk_stack.daemon.wait(10)
+    psutil.wait_procs(hosts, timeout=10)
+    fill(mounts["state"])
+    try:
+        booted = subprocess.run(
+            [sys.executable, "-m", "llamon_playground", "daemon", str(disk_stack.project)],
+            env=disk_stack.env, capture_output=True, text=True, timeout=60)
+    finally:
+        drain(mounts["state"])
+    assert booted.returncode != 0, booted.stderr
+    assert "boot recovery failed" in booted.stderr, booted.stderr
+    assert "Traceback" not in booted.stderr, booted.stderr
+    disk_stack.start_daemon()
+    api = Api.for_socket(str(disk_stack.settings.socket_path))
+    try:
+        run = await api.run(run_id)
+        assert (run["status"], run["reason"]) == ("interrupted", "daemon_restarted")
+        assert run["output"] and run["output"][0]["text"].startswith("tick 1 ")
+    finally:
+        await api.close()
+    check_database(disk_stack.settings.db_path, {})
+    print("boot recovery on a full disk: exit code "
+          f"{booted.returncode} saying why, nothing left running; the next start repaired it")

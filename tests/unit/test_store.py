@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from llamon_playground.daemon.store.database import EventRecord, Store
 from llamon_playground.daemon.store.history import create_session, insert_run
 from llamon_playground.daemon.store.migrations import SCHEMA_VERSION
 from llamon_playground.daemon.store.reconcile import reconcile_runs
+from tests.support.waiting import eventually
 
 
 def make_store(tmp_path: Path, published: list[EventRecord] | None = None) -> Store:
@@ -173,5 +175,24 @@ async def test_sql_built_frames_match_python_frames(tmp_path: Path) -> None:
         data, last, terminal = await store.frames_after("run_f", 0, limit=3)
         assert data == b"".join(frame(r).data for r in records[:3]) and terminal is False
         assert await store.frames_after("run_f", records[-1].seq) == (b"", records[-1].seq, False)
+    finally:
+        await store.close()
+
+
+async def test_the_wal_is_checkpointed_and_truncated_once_the_writer_idles(
+        tmp_path: Path) -> None:
+    """A stream of small commits grows the WAL; an idle writer gives its space back (a
+    small disk would otherwise fill with frames long copied into the database)."""
+    store = make_store(tmp_path)
+    await store.open()
+    wal = Path(str(store_path(tmp_path)) + "-wal")
+    try:
+        for n in range(300):
+            store.append_event("r", "output.delta", {"text": "x" * 200, "n": n})
+            await store.flush()
+        assert wal.stat().st_size > 100_000
+        await eventually(lambda: asyncio.sleep(0, wal.stat().st_size), lambda size: size == 0,
+                         "the WAL to be truncated", timeout=10)
+        assert len(await store.events_after("r", 0, 1000)) == 300
     finally:
         await store.close()
