@@ -22,6 +22,7 @@ import pytest
 
 from tests.drills.checks import check_database
 from tests.support.api import TERMINAL, Api
+from tests.support.endings import folded_text
 from tests.support.procs import Stack, stack_for
 from tests.support.waiting import eventually
 
@@ -230,3 +231,49 @@ async def test_boot_recovery_on_a_full_disk_exits_saying_why(disk_stack: Stack, 
     check_database(disk_stack.settings.db_path, {})
     print("boot recovery on a full disk: exit code "
           f"{booted.returncode} saying why, nothing left running; the next start repaired it")
+
+
+@pytest.fixture
+def small_disk_stack(project: Path, runtime_base: Path) -> Iterator[Stack]:
+    """The whole .llamon/ on a 2 MiB tmpfs: history has to live within it."""
+    state = project / ".llamon"
+    state.mkdir()
+    try:
+        _mount(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(state)])
+    except (subprocess.CalledProcessError, FileNotFoundError) as exc:
+        pytest.skip(f"cannot mount a tmpfs here ({exc}); the disk drill needs CAP_SYS_ADMIN")
+    try:
+        # A chunk every 5 ms: one commit per delta, the WAL's worst case.
+        with stack_for(project, runtime_base, extra_env={"ECHO_CHUNK_DELAY_MS": "5"}) as s:
+            s.start_daemon()
+            yield s
+    finally:
+        subprocess.run(["umount", "-l", str(state)], capture_output=True, timeout=20)
+
+
+async def test_small_disk_keeps_every_event_of_long_streams(small_disk_stack: Stack,
+                                                            scale) -> None:  # type: ignore[no-untyped-def]
+    """400-word streams, one after another, on a 2 MiB state dir: the WAL is checkpointed
+    so nothing stops being recorded and history is never degraded."""
+    api = Api.for_socket(str(small_disk_stack.settings.socket_path))
+    words = " ".join(f"word{i}" for i in range(400))
+    received: dict[str, list[int]] = {}
+    try:
+        session = await api.session()
+        for _ in range(scale.n(3, 10)):
+            run_id = await api.start_run(session, "stream " + words)
+            events = await api.events(run_id)
+            received[run_id] = [e.id for e in events]
+            run = await api.wait_status(run_id)
+            assert run["status"] == "completed" and run["output"] == [
+                {"kind": "text", "text": words}]
+            deltas = [e.data for e in events if e.event == "output.delta"]
+            assert folded_text(deltas) == words and len(deltas) == 400
+            health = await api.ok("GET", "/health")
+            assert not health["history_degraded"]
+    finally:
+        await api.close()
+    wal = Path(str(small_disk_stack.settings.db_path) + "-wal")
+    figures = check_database(small_disk_stack.settings.db_path, received)
+    print(f"2 MiB state dir: {len(received)} runs of 400 deltas each recorded whole, never "
+          f"degraded, WAL now {wal.stat().st_size if wal.exists() else 0} bytes ({figures})")
