@@ -67,7 +67,9 @@ async def run_front(settings: Settings, options: FrontOptions,
     check_bind_address(options.host)
     lease: TokenLease | None = acquire_token(settings) if options.auth else None
     try:
-        door = Door(settings, TokenAuth(lease.token) if lease else None)
+        source = lease.source() if lease else None
+        door = Door(settings, TokenAuth(lease.token, source.current if source else None)
+                    if lease else None)
         await _serve(settings, options, door, ready)
     finally:
         if lease is not None:
