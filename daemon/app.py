@@ -37,10 +37,10 @@ from llamon_playground.daemon.store.event_log import EventHub
 from llamon_playground.daemon.store.project_events import ProjectEvents
 from llamon_playground.daemon.store.reconcile import reconcile_runs
 from llamon_playground.host_manager.crash_policy import CrashSettings
-from llamon_playground.host_manager.environment import ENV_MARKER
+from llamon_playground.host_manager.environment import ENV_MARKER, ENV_TREE
 from llamon_playground.host_manager.errors import HostUnavailable
 from llamon_playground.host_manager.fingerprint import WatchRules
-from llamon_playground.host_manager.orphans import reap_orphan
+from llamon_playground.host_manager.orphans import reap_marked, reap_orphan, tree_id
 from llamon_playground.host_manager.supervisor import HostConfig, HostSupervisor
 from llamon_playground.host_manager.watcher import ProjectWatcher
 
@@ -156,7 +156,11 @@ async def serve(settings: Settings, environ: dict[str, str]) -> None:
     try:
         # A Host left by a daemon that died goes before anything starts (identity-checked).
         reap_orphan(settings.host_record_path, ENV_MARKER)
+        # ... and every process of its tree, wherever it went (a Host started through a
+        # shell survives its parent's death).
+        left = reap_marked(ENV_TREE, tree_id(settings.host_record_path), "boot")
         services = await build_services(settings, environ)
+        services.host.note_reaped(left)
         set_context_fallback(lambda: _log_context(services))
         watcher: asyncio.Task[None] | None = None
         watchdog: asyncio.Task[None] | None = None

@@ -29,12 +29,17 @@ from llamon_playground.host_manager.change_policy import (
     restart_wanted,
 )
 from llamon_playground.host_manager.crash_policy import CrashPolicy, CrashSettings
-from llamon_playground.host_manager.environment import child_env, free_port
+from llamon_playground.host_manager.environment import ENV_MARKER, child_env, free_port, marker
 from llamon_playground.host_manager.errors import HostUnavailable
 from llamon_playground.host_manager.fingerprint import Fingerprint, WatchRules
 from llamon_playground.host_manager.generation import Generation
 from llamon_playground.host_manager.logs import HostLogs
-from llamon_playground.host_manager.orphans import forget_generation, record_generation
+from llamon_playground.host_manager.orphans import (
+    forget_generation,
+    reap_marked,
+    record_generation,
+    tree_id,
+)
 from llamon_playground.host_manager.process import HostProcess
 from llamon_playground.host_manager.readiness import wait_ready
 from llamon_playground.host_manager.state import HostState, check
@@ -45,6 +50,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 LOG_TAIL = 20  # log lines a HostUnavailable carries
+REAPED_KEPT = 20  # reaped processes GET /host lists (the latest)
 
 
 @dataclass(frozen=True)
@@ -71,6 +77,8 @@ class HostSupervisor:
         self.generation: Generation | None = None
         self.warnings: list[dict[str, str]] = []
         self.listeners: list[Callable[[dict[str, Any]], None]] = []
+        # Processes of the Host tree ended outside the group kill (stop, exit, boot).
+        self.reaped: list[dict[str, Any]] = []
         self._process: HostProcess | None = None
         self._changes = ChangePolicy(config.rules)
         self._policy = CrashPolicy(config.crash)
@@ -102,7 +110,8 @@ class HostSupervisor:
                 "last_stop_step": self._last_stop_step,
                 "backoff_until": self._backoff_until if self.state == HostState.BACKOFF
                 else None,
-                "warnings": list(self.warnings)}
+                "warnings": list(self.warnings),
+                "reaped": list(self.reaped)}
 
     @property
     def process(self) -> HostProcess | None:
@@ -250,7 +259,8 @@ class HostSupervisor:
         try:
             argv = self.config.command()
             env = child_env(self.config.base_env, generation=number, port=port, token=token,
-                            capture_socket=self.config.capture_socket)
+                            capture_socket=self.config.capture_socket,
+                            tree=tree_id(self.config.record_path))
             process = HostProcess(argv, self.config.project_dir, env, on_line)
         except (HostUnavailable, OSError) as exc:
             self._crashed(was_ready=False, uptime=0.0)
@@ -283,6 +293,15 @@ class HostSupervisor:
         self._last_exit_code = process.returncode
         if gen is not None:
             gen.exit_code = process.returncode
+            await self._reap_tree(gen, "stop")
+
+    async def _reap_tree(self, gen: Generation, when: str) -> None:
+        """What the group kill missed: descendants that left it or outlived their parent."""
+        self.note_reaped(await asyncio.to_thread(reap_marked, ENV_MARKER, marker(gen.number),
+                                                 when))
+
+    def note_reaped(self, reaped: list[dict[str, Any]]) -> None:
+        self.reaped = (self.reaped + reaped)[-REAPED_KEPT:]
 
     # -- exits, back-off ----------------------------------------------------------------------
 
@@ -297,6 +316,7 @@ class HostSupervisor:
         gen.exit_code = code
         self._last_exit_code = code
         await process.stop(self.config.stop_grace)  # reaps whatever is left in its group
+        await self._reap_tree(gen, "exit")
         self._process = None
         uptime = time.monotonic() - (gen.ready_mono or time.monotonic())
         self._crashed(was_ready=True, uptime=uptime)
