@@ -2,13 +2,15 @@
 
 watchfiles does the OS-level watching; its filter (WatchRules.accepts) drops .venv/, .git/,
 __pycache__/ and every unwatched file before we are woken. A burst of saves is grouped
-until nothing changed for `quiet` seconds, then reported once.
+until nothing changed for `quiet` seconds, then reported once. A folder that appears is
+scanned: a file written into it before the OS watch covered it is reported too.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Awaitable, Callable
 
 import watchfiles
@@ -28,6 +30,8 @@ class ProjectWatcher:
         self._stop = asyncio.Event()
 
     def _filter(self, change: watchfiles.Change, path: str) -> bool:
+        if change == watchfiles.Change.added and os.path.isdir(path):
+            return self._rules.may_hold_watched(path)
         return self._rules.accepts(path)
 
     async def run(self) -> None:
@@ -45,8 +49,13 @@ class ProjectWatcher:
         async for changes in watchfiles.awatch(root, watch_filter=self._filter, step=20,
                                                debounce=200, stop_event=self._stop,
                                                recursive=True):
-            rels = {rel for _, path in changes
-                    if (rel := self._rules.relative(path)) is not None}
+            rels: set[str] = set()
+            for change, path in changes:
+                if change == watchfiles.Change.added and os.path.isdir(path):
+                    # `mkdir -p d && echo x > d/c.md`: c.md may predate the folder's watch.
+                    rels |= await asyncio.to_thread(self._rules.watched_under, path)
+                elif (rel := self._rules.relative(path)) is not None:
+                    rels.add(rel)
             if rels:
                 self._queue.put_nowait(rels)
 
