@@ -79,6 +79,7 @@ class HostSupervisor:
         self.listeners: list[Callable[[dict[str, Any]], None]] = []
         # Processes of the Host tree ended outside the group kill (stop, exit, boot).
         self.reaped: list[dict[str, Any]] = []
+        self._served: int | None = None  # the last generation a run was sent to
         self._process: HostProcess | None = None
         self._changes = ChangePolicy(config.rules)
         self._policy = CrashPolicy(config.crash)
@@ -116,6 +117,12 @@ class HostSupervisor:
     @property
     def process(self) -> HostProcess | None:
         return self._process
+
+    def note_serving(self) -> None:
+        """A run is sent to the Ready generation: once it served, its death is not a crash
+        loop (CrashPolicy.on_exit)."""
+        if self.generation is not None:
+            self._served = self.generation.number
 
     @property
     def capture_token(self) -> str | None:
@@ -373,7 +380,9 @@ class HostSupervisor:
 
     def _crashed(self, was_ready: bool, uptime: float) -> None:
         """The Host exited or never got Ready: back off and retry, or crashloop."""
-        delay = self._policy.on_exit(was_ready, uptime)
+        gen = self.generation
+        served = was_ready and gen is not None and gen.number == self._served
+        delay = self._policy.on_exit(was_ready, uptime, served=served)
         self._move(HostState.CRASHLOOP if delay is None else HostState.BACKOFF)
         if delay is None or self._closed:
             return

@@ -178,6 +178,7 @@ class RunExecutor:
             watchdog = asyncio.create_task(
                 stall.run(lambda: run.stop(Reason.HOST_UNRESPONSIVE)))
             try:
+                self._host.note_serving()
                 async for event in client.stream(interface, message, metadata):
                     stall.touch()
                     await self._take(run, collected, event)
