@@ -55,8 +55,9 @@ class WatchRules:
         """A folder under the project that is not skipped (a new one is scanned: files
         written into it before the OS watch reached it are never reported otherwise)."""
         rel = self.relative(path)
-        return rel not in (None, ".") and not any(
-            p in IGNORED_DIRS for p in rel.split("/"))  # type: ignore[union-attr]
+        if rel is None or rel == ".":
+            return False
+        return not any(p in IGNORED_DIRS for p in rel.split("/"))
 
     def watched_under(self, folder: str) -> set[str]:
         """The watched files under `folder` (relative paths), skipped folders left out."""

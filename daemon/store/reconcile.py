@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -40,16 +40,16 @@ def closing_phases(open_phases: list[str], status: RunStatus, reason: str | None
 class RunEvents:
     """What boot recovery needs from one run's events."""
 
-    last_status: dict[str, Any] | None = None
+    last_status: dict[str, Any] = field(default_factory=dict)
     last_status_ts: str | None = None
     output: list[dict[str, Any]] | None = None  # the last run.output's parts
     complete: dict[str, Any] | None = None  # the complete phase event
-    open_phases: list[str] | None = None
-    text: dict[str | None, str] | None = None  # folded output.delta text per artifact
+    open_phases: list[str] = field(default_factory=list)
+    text: dict[str | None, str] = field(default_factory=dict)  # folded output.delta text
 
     @classmethod
     def read(cls, conn: sqlite3.Connection, run_id: str) -> RunEvents:
-        found = cls(open_phases=[], text={})
+        found = cls()
         for kind, payload, ts in conn.execute(
                 "SELECT kind, payload, ts FROM events WHERE run_id = ? AND kind IN "
                 "('run.status', 'run.output', 'run.phase', 'output.delta') ORDER BY seq",
@@ -60,13 +60,13 @@ class RunEvents:
             elif kind == "run.output":
                 found.output = body.get("parts") or []
             elif kind == "output.delta":
-                fold_delta(found.text, body)  # type: ignore[arg-type]
+                fold_delta(found.text, body)
             elif body.get("phase") == "complete":
                 found.complete = body
             elif body.get("state") == "started":
-                found.open_phases.append(body.get("phase"))  # type: ignore[union-attr]
-            elif body.get("phase") in found.open_phases:  # type: ignore[operator]
-                found.open_phases.remove(body.get("phase"))  # type: ignore[union-attr]
+                found.open_phases.append(str(body.get("phase")))
+            elif body.get("phase") in found.open_phases:
+                found.open_phases.remove(str(body.get("phase")))
         return found
 
 
@@ -84,7 +84,7 @@ def _repair(conn: sqlite3.Connection, store: Store, run: sqlite3.Row,
     """Make one run's row and events agree (in the caller's transaction); False if they
     did already."""
     events = RunEvents.read(conn, run["id"])
-    last = (events.last_status or {}).get("status")
+    last = events.last_status.get("status")
     row_over = run["status"] in TERMINAL_VALUES
     if row_over and last in TERMINAL_VALUES:
         return False
@@ -109,11 +109,11 @@ def _repair(conn: sqlite3.Connection, store: Store, run: sqlite3.Row,
     else:
         # Both still active: the daemon that ran it died. What it streamed is kept.
         status, run_reason, message = status_for(reason), reason, None
-        output = [{"kind": "text", "text": t} for t in (events.text or {}).values() if t]
+        output = [{"kind": "text", "text": t} for t in events.text.values() if t]
         run_update_op(run["id"], {"status": status.value, "reason": reason,
                                   "ended_at": utcnow(), "output": output})(conn)
     added: list[tuple[str, dict[str, Any]]] = [
-        ("run.phase", c) for c in closing_phases(events.open_phases or [], status, run_reason,
+        ("run.phase", c) for c in closing_phases(events.open_phases, status, run_reason,
                                                  message)]
     if output and events.output is None:
         added.append(("run.output", {"parts": output}))
