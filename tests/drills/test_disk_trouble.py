@@ -10,7 +10,6 @@ CAP_SYS_ADMIN: the drill is skipped, saying so, where that is refused.
 from __future__ import annotations
 
 import asyncio
-import signal
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ import pytest
 from tests.drills.checks import check_database
 from tests.support.api import TERMINAL, Api
 from tests.support.endings import folded_text
+from tests.support.kills import sigkill_mid_run
 from tests.support.procs import Stack, stack_for
 from tests.support.waiting import eventually
 
@@ -197,18 +197,7 @@ async def test_boot_recovery_on_a_full_disk_exits_saying_why(disk_stack: Stack, 
     """A daemon dies mid-run; the next one starts on a full disk, so boot recovery cannot
     write: it exits non-zero saying why, leaving no process behind. With space back, the
     next start repairs the run."""
-    assert disk_stack.daemon is not None
-    api = Api.for_socket(str(disk_stack.settings.socket_path))
-    try:
-        session = await api.session()
-        run_id = await api.start_run(session, "slow")
-        await api.first_output(run_id)
-    finally:
-        await api.close()
-    hosts = disk_stack.daemon.descendants()
-    disk_stack.remember_hosts()
-    disk_stack.daemon.signal(signal.SIGKILL)
-    disk_stack.daemon.wait(10)
+    _, run_id, hosts = await sigkill_mid_run(disk_stack)
     psutil.wait_procs(hosts, timeout=10)
     fill(mounts["state"])
     try:

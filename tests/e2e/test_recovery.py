@@ -12,6 +12,7 @@ import pytest
 
 from tests.support.api import Api
 from tests.support.endings import assert_phases_close, folded_text, stored_text
+from tests.support.kills import sigkill_mid_run
 from tests.support.procs import Stack, stack_for
 from tests.support.waiting import eventually
 
@@ -122,17 +123,7 @@ async def test_daemon_sigterm_mid_run_interrupts_with_studio_shutdown(slow_stack
 
 
 async def test_daemon_sigkill_mid_run_is_interrupted_on_next_start(slow_stack: Stack) -> None:
-    api = Api.for_socket(str(slow_stack.settings.socket_path))
-    try:
-        session = await api.session()
-        run_id = await api.start_run(session, "slow")
-        await api.first_output(run_id)
-    finally:
-        await api.close()
-    hosts = slow_stack.daemon.descendants()
-    slow_stack.remember_hosts()
-    slow_stack.daemon.signal(signal.SIGKILL)
-    slow_stack.daemon.wait(10)
+    session, run_id, hosts = await sigkill_mid_run(slow_stack)
     # PDEATHSIG: the Host does not outlive a SIGKILLed daemon.
     _, alive = psutil.wait_procs(hosts, timeout=10)
     assert not alive
