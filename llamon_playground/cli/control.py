@@ -157,6 +157,8 @@ async def follow_run(client: PlaygroundClient, run_id: str, as_json: bool,
         if as_json:
             emit(event.data)
         elif show_text and event.kind == "output.delta":
+            if printed and event.data.get("append") is False:
+                sys.stdout.write("\n")  # a replaced artifact: its new text on a new line
             sys.stdout.write(str(event.data.get("text", "")))
             sys.stdout.flush()
             printed = True

@@ -15,6 +15,7 @@ import psutil
 import pytest
 
 from tests.support.api import Api
+from tests.support.endings import assert_phases_close
 from tests.support.procs import Stack, stack_for, wait_for
 from tests.support.projects import tiny_project
 from tests.support.waiting import eventually, host_status
@@ -118,6 +119,12 @@ async def test_host_never_ready_fails_the_run_runtime_unavailable(tiny_stack: St
                     if e.event == "run.phase" and e.data["phase"] == "complete"][-1]
         assert complete["state"] == "failed"
         assert complete["recommended_run_command"] == run["recommended_run_command"]
+        # The Host exited before Ready: its start and ready phases close, ready saying why.
+        phases = [e.data for e in events if e.event == "run.phase"]
+        assert_phases_close(phases)
+        ready = [p for p in phases if p["phase"] == "ready" and p["state"] != "started"]
+        assert ready[0]["state"] == "failed" and ready[0]["reason"] == "runtime_unavailable"
+        assert ready[0]["message"] == run["error"]["message"]
     finally:
         await api.close()
 
