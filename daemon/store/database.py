@@ -406,7 +406,8 @@ class Store:
     def insert_events(self, conn: sqlite3.Connection, events: list[tuple[str, str, bytes]],
                       ts: str) -> list[EventRow]:
         """Insert events from inside a write op (on the writer thread), seqs in commit order.
-        What the op inserts this way is not published (boot recovery has no subscribers)."""
+        Those an op inserts itself are not published (boot recovery has no subscribers);
+        the events given to write_with_events are."""
         if not events:
             return []
         first = self.reserve_seqs(len(events))
