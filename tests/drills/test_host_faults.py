@@ -19,7 +19,8 @@ from tests.support.waiting import host_status
 
 pytestmark = pytest.mark.drill
 
-FAST_FAULTS = {"LLAMON_PLAYGROUND_HOST_STALL_TIMEOUT": "1", "LLAMON_PLAYGROUND_BACKOFF_BASE": "0.05"}
+FAST_FAULTS = {"LLAMON_PLAYGROUND_HOST_STALL_TIMEOUT": "1",
+               "LLAMON_PLAYGROUND_BACKOFF_BASE": "0.05"}
 
 
 @pytest.fixture
