@@ -128,7 +128,8 @@ async def test_write_failure_degrades_keeps_events_and_recovers(tmp_path: Path) 
     degraded: list[StoreError] = []
     settings = build_settings(tmp_path, {"LLAMON_PLAYGROUND_RUNTIME_DIR": str(tmp_path / "rt"),
                                          "LLAMON_PLAYGROUND_DB_BUSY_TIMEOUT_MS": "50"})
-    store = Store(settings, on_commit=lambda rows: published.extend(map(EventRecord.from_row, rows)),
+    store = Store(settings,
+                  on_commit=lambda rows: published.extend(map(EventRecord.from_row, rows)),
                   on_degraded=degraded.append)
     await store.open()
     try:
