@@ -70,7 +70,9 @@ async def run_front(settings: Settings, options: FrontOptions,
     check_bind_address(options.host)
     lease: TokenLease | None = acquire_token(settings) if options.auth else None
     try:
-        auth = TokenAuth(lease.token, project_key(settings.project_dir)) if lease else None
+        source = lease.source() if lease else None
+        auth = TokenAuth(lease.token, project=project_key(settings.project_dir),
+                         source=source.current if source else None) if lease else None
         door = Door(settings, auth, bind=options.host)
         await _serve(settings, options, door, ready)
     finally:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from aiohttp import web
@@ -31,13 +32,25 @@ def same(given: str, expected: str) -> bool:
 class TokenAuth:
     token: str
     project: str = ""  # the project's key (config.project_key), part of the cookie's name
+    # Where a replaced token comes from (`token --rotate`); None: the token never changes.
+    source: Callable[[], str] | None = field(default=None, repr=False)
     cookie_value: str = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        self._adopt(self.token)
+
+    def _adopt(self, token: str) -> None:
+        self.token = token
         self.cookie_value = hmac.new(self.token.encode(), b"llamon-playground cookie v1",
                                      hashlib.sha256).hexdigest()
         register_secret(self.token)
         register_secret(self.cookie_value)
+
+    def _refresh(self) -> None:
+        if self.source is not None:
+            token = self.source()
+            if token != self.token:
+                self._adopt(token)
 
     def __repr__(self) -> str:
         return "TokenAuth(<token>)"
@@ -46,6 +59,7 @@ class TokenAuth:
         return f"{COOKIE_PREFIX}{port}-{self.project}" if self.project else f"{COOKIE_PREFIX}{port}"
 
     def allows(self, request: web.Request, port: int) -> bool:
+        self._refresh()
         header = request.headers.get("Authorization")
         if header is not None:  # a credential that is given is judged, never skipped
             scheme, _, value = header.partition(" ")
@@ -55,6 +69,7 @@ class TokenAuth:
 
     def login(self, request: web.Request, port: int) -> web.StreamResponse | None:
         """`GET /?token=...`: a redirect that sets the cookie, or None (then 401)."""
+        self._refresh()
         given = request.query.get("token")
         if given is None or not same(given, self.token):
             return None

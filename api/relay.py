@@ -55,12 +55,11 @@ async def relay(request: web.Request) -> web.StreamResponse:
     try:
         up = await upstream.request(request.method, request.rel_url, headers=headers, data=data,
                                     allow_redirects=False)
-    except aiohttp.ClientConnectionError as exc:
+    except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
         if isinstance(exc.__cause__, BodyTooLarge):  # aiohttp wraps what the body raised
             raise exc.__cause__ from None
-        if isinstance(exc, (aiohttp.ClientConnectorError, aiohttp.ServerDisconnectedError)):
-            return daemon_unavailable(exc)
-        raise
+        # Not reachable, or it died mid-request (reset, broken pipe, closed early).
+        return daemon_unavailable(exc)
     except (FileNotFoundError, ConnectionRefusedError) as exc:
         return daemon_unavailable(exc)
     try:
@@ -68,7 +67,10 @@ async def relay(request: web.Request) -> web.StreamResponse:
         if up.content_length is not None and up.content_length <= WHOLE_BODY_LIMIT:
             # A small answer of known size goes out as one write (headers and body together):
             # each send is a syscall, and syscalls are most of a relayed request's cost.
-            body = await up.read()
+            try:
+                body = await up.read()
+            except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
+                return daemon_unavailable(f"the Playground daemon went away mid-answer: {exc}")
             return web.Response(status=up.status, reason=up.reason, headers=headers, body=body)
         response = web.StreamResponse(status=up.status, reason=up.reason, headers=headers)
         if up.content_length is not None:

@@ -1,14 +1,15 @@
 """Where the front's token comes from and where it is kept.
 
-One token per project, shared by every front that serves it at the same time, so the one
-`llamon-playground token` prints opens them all. It is rotated when a front starts and no
-other front runs (a fresh ≥128-bit secret per "session" of fronts, as Jupyter makes one per
-server), unless the environment gives one (`LLAMON_PLAYGROUND_TOKEN`, or a file named by
-`LLAMON_PLAYGROUND_TOKEN_FILE`). It lives in `<runtime dir>/front.token`, 0600 in the 0700
-runtime directory, and goes when the last front stops.
+One token per project, shared by every front that serves it, so the one
+`llamon-playground token` prints opens them all. It is kept across front restarts (a
+re-run `up`, a service's Restart=on-failure): an open browser tab reconnects with the
+cookie or token it has. `llamon-playground token --rotate` replaces it; running fronts
+adopt the new one at their next request. The environment may give one instead
+(`LLAMON_PLAYGROUND_TOKEN`, or a file named by `LLAMON_PLAYGROUND_TOKEN_FILE`). It lives in
+`<runtime dir>/front.token`, 0600 in the 0700 runtime directory.
 
-Running fronts hold `front.lock` shared; picking or dropping the token happens under the
-exclusive `front.start.lock`, so "am I the only front?" has one answer at a time.
+Running fronts hold `front.lock` shared; picking or replacing the token happens under the
+exclusive `front.start.lock`, so two fronts starting at once agree on one token.
 """
 
 from __future__ import annotations
@@ -67,14 +68,6 @@ def _exclusive(path: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def _try_exclusive(fd: int) -> bool:
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    return True
-
-
 def _read(path: Path) -> str | None:
     """The stored token, only from a plain 0600 file of ours (anything else is replaced)."""
     try:
@@ -106,15 +99,18 @@ class TokenLease:
     token: str
     settings: Settings
     _fd: int
+    kept: bool = True  # from the kept file (False: the environment gave it)
+
+    def source(self) -> KeptToken | None:
+        """What tells a running front about `token --rotate` (None for a given token)."""
+        return KeptToken(self.settings.front_token_path, self.token) if self.kept else None
 
     def release(self) -> None:
+        """The token stays kept for the next front (only --rotate replaces it)."""
         if self._fd < 0:
             return
-        with _exclusive(self.settings.front_start_lock_path):
-            if _try_exclusive(self._fd):  # no other front holds it: we were the last one
-                self.settings.front_token_path.unlink(missing_ok=True)
-            os.close(self._fd)
-            self._fd = -1
+        os.close(self._fd)
+        self._fd = -1
 
 
 def acquire_token(settings: Settings) -> TokenLease:
@@ -124,24 +120,52 @@ def acquire_token(settings: Settings) -> TokenLease:
     path = settings.front_token_path
     with _exclusive(settings.front_start_lock_path):
         fd = os.open(settings.front_lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        alone = _try_exclusive(fd)
         stored = _read(path)
-        token = given or (None if alone else stored) or new_token()
+        token = given or stored or new_token()
         if token != stored:
             _write(path, token)
         fcntl.flock(fd, fcntl.LOCK_SH)  # under the start lock: no one sees the switch
-    return TokenLease(token, settings, fd)
+    return TokenLease(token, settings, fd, kept=given is None)
 
 
-def running_token(settings: Settings) -> str | None:
-    """The token of the project's running fronts (None when no front runs)."""
-    if not settings.front_lock_path.exists():
+def kept_token(settings: Settings) -> str | None:
+    """The project's front token (None when no front has made one yet)."""
+    if not settings.front_start_lock_path.exists():
         return None
     with _exclusive(settings.front_start_lock_path):
-        fd = os.open(settings.front_lock_path, os.O_RDWR | os.O_CLOEXEC)
+        return _read(settings.front_token_path)
+
+
+def rotate_token(settings: Settings) -> str:
+    """Replace the kept token; running fronts adopt it at their next request (see
+    KeptToken), so every browser holding the old one is logged out."""
+    ensure_private_dir(settings.runtime_base)
+    ensure_private_dir(settings.runtime_dir)
+    token = new_token()
+    with _exclusive(settings.front_start_lock_path):
+        _write(settings.front_token_path, token)
+    return token
+
+
+class KeptToken:
+    """A running front's view of the kept token file: re-read when the file was replaced
+    (one stat per check), so `token --rotate` reaches running fronts."""
+
+    def __init__(self, path: Path, token: str) -> None:
+        self._path = path
+        self.token = token
+        self._seen = self._identity()
+
+    def _identity(self) -> tuple[int, int] | None:
         try:
-            if _try_exclusive(fd):
-                return None  # a front was killed and left its token behind: stale
-            return _read(settings.front_token_path)
-        finally:
-            os.close(fd)
+            st = os.stat(self._path)
+        except OSError:
+            return None
+        return st.st_ino, st.st_mtime_ns
+
+    def current(self) -> str:
+        identity = self._identity()
+        if identity is not None and identity != self._seen:
+            self._seen = identity
+            self.token = _read(self._path) or self.token
+        return self.token

@@ -16,7 +16,7 @@ from llamon_playground.common.logging_setup import set_context_fallback
 from llamon_playground.common.request_context import add_request_context
 from llamon_playground.common.runtime_dir import acquire_lock, remove_discovery, write_discovery
 from llamon_playground.common.stop_signal import wait_for_stop_signal
-from llamon_playground.daemon.errors import ProjectError, UnsupportedDatabaseVersion
+from llamon_playground.daemon.errors import BootFailed, ProjectError, UnsupportedDatabaseVersion
 from llamon_playground.daemon.http.capture import add_capture_routes
 from llamon_playground.daemon.http.data import add_data_routes
 from llamon_playground.daemon.http.edits import add_edit_routes
@@ -41,13 +41,13 @@ from llamon_playground.daemon.services import SERVICES, Services
 from llamon_playground.daemon.store.blobs import BlobStore
 from llamon_playground.daemon.store.database import EventRow, Store
 from llamon_playground.daemon.store.event_log import EventHub
-from llamon_playground.daemon.store.history import interrupt_leftover_runs
 from llamon_playground.daemon.store.project_events import ProjectEvents
+from llamon_playground.daemon.store.reconcile import reconcile_runs
 from llamon_playground.host_manager.crash_policy import CrashSettings
-from llamon_playground.host_manager.environment import ENV_MARKER
+from llamon_playground.host_manager.environment import ENV_MARKER, ENV_TREE
 from llamon_playground.host_manager.errors import HostUnavailable
 from llamon_playground.host_manager.fingerprint import WatchRules
-from llamon_playground.host_manager.orphans import reap_orphan
+from llamon_playground.host_manager.orphans import reap_marked, reap_orphan, tree_id
 from llamon_playground.host_manager.supervisor import HostConfig, HostSupervisor
 from llamon_playground.host_manager.watcher import ProjectWatcher, QuietPeriod
 
@@ -128,9 +128,7 @@ async def recover(services: Services) -> None:
     except UnsupportedDatabaseVersion as exc:
         log.warning("%s", exc)
         return
-    leftover = await interrupt_leftover_runs(services.store, Reason.DAEMON_RESTARTED)
-    if leftover:
-        log.warning("marked %d run(s) left active by a previous daemon interrupted", len(leftover))
+    await reconcile_runs(services.store, Reason.DAEMON_RESTARTED)
     services.blobs.remove_temp_files()
 
 
@@ -175,12 +173,22 @@ async def serve(settings: Settings, environ: dict[str, str]) -> None:
     try:
         # A Host left by a daemon that died goes before anything starts (identity-checked).
         reap_orphan(settings.host_record_path, ENV_MARKER)
+        # ... and every process of its tree, wherever it went (a Host started through a
+        # shell survives its parent's death).
+        left = reap_marked(ENV_TREE, tree_id(settings.host_record_path), "boot")
         services = await build_services(settings, environ)
+        services.host.note_reaped(left)
         set_context_fallback(lambda: _log_context(services))
         watcher: asyncio.Task[None] | None = None
         watchdog: asyncio.Task[None] | None = None
         try:
-            await recover(services)
+            try:
+                await recover(services)
+            except Exception as exc:
+                # Never a half-started daemon: close what was opened and exit, saying why.
+                log.error("boot recovery failed; the daemon stops: %s", exc)
+                await shutdown(services)
+                raise BootFailed(f"boot recovery failed: {exc}") from exc
             app = make_app(services)
             runner = web.AppRunner(app, handle_signals=False, access_log=None,
                                    shutdown_timeout=1.0)

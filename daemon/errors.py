@@ -56,5 +56,9 @@ class StoreError(Exception):
     """A history write failed for a reason that is not the client's fault (disk, locking)."""
 
 
+class BootFailed(Exception):
+    """Boot recovery could not finish: the daemon stops, saying why, and serves nothing."""
+
+
 class ProjectError(Exception):
     """The project folder or its pyproject.toml cannot be used."""

@@ -3,6 +3,7 @@
 `supervisor` is the lifecycle (the states and their table are in `state`); each helper has
 one job: `environment` (what the child starts with), `process` (spawn and stop a process
 group), `readiness`, `change_policy` (does a file change warrant a restart?),
-`crash_policy` (back-off and crashloop), `orphans` (the generation record and reaping it),
+`crash_policy` (back-off and crashloop), `orphans` (the generation record, reaping it and
+the whole Host tree by its environment marker),
 `logs`, `watcher`, `capture` / `capture_host` (the capture channel's two ends).
 """

@@ -28,9 +28,15 @@ class CrashPolicy:
     consecutive: int = 0
     _crashes: deque[float] = field(default_factory=deque)
 
-    def on_exit(self, was_ready: bool, uptime: float) -> float | None:
-        """Delay before the automatic restart, or None for crashloop."""
-        if was_ready and uptime >= self.settings.min_uptime:
+    def on_exit(self, was_ready: bool, uptime: float, served: bool = False) -> float | None:
+        """Delay before the automatic restart, or None for crashloop.
+
+        A Host that was sent a run is not crash-looping, however soon it died: it started
+        and answered, and its death is that run's failure (`host_exited`). Whatever ended
+        it (its own bug, the OOM killer, someone's SIGKILL), it comes back at once; it
+        cannot loop on its own, since the next generation has to be sent a run too.
+        Crashloop is for a Host that dies before or soon after Ready, unasked."""
+        if was_ready and (served or uptime >= self.settings.min_uptime):
             self.consecutive = 0
             return 0.0  # it ran fine for a while: just bring it back
         now = self.clock()

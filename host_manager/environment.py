@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from llamon_playground.host_manager.capture import ENV_SOCKET, ENV_TOKEN
 
 ENV_MARKER = "LLAMON_PLAYGROUND_HOST"
+ENV_TREE = "LLAMON_PLAYGROUND_HOST_TREE"  # this project's, in every descendant (orphans.py)
 # Never handed to the Host: the daemon's own service manager (socket activation, notify,
 # watchdog) and capture values the daemon may itself have inherited.
 DAEMON_ONLY_PREFIXES = ("LISTEN_", "WATCHDOG_")
@@ -36,12 +37,15 @@ def marker(generation: int) -> str:
 
 
 def child_env(base_env: Mapping[str, str], *, generation: int, port: int, token: str,
-              capture_socket: str) -> dict[str, str]:
-    """A new mapping; `base_env` (the daemon's own environment) is left untouched."""
+              capture_socket: str, tree: str | None = None) -> dict[str, str]:
+    """A new mapping; `base_env` (the daemon's own environment) is left untouched. `tree`
+    marks every descendant as this project's (see orphans.py)."""
     env = {k: v for k, v in base_env.items()
            if k not in DAEMON_ONLY and not k.startswith(DAEMON_ONLY_PREFIXES)}
     env.update({"PYTHONUNBUFFERED": "1", "LLAMON_HOST_PORT": str(port),
                 "LLAMON_HOST_URL": local_url(port),
                 ENV_TOKEN: token, ENV_SOCKET: capture_socket,
                 ENV_MARKER: marker(generation)})
+    if tree is not None:
+        env[ENV_TREE] = tree
     return env

@@ -64,8 +64,11 @@ def _read_regular(target: Path, rel: str) -> bytes:
         return fh.read()
 
 
-@dataclass(frozen=True)
+@dataclass
 class WatchRules:
+    """Shared by the watcher, the fingerprinter and the Host's config; `env_file` follows
+    pyproject.toml when it changes (the reload coordinator sets it)."""
+
     project_dir: Path
     env_file: str = ".env"
 
@@ -90,6 +93,25 @@ class WatchRules:
         """The watcher's filter: decides before any work is queued."""
         rel = self.relative(path)
         return rel is not None and self.is_watched(rel)
+
+    def may_hold_watched(self, path: str) -> bool:
+        """A folder under the project that is not skipped (a new one is scanned: files
+        written into it before the OS watch reached it are never reported otherwise)."""
+        rel = self.relative(path)
+        if rel is None or rel == ".":
+            return False
+        return not any(p in IGNORED_DIRS for p in rel.split("/"))
+
+    def watched_under(self, folder: str) -> set[str]:
+        """The watched files under `folder` (relative paths), skipped folders left out."""
+        found: set[str] = set()
+        for dirpath, dirnames, filenames in os.walk(folder):
+            dirnames[:] = [d for d in dirnames if d not in IGNORED_DIRS]
+            for name in filenames:
+                rel = self.relative(os.path.join(dirpath, name))
+                if rel is not None and self.is_watched(rel):
+                    found.add(rel)
+        return found
 
 
 @dataclass

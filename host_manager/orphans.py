@@ -5,13 +5,22 @@ stopped, so a daemon that dies in between leaves enough for the next one to reap
 
 A pid from a file is never signalled on its own: the process must also have the recorded
 create time and carry our environment marker, or it is somebody else's and left alone.
+
+The whole Host tree goes too: PR_SET_PDEATHSIG reaches only the direct child, and a process
+group only those that stay in it. A Host started through a shell or a launcher
+(`sh -c "python -m app.host; true"`, `uv run ...`) runs as a grandchild, and a grandchild
+may call setsid(); each still carries the environment it was started with (unless it clears
+it on purpose). The generation's marker says what a stop ends; the project's tree id
+(`ENV_TREE`) what boot reaping ends: every process any earlier daemon of this project left.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import signal
+import time
 from pathlib import Path
 from typing import Any
 
@@ -89,3 +98,45 @@ def reap_orphan(path: Path, marker_name: str) -> bool:
         pass
     path.unlink(missing_ok=True)
     return True
+
+
+KILL_WAIT = 5.0
+
+
+def tree_id(record_path: Path) -> str:
+    """One project's tree: its runtime directory is its own (a hash, not the path)."""
+    return hashlib.sha256(str(record_path.resolve()).encode()).hexdigest()[:24]
+
+
+def marked(name: str, value: str) -> list[psutil.Process]:
+    """Our user's live processes whose environment has `name=value` (never this one)."""
+    found = []
+    me, uid = os.getpid(), os.getuid()
+    for proc in psutil.process_iter(["pid", "uids"]):
+        try:
+            if proc.pid == me or proc.info["uids"] is None or proc.info["uids"].real != uid:
+                continue
+            if proc.environ().get(name) == value and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc)
+        except (psutil.Error, OSError):
+            continue  # gone, or not ours to read
+    return found
+
+
+def reap_marked(name: str, value: str, when: str) -> list[dict[str, Any]]:
+    """SIGKILL every process marked `name=value`; what was reaped, for GET /host."""
+    procs = marked(name, value)
+    reaped = []
+    for proc in procs:
+        try:
+            cmdline = proc.cmdline()
+            proc.kill()
+        except psutil.Error:
+            continue
+        reaped.append({"pid": proc.pid, "cmdline": cmdline[:8], "when": when,
+                       "at": time.time()})
+    if procs:
+        psutil.wait_procs(procs, timeout=KILL_WAIT)
+        log.warning("reaped %d process(es) of the Host tree (%s): %s", len(reaped), when,
+                    ", ".join(str(r["pid"]) for r in reaped))
+    return reaped

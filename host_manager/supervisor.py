@@ -29,12 +29,17 @@ from llamon_playground.host_manager.change_policy import (
     restart_wanted,
 )
 from llamon_playground.host_manager.crash_policy import CrashPolicy, CrashSettings
-from llamon_playground.host_manager.environment import child_env, free_port
+from llamon_playground.host_manager.environment import ENV_MARKER, child_env, free_port, marker
 from llamon_playground.host_manager.errors import HostUnavailable
 from llamon_playground.host_manager.fingerprint import Fingerprint, WatchRules
 from llamon_playground.host_manager.generation import Generation
 from llamon_playground.host_manager.logs import HostLogs
-from llamon_playground.host_manager.orphans import forget_generation, record_generation
+from llamon_playground.host_manager.orphans import (
+    forget_generation,
+    reap_marked,
+    record_generation,
+    tree_id,
+)
 from llamon_playground.host_manager.process import HostProcess
 from llamon_playground.host_manager.readiness import exposed_warning, exposure, wait_ready
 from llamon_playground.host_manager.state import HostState, check
@@ -46,6 +51,7 @@ T = TypeVar("T")
 
 LOG_TAIL = 20  # log lines a HostUnavailable carries
 TOKEN_MASK = "[REDACTED capture token]"
+REAPED_KEPT = 20  # reaped processes GET /host lists (the latest)
 
 
 @dataclass(frozen=True)
@@ -73,6 +79,9 @@ class HostSupervisor:
         self.warnings: list[dict[str, str]] = []  # the project's (set by the daemon)
         self.exposure: list[dict[str, str]] = []  # the Ready generation's `host_exposed`
         self.listeners: list[Callable[[dict[str, Any]], None]] = []
+        # Processes of the Host tree ended outside the group kill (stop, exit, boot).
+        self.reaped: list[dict[str, Any]] = []
+        self._served: int | None = None  # the last generation a run was sent to
         self._process: HostProcess | None = None
         self._changes = ChangePolicy(config.rules)
         self._policy = CrashPolicy(config.crash)
@@ -104,11 +113,18 @@ class HostSupervisor:
                 "last_stop_step": self._last_stop_step,
                 "backoff_until": self._backoff_until if self.state == HostState.BACKOFF
                 else None,
-                "warnings": [*self.warnings, *self.exposure]}
+                "warnings": [*self.warnings, *self.exposure],
+                "reaped": list(self.reaped)}
 
     @property
     def process(self) -> HostProcess | None:
         return self._process
+
+    def note_serving(self) -> None:
+        """A run is sent to the Ready generation: once it served, its death is not a crash
+        loop (CrashPolicy.on_exit)."""
+        if self.generation is not None:
+            self._served = self.generation.number
 
     @property
     def capture_token(self) -> str | None:
@@ -260,7 +276,8 @@ class HostSupervisor:
         try:
             argv = self.config.command()
             env = child_env(self.config.base_env, generation=number, port=port, token=token,
-                            capture_socket=self.config.capture_socket)
+                            capture_socket=self.config.capture_socket,
+                            tree=tree_id(self.config.record_path))
             process = HostProcess(argv, self.config.project_dir, env, on_line)
         except (HostUnavailable, OSError) as exc:
             self._crashed(was_ready=False, uptime=0.0)
@@ -302,6 +319,15 @@ class HostSupervisor:
         self._last_exit_code = process.returncode
         if gen is not None:
             gen.exit_code = process.returncode
+            await self._reap_tree(gen, "stop")
+
+    async def _reap_tree(self, gen: Generation, when: str) -> None:
+        """What the group kill missed: descendants that left it or outlived their parent."""
+        self.note_reaped(await asyncio.to_thread(reap_marked, ENV_MARKER, marker(gen.number),
+                                                 when))
+
+    def note_reaped(self, reaped: list[dict[str, Any]]) -> None:
+        self.reaped = (self.reaped + reaped)[-REAPED_KEPT:]
 
     # -- exits, back-off ----------------------------------------------------------------------
 
@@ -316,6 +342,7 @@ class HostSupervisor:
         gen.exit_code = code
         self._last_exit_code = code
         await process.stop(self.config.stop_grace)  # reaps whatever is left in its group
+        await self._reap_tree(gen, "exit")
         self._process = None
         uptime = time.monotonic() - (gen.ready_mono or time.monotonic())
         self._crashed(was_ready=True, uptime=uptime)
@@ -372,7 +399,9 @@ class HostSupervisor:
 
     def _crashed(self, was_ready: bool, uptime: float) -> None:
         """The Host exited or never got Ready: back off and retry, or crashloop."""
-        delay = self._policy.on_exit(was_ready, uptime)
+        gen = self.generation
+        served = was_ready and gen is not None and gen.number == self._served
+        delay = self._policy.on_exit(was_ready, uptime, served=served)
         self._move(HostState.CRASHLOOP if delay is None else HostState.BACKOFF)
         if delay is None or self._closed:
             return

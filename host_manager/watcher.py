@@ -1,8 +1,9 @@
 """Watches the project's Host-relevant files and reports each burst of changes once.
 
 watchfiles does the OS-level watching; its filter drops .venv/, .git/, __pycache__/ and
-the other tool folders before we are woken. A burst of saves is grouped
-until it has been quiet for a while, then reported once (see QuietPeriod).
+the other tool folders before we are woken. A burst of saves is grouped until it has been
+quiet for a while, then reported once (see QuietPeriod). A folder that appears is scanned:
+a file written into it before the OS watch covered it is reported too.
 """
 
 from __future__ import annotations
@@ -75,8 +76,15 @@ class ProjectWatcher:
         async for changes in watchfiles.awatch(root, watch_filter=self._noticed, step=10,
                                                debounce=30, stop_event=self._stop,
                                                recursive=True):
-            rels = {rel for _, path in changes if (rel := self._rules.relative(path))
-                    is not None and self._rules.is_watched(rel)}
+            rels: set[str] = set()
+            for change, path in changes:
+                if change == watchfiles.Change.added and os.path.isdir(path):
+                    # `mkdir -p d && echo x > d/c.md`: c.md may predate the folder's watch.
+                    if self._rules.may_hold_watched(path):
+                        rels |= await asyncio.to_thread(self._rules.watched_under, path)
+                elif (rel := self._rules.relative(path)) is not None:
+                    if self._rules.is_watched(rel):
+                        rels.add(rel)
             self._queue.put_nowait((loop.time(), rels))
 
     async def _dispatch(self) -> None:

@@ -16,7 +16,7 @@ from llamon_playground.common.http_json import json_response
 from llamon_playground.daemon.errors import ApiError, BadRequest, Conflict
 from llamon_playground.daemon.http.util import read_json
 from llamon_playground.daemon.services import SERVICES
-from llamon_playground.daemon.store.history import add_scores
+from llamon_playground.daemon.store.history import scores_op
 from llamon_playground.host_manager.capture import CAPTURE_PATH, token_matches
 
 MAX_CAPTURE_BYTES = 1024 * 1024
@@ -73,7 +73,8 @@ async def capture(request: web.Request) -> web.Response:
     for payload in payloads:
         s.store.append_event(run_id, "trace", payload)
     if scores:
-        await add_scores(s.store, run_id, scores)
+        # Queued after the trace events, retried with them while history is degraded.
+        s.store.submit(scores_op(run_id, scores))
     return json_response({"accepted": len(payloads)})
 
 

@@ -99,8 +99,9 @@ OPERATIONS: tuple[Op, ...] = (
        "Run the stored input again in a new context; a body replaces what it gives",
        202,
        ref("RunAccepted"), body=ref("RerunRequest"), body_required=False, errors=(400, 409)),
-    Op("GET", "/runs/{run_id}/events", "The run's events as SSE (replay, then live)",
-       media=SSE, errors=(400,),
+    Op("GET", "/runs/{run_id}/events", "The run's events as SSE (replay, then live); 204 "
+       "when the run is over and nothing is after the cursor", media=SSE, errors=(400,),
+       extra={204: {}},
        params=(Param("after", DIGITS, description="replay events after this seq"),
                Param("Last-Event-ID", DIGITS, "header"))),
     Op("GET", "/runs/{run_id}/snippets", "Copy curl / Copy Python of the run's A2A request",

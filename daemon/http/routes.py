@@ -132,8 +132,10 @@ async def get_run(request: web.Request) -> web.Response:
     if run is None:
         raise NotFound(f"no run {run_id}", code="run_not_found")
     active = s.runs.active
-    if active is not None and active.run_id == run_id and run["status"] != active.status:
-        # History is behind (degraded writes): the daemon's own view is the truth.
+    if active is not None and active.run_id == run_id and run["status"] != active.status \
+            and active.status not in TERMINAL_STATUSES:
+        # History is behind (degraded writes): the daemon's own view is the truth. An
+        # ending shows only once committed, with its whole record (output, ended_at).
         run["status"] = active.status.value
         run["history_behind"] = True
     return json_response(run)
@@ -176,10 +178,14 @@ async def run_events(request: web.Request) -> web.StreamResponse:
     run = await history.get_run(s.store, run_id)
     if run is None:
         raise NotFound(f"no run {run_id}", code="run_not_found")
+    terminal = run["status"] in TERMINAL_STATUSES
+    if terminal and not await s.store.events_after(run_id, cursor, 1):
+        # A finished run with nothing after the cursor: 204 tells an EventSource to stop.
+        return web.Response(status=204)
     response = await prepare_stream(request)
     try:
         await stream_run(response, s.store, s.hub, run_id, cursor,
-                         run_is_terminal=run["status"] in TERMINAL_STATUSES,
+                         run_is_terminal=terminal,
                          keepalive=s.settings.keepalive_interval)
     except (ConnectionResetError, ConnectionError):
         pass  # the client left; the run goes on

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -12,6 +13,7 @@ from llamon_playground.daemon.a2a.wire import Interface
 from llamon_playground.daemon.data.parts import RunRequest
 from llamon_playground.daemon.runs.journal import RunJournal
 from llamon_playground.daemon.runs.outcome import Outcome
+from llamon_playground.daemon.runs.output import OutputCollector
 from llamon_playground.daemon.runs.state import (
     TERMINAL_STATUSES,
     IllegalTransition,
@@ -46,6 +48,8 @@ class ActiveRun:
         self.client: A2AClient | None = None
         self.interface: Interface | None = None
         self.task: asyncio.Task[None] | None = None
+        # What the Host streamed so far: every ending keeps it (cancel and failures too).
+        self.collected: OutputCollector | None = None
         self.outcome: Outcome | None = None  # what end() recorded
         self.started_mono = time.monotonic()
         self._stop_reason: str | None = None  # the STOPPING state's reason
@@ -110,21 +114,34 @@ class ActiveRun:
             await self.end(Outcome.of(self._stop_reason))
 
     async def end(self, outcome: Outcome) -> bool:
-        """Record the terminal status once, then release the run lock. A stopped run ends
-        for the stop's reason whatever `outcome` says (its output is kept)."""
+        """Record the terminal status once, then release the run lock: right after the
+        terminal record commits (before any reader can be told), or when the write gave up.
+        A stopped run ends for the stop's reason whatever `outcome` says (its output is
+        kept)."""
         if self.life in (RunLife.ENDING, RunLife.ENDED):
             return False
         if self._stop_reason is not None and outcome.reason != self._stop_reason:
             outcome = Outcome.of(self._stop_reason, output=outcome.output)
+        if outcome.output is None and self.collected is not None:
+            outcome = dataclasses.replace(outcome, output=self.collected)
         self._move(RunLife.ENDING)
         self.outcome = outcome
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            if not released:
+                released = True
+                self._on_end(self)
+
         try:
             check_transition(self.status, outcome.status)
             previous, self.status = self.status, outcome.status
             duration_ms = round((time.monotonic() - self.started_mono) * 1000, 3)
             await self._journal.write_end(self.run_id, outcome, previous=previous,
-                                          task_id=self.task_id, duration_ms=duration_ms)
+                                          task_id=self.task_id, duration_ms=duration_ms,
+                                          then=release)
         finally:
             self._move(RunLife.ENDED)
-            self._on_end(self)
+            release()
         return True

@@ -131,7 +131,6 @@ class RunExecutor:
     async def _start_host(self, run: ActiveRun, config: ProjectConfig) -> Generation:
         """Start the Host if it is down; restart it once if this run's save changed it."""
         running = self._host.state == HostState.READY
-        step = "restart" if running else "start"
         try:
             if running and run.request.changed_files:
                 self._phase(run, "restart", "started", files=run.request.changed_files)
@@ -150,7 +149,7 @@ class RunExecutor:
             self._phase(run, "ready", "started")
             generation = await self._host.ensure_ready()
         except HostUnavailable as exc:
-            self._phase(run, step, "failed", message=exc.message)
+            # The ending closes the phases left open (the innermost says why).
             raise RunFailure(exc.reason, exc.message, log_tail=exc.log_tail,
                              recommended_run_command=config.recommended_run_command()) from exc
         if not running:
@@ -167,7 +166,7 @@ class RunExecutor:
         self._phase(run, "send", "started")
         process = self._host.process
         client = A2AClient(self._http, gen.url)
-        collected = OutputCollector()
+        collected = run.collected = OutputCollector()
         try:
             interface = self._interfaces.get(gen.number)
             if interface is None:
@@ -185,6 +184,7 @@ class RunExecutor:
             watchdog = asyncio.create_task(
                 stall.run(lambda: run.stop(Reason.HOST_UNRESPONSIVE)))
             try:
+                self._host.note_serving()
                 async for event in client.stream(interface, message, metadata):
                     stall.touch()
                     await self._take(run, collected, event)
@@ -204,8 +204,9 @@ class RunExecutor:
             raise RunFailure(Reason.HOST_ERROR, event.error_message or "Host error",
                              code=str(event.error_code) if event.error_code else None)
         self._note_task(run, event.task_id)
-        for text in collected.add(event):
-            self._event(run, "output.delta", {"text": text, "artifact_id": event.artifact_id})
+        for text, append in collected.add(event):
+            self._event(run, "output.delta",
+                        {"text": text, "artifact_id": event.artifact_id, "append": append})
 
     def _note_task(self, run: ActiveRun, task_id: str | None) -> None:
         if task_id and task_id != run.task_id:

@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
+from collections.abc import Callable
 from typing import Any
 
-from llamon_playground.daemon.errors import StoreError
 from llamon_playground.daemon.runs.outcome import Outcome
 from llamon_playground.daemon.runs.output import store_parts
 from llamon_playground.daemon.runs.state import RunStatus
 from llamon_playground.daemon.store.blobs import BlobStore
 from llamon_playground.daemon.store.database import Store, utcnow
-from llamon_playground.daemon.store.history import run_update_op, update_run
+from llamon_playground.daemon.store.history import run_update_op
+from llamon_playground.daemon.store.reconcile import closing_phases
 
 log = logging.getLogger(__name__)
 
-FINAL_WRITE_PATIENCE = 60.0
 ERROR_DETAIL_KEYS = ("log_tail", "file", "line", "column")
 
 
@@ -25,11 +23,18 @@ class RunJournal:
     def __init__(self, store: Store, blobs: BlobStore) -> None:
         self._store = store
         self._blobs = blobs
+        # Per run, the phases that started and did not end yet (the ending closes them).
+        self._open: dict[str, list[str]] = {}
 
     def event(self, run_id: str, kind: str, payload: dict[str, Any]) -> None:
         self._store.append_event(run_id, kind, payload)
 
     def phase(self, run_id: str, phase: str, state: str, **detail: Any) -> None:
+        open_phases = self._open.setdefault(run_id, [])
+        if state == "started":
+            open_phases.append(phase)
+        elif phase in open_phases:
+            open_phases.remove(phase)
         self.event(run_id, "run.phase", {"phase": phase, "state": state, **detail})
 
     def update(self, run_id: str, changes: dict[str, Any]) -> None:
@@ -48,8 +53,13 @@ class RunJournal:
                                           **extra})
 
     async def write_end(self, run_id: str, outcome: Outcome, *, previous: RunStatus,
-                        task_id: str | None, duration_ms: float) -> None:
-        """The terminal record: the row, then output, complete phase and run.status events."""
+                        task_id: str | None, duration_ms: float,
+                        then: Callable[[], None] | None = None) -> None:
+        """The terminal record in one transaction: the row (status, reason, output, ended_at)
+        with the closing events of every open phase, run.output, the complete phase and the
+        terminal run.status. It is retried while history is degraded, so a reader never sees
+        a terminal status without the rest; `then` (the lock release) runs right after its
+        commit."""
         output = outcome.output
         stored, shas = await store_parts(output.wire_parts() if output else [], self._blobs,
                                          on_blob_error=lambda exc: self._degraded(run_id, exc))
@@ -68,38 +78,28 @@ class RunJournal:
             if error else None}
         if "recommended_run_command" in detail:
             changes["recommended_run_command"] = detail["recommended_run_command"]
-        await self._final_write(run_id, changes, shas)
+        events = [("run.phase", closing)
+                  for closing in closing_phases(self._open.pop(run_id, []), outcome.status,
+                                                outcome.reason, outcome.message)]
         if stored:
-            self.event(run_id, "run.output", {"parts": stored})
+            events.append(("run.output", {"parts": stored}))
         if outcome.message is not None:
-            self.phase(run_id, "complete", "failed", reason=outcome.reason,
-                       message=outcome.message, **detail)
+            events.append(("run.phase", {"phase": "complete", "state": "failed",
+                                         "reason": outcome.reason, "message": outcome.message,
+                                         **detail}))
         else:
-            self.phase(run_id, "complete", "completed", status=outcome.status.value)
+            events.append(("run.phase", {"phase": "complete", "state": "completed",
+                                         "status": outcome.status.value}))
         payload: dict[str, Any] = {"status": outcome.status.value, "previous": previous.value}
         if outcome.reason:
             payload["reason"] = outcome.reason
-        self.event(run_id, "run.status", payload)
-        await self._store.flush()
+        events.append(("run.status", payload))
+        await self._store.write_with_events(
+            run_update_op(run_id, changes, shas),
+            [(run_id, kind, body) for kind, body in events], then=then)
+        self._store.checkpoint_soon()  # a run's frames need not wait for the next one
 
     def _degraded(self, run_id: str, exc: Exception) -> None:
         log.warning("run %s: a file output could not be stored: %s", run_id, exc)
         self.event(run_id, "diagnostic", {"level": "warning", "code": "history_degraded",
                                           "message": f"a file output could not be stored: {exc}"})
-
-    async def _final_write(self, run_id: str, changes: dict[str, Any],
-                           shas: list[str]) -> None:
-        """The terminal row must land: while history is degraded, retry with a bound (the
-        run lock stays held meanwhile, so no second run starts on a stale record)."""
-        deadline = time.monotonic() + FINAL_WRITE_PATIENCE
-        delay = 0.05
-        while True:
-            try:
-                await update_run(self._store, run_id, changes, shas)
-                return
-            except StoreError as exc:
-                if time.monotonic() > deadline:
-                    log.error("run %s: terminal status not recorded: %s", run_id, exc)
-                    return
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 1.0)

@@ -21,8 +21,9 @@ class OutputCollector:
         self.task_id: str | None = None
         self.state: str | None = None
 
-    def add(self, event: A2AEvent) -> list[str]:
-        """Take one event; return the text deltas it carries, in order."""
+    def add(self, event: A2AEvent) -> list[tuple[str, bool]]:
+        """Take one event; return the text deltas it carries, in order, each with whether it
+        appends to its artifact's text so far (False: it replaces it, maybe with "")."""
         if event.task_id:
             self.task_id = event.task_id
         if event.type in ("task", "status"):
@@ -33,14 +34,19 @@ class OutputCollector:
         if event.type == "message":
             self._message_parts.extend(event.parts)
             self.state = self.state or "completed"
-            return [p.text for p in event.parts if p.kind == "text" and p.text]
+            return [(p.text, True) for p in event.parts if p.kind == "text" and p.text]
         if event.type == "artifact":
             key = event.artifact_id or f"artifact-{len(self._artifacts)}"
+            texts = [p.text for p in event.parts if p.kind == "text" and p.text]
             if event.append and key in self._artifacts:
                 self._artifacts[key].extend(event.parts)
-            else:
-                self._artifacts[key] = list(event.parts)
-            return [p.text for p in event.parts if p.kind == "text" and p.text]
+                return [(text, True) for text in texts]
+            replaced = key in self._artifacts
+            self._artifacts[key] = list(event.parts)
+            if not texts:
+                # A replacement without text still clears what a client shows for it.
+                return [("", False)] if replaced else []
+            return [(text, i > 0) for i, text in enumerate(texts)]
         return []
 
     def status_text(self) -> str:

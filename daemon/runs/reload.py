@@ -7,8 +7,14 @@ repeats it nor fails that run. Any other change fails the active run with
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
+from llamon_playground.daemon.errors import ProjectError
+from llamon_playground.daemon.introspect.project_config import (
+    backend_warnings,
+    load_project_config,
+)
 from llamon_playground.daemon.runs.manager import RunManager
 from llamon_playground.host_manager.state import HostState
 from llamon_playground.host_manager.supervisor import HostSupervisor
@@ -28,9 +34,24 @@ class ReloadCoordinator:
 
     async def on_changes(self, paths: set[str]) -> None:
         try:
+            if "pyproject.toml" in paths:
+                await self._reread_config()
             await self._react()
         finally:
             self.batches += 1  # counted after the reaction, so clients can wait on it
+
+    async def _reread_config(self) -> None:
+        """[tool.llamon] changed maybe: watch the env file it names now, and say what its
+        backend needs. The rules are shared, so the watcher and the fingerprints follow."""
+        try:
+            config = await asyncio.to_thread(load_project_config, self._host.config.project_dir)
+        except ProjectError:
+            return  # the next run's validate phase reports it
+        rules = self._host.config.rules
+        if config.env_file != rules.env_file:
+            log.info("env_file is now %s (was %s)", config.env_file, rules.env_file)
+            rules.env_file = config.env_file
+        self._host.warnings = backend_warnings(config)
 
     async def _react(self) -> None:
         host = self._host

@@ -16,7 +16,7 @@ import logging
 import sqlite3
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -38,6 +38,12 @@ EventRow = tuple[int, str, str, bytes, str]  # seq, run_id, kind, payload, ts
 MAX_BATCH = 50_000  # bounds one transaction's latency under a flood
 RETRY_MIN = 0.05
 RETRY_MAX = 2.0
+# The WAL stays small: SQLite checkpoints at this many pages by itself, the writer after
+# IDLE_CHECKPOINT s without writes (and after each run), and a checkpoint truncates the file,
+# so a small disk is not eaten by frames that were copied back long ago.
+WAL_AUTOCHECKPOINT_PAGES = 256
+WAL_SIZE_LIMIT = 1 << 20
+IDLE_CHECKPOINT = 1.0
 INSERT_EVENTS = "INSERT INTO events (seq, run_id, kind, payload, ts) VALUES (?, ?, ?, ?, ?)"
 
 
@@ -82,10 +88,21 @@ class EventRecord:
 class _PendingOp:
     op: WriteOp
     future: asyncio.Future[Any] | None  # None: submitted, nobody waits (failures are logged)
+    # Events that commit in the op's own savepoint: both land or neither does.
+    events: list[tuple[str, str, bytes]] = field(default_factory=list)
+    # Kept and retried while history is degraded (as events are), never failed for it.
+    durable: bool = False
+    # Called on the loop right after the commit, before any waiter or subscriber hears of it.
+    then: Callable[[], None] | None = None
+
+    @property
+    def retried(self) -> bool:
+        return self.future is None or self.durable
 
 
 # An event waiting for the writer: (run_id, kind, payload).
 _Item = tuple[str, str, bytes] | _PendingOp
+_OpResult = tuple[_PendingOp, Any, Exception | None]  # the op, its value, its own failure
 
 
 class Store:
@@ -110,6 +127,8 @@ class Store:
         self.unsupported_version: int | None = None
         self.write_failures = 0
         self.batches_committed = 0
+        self._wal_dirty = False  # commits since the last checkpoint
+        self._checkpoint_now = False
 
     @property
     def is_open(self) -> bool:
@@ -150,6 +169,8 @@ class Store:
         conn = sqlite3.connect(db, isolation_level=None)
         try:
             conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(f"PRAGMA wal_autocheckpoint={WAL_AUTOCHECKPOINT_PAGES}")
+            conn.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")
             # FULL: a committed event survives power loss too; group commit pays for it.
             conn.execute("PRAGMA synchronous=FULL")
             conn.execute("PRAGMA foreign_keys=ON")
@@ -211,6 +232,21 @@ class Store:
         self._wake.set()
         return await future
 
+    async def write_with_events(self, op: Callable[[sqlite3.Connection], T],
+                                events: list[tuple[str, str, dict[str, Any]]], *,
+                                then: Callable[[], None] | None = None) -> T:
+        """`op` and `events` (run_id, kind, payload) in one savepoint of one transaction,
+        retried in order while history is degraded until they commit (a run's ending must
+        land whole, however long the disk is full). `then` runs on the loop right after
+        the commit, before the events are published or this call returns."""
+        if self._writer_task is None:
+            raise StoreError("store is not open")
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        encoded = [(run_id, kind, compact_json(payload)) for run_id, kind, payload in events]
+        self._items.append(_PendingOp(op, future, encoded, durable=True, then=then))
+        self._wake.set()
+        return await future
+
     async def flush(self) -> None:
         """Wait until everything queued so far is committed (or has failed)."""
         try:
@@ -218,20 +254,50 @@ class Store:
         except StoreError:
             pass
 
+    def checkpoint_soon(self) -> None:
+        """Checkpoint as soon as the writer is idle (a run just ended)."""
+        self._checkpoint_now = True
+        self._wake.set()
+
+    async def _wait_for_work(self) -> None:
+        """Sleep until something is queued; checkpoint the WAL once the writer idles."""
+        while not self._items:
+            if self._checkpoint_now or (self._wal_dirty and not await _woken(
+                    self._wake, IDLE_CHECKPOINT)):
+                await self._checkpoint()
+                continue
+            if self._items:
+                return
+            await self._wake.wait()
+            self._wake.clear()
+
+    async def _checkpoint(self) -> None:
+        self._checkpoint_now = self._wal_dirty = False
+        try:
+            await self._on_writer(self._checkpoint_on_thread)
+        except (sqlite3.Error, OSError) as exc:  # a reader in the way, or the disk: later
+            log.info("WAL checkpoint failed: %s", exc)
+
+    def _checkpoint_on_thread(self) -> None:
+        assert self._conn is not None
+        self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
     async def _write_loop(self) -> None:
         retry: list[_Item] = []
         delay = RETRY_MIN
         while True:
             if not retry:
-                await self._wake.wait()
+                await self._wait_for_work()
             self._wake.clear()
             batch, self._items = retry + self._items[:MAX_BATCH], self._items[MAX_BATCH:]
             if self._items:
                 self._wake.set()
             retry = await self._commit(batch)
+            self._wal_dirty = True
             if retry:
                 # Degraded: keep the events (in order) and try again after a pause; new
-                # writes queue up behind them.
+                # writes queue up behind them. A truncated WAL may be the space it needs.
+                await self._checkpoint()
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, RETRY_MAX)
             else:
@@ -249,14 +315,20 @@ class Store:
                 self.degraded = True
                 self._on_degraded(error)
             for item in batch:
-                if isinstance(item, _PendingOp) and item.future is not None \
-                        and not item.future.done():
+                if isinstance(item, _PendingOp) and not item.retried \
+                        and item.future is not None and not item.future.done():
                     item.future.set_exception(error)
-            return [item for item in batch if not isinstance(item, _PendingOp)]
+            # Events, row updates nobody waits for and durable writes stay, in their order.
+            return [item for item in batch if not isinstance(item, _PendingOp) or item.retried]
         if self.degraded:
             log.warning("history writes work again")
             self.degraded = False
         self.batches_committed += 1
+        for done, _, problem in results:
+            if problem is None and done.then is not None:
+                done.then()
+        if rows:
+            self._on_commit(rows)
         for done, value, problem in results:
             if done.future is None:
                 if problem is not None:
@@ -266,8 +338,6 @@ class Store:
                     done.future.set_exception(problem)
                 else:
                     done.future.set_result(value)
-        if rows:
-            self._on_commit(rows)
         return []
 
     def reserve_seqs(self, count: int) -> int:
@@ -281,13 +351,13 @@ class Store:
         return first
 
     def _commit_on_thread(self, batch: list[_Item], ts: str
-                          ) -> tuple[list[EventRow], list[tuple[_PendingOp, Any, Exception | None]]]:
+                          ) -> tuple[list[EventRow], list[_OpResult]]:
         """On the writer thread: the whole transaction in one go. The seq counter lives
         here too, so ops and appends draw from it in commit order."""
         conn = self._conn
         assert conn is not None
         rows: list[EventRow] = []
-        results: list[tuple[_PendingOp, Any, Exception | None]] = []
+        results: list[_OpResult] = []
         self._seq_cursor = self._next_seq
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -296,14 +366,20 @@ class Store:
                 item = batch[start]
                 if type(item) is _PendingOp:
                     conn.execute("SAVEPOINT op")
+                    cursor = self._seq_cursor
                     try:
                         value = item.op(conn)
+                        own = self.insert_events(conn, item.events, ts)
                     except Exception as exc:  # the op's own failure rolls back only that op
                         conn.execute("ROLLBACK TO op")
                         conn.execute("RELEASE op")
+                        self._seq_cursor = cursor
+                        if is_storage_fault(exc):
+                            raise  # the disk, not the op: the whole batch is retried
                         results.append((item, None, exc))
                     else:
                         conn.execute("RELEASE op")
+                        rows.extend(own)
                         results.append((item, value, None))
                     start += 1
                     continue
@@ -327,6 +403,19 @@ class Store:
             raise
         self._next_seq = self._seq_cursor
         return rows, results
+
+    def insert_events(self, conn: sqlite3.Connection, events: list[tuple[str, str, bytes]],
+                      ts: str) -> list[EventRow]:
+        """Insert events from inside a write op (on the writer thread), seqs in commit order.
+        Those an op inserts itself are not published (boot recovery has no subscribers);
+        the events given to write_with_events are."""
+        if not events:
+            return []
+        first = self.reserve_seqs(len(events))
+        rows: list[EventRow] = [(first + i, run_id, kind, payload, ts)
+                                for i, (run_id, kind, payload) in enumerate(events)]
+        conn.executemany(INSERT_EVENTS, rows)
+        return rows
 
     # -- reads ------------------------------------------------------------------------------
 
@@ -378,6 +467,29 @@ SELECT CAST(group_concat(frame, '') AS BLOB), max(seq), max(terminal) FROM (
          ELSE 0 END AS terminal
   FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?)
 """
+
+
+# SQLite's primary result codes for a full, failing, locked or read-only disk.
+STORAGE_FAULT_CODES = frozenset({5, 6, 8, 10, 13, 14})
+
+
+def is_storage_fault(exc: BaseException) -> bool:
+    """Whether an op failed because of the storage (retry later), not because of itself."""
+    if isinstance(exc, OSError):
+        return True
+    code = getattr(exc, "sqlite_errorcode", None)
+    return isinstance(exc, sqlite3.OperationalError) and code is not None \
+        and code & 0xFF in STORAGE_FAULT_CODES
+
+
+async def _woken(event: asyncio.Event, timeout: float) -> bool:
+    """Wait up to `timeout` for `event`; whether it was set."""
+    try:
+        async with asyncio.timeout(timeout):
+            await event.wait()
+    except TimeoutError:
+        return False
+    return True
 
 
 def _noop(conn: sqlite3.Connection) -> None:

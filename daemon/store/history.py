@@ -9,7 +9,6 @@ from typing import Any
 import orjson
 
 from llamon_playground.daemon.data.compare import latest_scores
-from llamon_playground.daemon.runs.state import ACTIVE_STATUSES, status_for
 from llamon_playground.daemon.store.database import Store, utcnow
 from llamon_playground.daemon.store.ids import new_context_id, new_session_id
 
@@ -165,24 +164,6 @@ def run_update_op(run_id: str, changes: dict[str, Any],
     return op
 
 
-async def interrupt_leftover_runs(store: Store, reason: str) -> list[str]:
-    """Boot recovery: a run still active in the database belongs to a daemon that died; it
-    ends for `reason`, in the status the reason table gives."""
-    status = status_for(reason).value
-    statuses = tuple(s.value for s in ACTIVE_STATUSES)
-    marks = ", ".join("?" for _ in statuses)
-    rows = await store.fetch_all(f"SELECT id, status FROM runs WHERE status IN ({marks})",
-                                 statuses)
-    now = utcnow()
-    for row in rows:
-        await update_run(store, row["id"], {"status": status, "reason": reason,
-                                             "ended_at": now})
-        store.append_event(row["id"], "run.status", {
-            "status": status, "reason": reason, "previous": row["status"]})
-    await store.flush()
-    return [row["id"] for row in rows]
-
-
 async def delete_session(store: Store, session_id: str) -> list[str]:
     """Delete a session, its runs and events; return blobs no remaining run references."""
     def op(conn: sqlite3.Connection) -> list[str]:
@@ -207,13 +188,15 @@ async def delete_session(store: Store, session_id: str) -> list[str]:
     return await store.write(op)
 
 
-async def add_scores(store: Store, run_id: str, entries: list[dict[str, Any]]) -> None:
-    """Append evaluator results to the run's scores (the list only grows)."""
+def scores_op(run_id: str, entries: list[dict[str, Any]]
+              ) -> Callable[[sqlite3.Connection], None]:
+    """The write op that appends evaluator results to the run's scores (the list only
+    grows); submitted, so it is retried in order with the run's events during an outage."""
     def op(conn: sqlite3.Connection) -> None:
         for entry in entries:
             conn.execute("UPDATE runs SET scores = json_insert(scores, '$[#]', json(?)) "
-                               "WHERE id = ?", (orjson.dumps(entry).decode(), run_id))
-    await store.write(op)
+                         "WHERE id = ?", (orjson.dumps(entry).decode(), run_id))
+    return op
 
 
 async def delete_all_history(store: Store) -> tuple[dict[str, int], list[str]]:

@@ -312,8 +312,20 @@ async def wait_healthy(settings: Settings, proc: subprocess.Popen[bytes] | None,
                 raise DaemonNotRunning(f"the daemon exited with code {proc.returncode}; "
                                        f"see {settings.runtime_dir / 'daemon.log'}") from None
             if time.monotonic() > deadline:
+                if proc is not None:
+                    end_process(proc)  # a daemon that never answered is not left behind
                 raise
             await asyncio.sleep(0.05)
+
+
+def end_process(proc: subprocess.Popen[bytes], grace: float = 5.0) -> None:
+    """SIGTERM, then SIGKILL after `grace` s; reaped either way."""
+    proc.terminate()
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 async def ensure_daemon(settings: Settings, timeout: float = 20.0) -> Health:

@@ -157,6 +157,8 @@ async def follow_run(client: PlaygroundClient, run_id: str, as_json: bool,
         if as_json:
             emit(event.data)
         elif show_text and event.kind == "output.delta":
+            if printed and event.data.get("append") is False:
+                sys.stdout.write("\n")  # a replaced artifact: its new text on a new line
             sys.stdout.write(str(event.data.get("text", "")))
             sys.stdout.flush()
             printed = True
@@ -294,10 +296,10 @@ def _lock_held(settings: Settings) -> bool:
 
 
 def print_token(settings: Settings, args: argparse.Namespace) -> int:
-    from llamon_playground.api.token_store import running_token
-    token = running_token(settings)
+    from llamon_playground.api.token_store import kept_token, rotate_token
+    token = rotate_token(settings) if args.rotate else kept_token(settings)
     if token is None:
-        fail(f"no front with a token serves {settings.project_dir}")
+        fail(f"no front has made a token for {settings.project_dir} yet")
         return EXIT_NOT_RUNNING
     print(token)
     return EXIT_OK
@@ -378,6 +380,8 @@ def add_control_commands(sub: Any, project_of: Callable[[str | None], Any]) -> N
     stop.add_argument("--timeout", type=float, default=60.0)
     stop.set_defaults(func=lambda args: stop_daemon(project_of(args.project), args))
 
-    token = sub.add_parser("token", help="print the token of the project's running front(s)")
+    token = sub.add_parser("token", help="print the token of the project's front(s)")
     token.add_argument("project", nargs="?")
+    token.add_argument("--rotate", action="store_true",
+                       help="replace the token (running fronts adopt it; old ones get 401)")
     token.set_defaults(func=lambda args: print_token(project_of(args.project), args))

@@ -58,6 +58,7 @@ def _settings(arg: str | None) -> Settings:
 def cmd_daemon(args: argparse.Namespace) -> int:
     from llamon_playground.common.runtime_dir import RuntimeDirTooLong
     from llamon_playground.daemon.app import serve
+    from llamon_playground.daemon.errors import BootFailed
     settings = build_settings(_project(args.project))
     # The Host inherits the daemon's environment: not the front's token, not systemd's.
     environ = {k: v for k, v in os.environ.items() if k not in DAEMON_ONLY_ENV}
@@ -66,7 +67,7 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     except AlreadyRunning as exc:
         print(f"llamon-playground: {exc}", file=sys.stderr)
         return EXIT_CONFLICT
-    except (PermissionError, RuntimeDirTooLong) as exc:  # not ours, a symlink, too deep
+    except (PermissionError, RuntimeDirTooLong, BootFailed) as exc:  # not ours, too deep, ...
         print(f"llamon-playground: {exc}", file=sys.stderr)
         return EXIT_ERROR
     return EXIT_OK

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -27,11 +28,31 @@ def check_database(db: Path, received: dict[str, list[int]],
         active = {r for (r,) in conn.execute(
             f"SELECT id FROM runs WHERE status IN {ACTIVE}")}
         assert active <= (allowed_active or set()), f"runs left active: {active}"
+        check_rows_match_events(conn)
         runs = conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
         events = conn.execute("SELECT COUNT(*) FROM events").fetchone()[0]
         return {"runs": runs, "events": events}
     finally:
         conn.close()
+
+
+def check_rows_match_events(conn: sqlite3.Connection) -> None:
+    """Each ended run's row says what its events say: the same final status and reason,
+    and the output its run.output event carried."""
+    for run_id, status, reason, output in conn.execute(
+            f"SELECT id, status, reason, output FROM runs WHERE status NOT IN {ACTIVE}"):
+        ending = conn.execute(
+            "SELECT payload FROM events WHERE run_id = ? AND kind = 'run.status' "
+            "ORDER BY seq DESC LIMIT 1", (run_id,)).fetchone()
+        if ending is None:
+            continue  # an imported run may carry no events at all
+        last = json.loads(ending[0])
+        assert (last["status"], last.get("reason")) == (status, reason), (run_id, last, status)
+        parts = conn.execute(
+            "SELECT payload FROM events WHERE run_id = ? AND kind = 'run.output' "
+            "ORDER BY seq DESC LIMIT 1", (run_id,)).fetchone()
+        streamed = json.loads(parts[0])["parts"] if parts else []
+        assert streamed == json.loads(output), (run_id, streamed, output)
 
 
 def check_no_temp_blobs(files_dir: Path) -> None:

@@ -9,14 +9,20 @@ CAP_SYS_ADMIN: the drill is skipped, saying so, where that is refused.
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from tests.drills.checks import check_database
-from tests.support.api import Api
+from tests.support.api import TERMINAL, Api
+from tests.support.endings import folded_text
+from tests.support.kills import sigkill_mid_run
 from tests.support.procs import Stack, stack_for
 from tests.support.waiting import eventually
 
@@ -46,15 +52,15 @@ def mounts(project: Path) -> Iterator[dict[str, Path]]:
 
 
 def fill(mount: Path) -> None:
-    """Write a filler file until the mount is full."""
-    chunk = b"\0" * (1 << 20)
-    with open(mount / "filler", "wb") as fh:
-        try:
-            while True:
-                fh.write(chunk)
-                fh.flush()
-        except OSError:
-            pass
+    """Write a filler file until the mount is full, to the last page."""
+    with open(mount / "filler", "wb", buffering=0) as fh:
+        for size in (1 << 20, 1 << 12):
+            chunk = b"\0" * size
+            try:
+                while fh.write(chunk) == size:
+                    pass
+            except OSError:
+                pass
 
 
 def drain(mount: Path) -> None:
@@ -138,3 +144,129 @@ async def test_file_store_unwritable_mid_run(disk_stack: Stack, mounts) -> None:
               "availability unavailable, history_degraded reported; the next run stored it")
     finally:
         await api.close()
+
+
+async def test_long_outage_over_a_runs_end(disk_stack: Stack, mounts, scale) -> None:  # type: ignore[no-untyped-def]
+    """The disk is full from just after a run is accepted (its Host not started yet, so
+    its `running` move and its scores come in the outage) until after it ended (65 s at
+    long scale, longer than any retry patience). Meanwhile the lock is held with the row
+    still active (a new run gets 409 naming it, never a 503 from the database), and no
+    reader sees it ended; when space returns it ends once, with every row change, score
+    and event it made during the outage."""
+    api = Api.for_socket(str(disk_stack.settings.socket_path))
+    words = " ".join(f"w{i}" for i in range(30))
+    hold = scale.n(4, 65)
+    try:
+        session = await api.session()
+        run_id = await api.start_run(session, "stream " + words)
+        fill(mounts["state"])
+        try:
+            await wait_health(api, True)
+            # The outage's length, not a wait for anything: the invariants hold throughout.
+            end = time.monotonic() + hold
+            while time.monotonic() < end:
+                code, doc = await api.call("POST", f"sessions/{session}/runs",
+                                           {"parts": [{"kind": "text", "text": "stream no"}]})
+                assert (code, doc["detail"]["error"]) == (409, "active_run_conflict"), doc
+                assert doc["detail"]["active_run_id"] == run_id
+                assert (await api.run(run_id))["status"] not in TERMINAL
+                await asyncio.sleep(0.25)
+        finally:
+            drain(mounts["state"])
+        run = await api.wait_status(run_id)
+        await wait_health(api, False)
+        assert run["status"] == "completed" and run["reason"] is None
+        assert run["output"] == [{"kind": "text", "text": words}]
+        assert run["started_at"] is not None and run["ended_at"] is not None
+        assert run["generation"] is not None
+        assert [s["evaluator"] for s in run["scores"]] == ["word_count", "mentions_hello"]
+        events = await api.events(run_id)
+        statuses = [e.data["status"] for e in events if e.event == "run.status"]
+        assert statuses == ["queued", "preparing", "running", "completed"]
+        nxt = await api.wait_status(await api.start_run(session, "stream after"))
+        assert nxt["status"] == "completed"
+    finally:
+        await api.close()
+    figures = check_database(disk_stack.settings.db_path,
+                             {run_id: [e.id for e in events]})
+    print(f"disk full for {hold} s over a run's end: lock held with the row active, the run "
+          f"ended once with its started_at, generation, scores and output ({figures})")
+
+
+async def test_boot_recovery_on_a_full_disk_exits_saying_why(disk_stack: Stack, mounts) -> None:  # type: ignore[no-untyped-def]
+    """A daemon dies mid-run; the next one starts on a full disk, so boot recovery cannot
+    write: it exits non-zero saying why, leaving no process behind. With space back, the
+    next start repairs the run."""
+    _, run_id, hosts = await sigkill_mid_run(disk_stack)
+    psutil.wait_procs(hosts, timeout=10)
+    fill(mounts["state"])
+    try:
+        booted = subprocess.run(
+            [sys.executable, "-m", "llamon_playground", "daemon", str(disk_stack.project)],
+            env=disk_stack.env, capture_output=True, text=True, timeout=60)
+    finally:
+        drain(mounts["state"])
+    assert booted.returncode != 0, booted.stderr
+    assert "boot recovery failed" in booted.stderr, booted.stderr
+    assert "Traceback" not in booted.stderr, booted.stderr
+    disk_stack.start_daemon()
+    api = Api.for_socket(str(disk_stack.settings.socket_path))
+    try:
+        run = await api.run(run_id)
+        assert (run["status"], run["reason"]) == ("interrupted", "daemon_restarted")
+        assert run["output"] and run["output"][0]["text"].startswith("tick 1 ")
+    finally:
+        await api.close()
+    check_database(disk_stack.settings.db_path, {})
+    print("boot recovery on a full disk: exit code "
+          f"{booted.returncode} saying why, nothing left running; the next start repaired it")
+
+
+@pytest.fixture
+def small_disk_stack(project: Path, runtime_base: Path) -> Iterator[Stack]:
+    """The whole .llamon/ on a 2 MiB tmpfs: history has to live within it."""
+    state = project / ".llamon"
+    state.mkdir()
+    try:
+        _mount(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(state)])
+    except (subprocess.CalledProcessError, FileNotFoundError) as exc:
+        pytest.skip(f"cannot mount a tmpfs here ({exc}); the disk drill needs CAP_SYS_ADMIN")
+    try:
+        # A chunk every 5 ms: one commit per delta, the WAL's worst case.
+        with stack_for(project, runtime_base, extra_env={"ECHO_CHUNK_DELAY_MS": "5"}) as s:
+            s.start_daemon()
+            yield s
+    finally:
+        subprocess.run(["umount", "-l", str(state)], capture_output=True, timeout=20)
+
+
+async def test_small_disk_keeps_every_event_of_long_streams(small_disk_stack: Stack,
+                                                            scale) -> None:  # type: ignore[no-untyped-def]
+    """400-word streams, one after another, on a 2 MiB state dir: the WAL is checkpointed
+    so nothing stops being recorded and history is never degraded. (Each run keeps about
+    125 KB of history and the WAL may reach 1 MiB mid-stream, so five runs is what 2 MiB
+    holds with room to spare; history itself is not capped.)"""
+    api = Api.for_socket(str(small_disk_stack.settings.socket_path))
+    words = " ".join(f"word{i}" for i in range(400))
+    received: dict[str, list[int]] = {}
+    try:
+        session = await api.session()
+        for _ in range(scale.n(3, 5)):
+            run_id = await api.start_run(session, "stream " + words)
+            events = await api.events(run_id)
+            received[run_id] = [e.id for e in events]
+            run = await api.wait_status(run_id)
+            assert run["status"] == "completed" and run["output"] == [
+                {"kind": "text", "text": words}]
+            deltas = [e.data for e in events if e.event == "output.delta"]
+            assert folded_text(deltas) == words and len(deltas) == 400
+            health = await api.ok("GET", "/health")
+            assert not health["history_degraded"]
+    finally:
+        await api.close()
+    db = small_disk_stack.settings.db_path
+    wal = Path(str(db) + "-wal")
+    figures = check_database(db, received)
+    print(f"2 MiB state dir: {len(received)} runs of 400 deltas each recorded whole, never "
+          f"degraded; database {db.stat().st_size} bytes, WAL now "
+          f"{wal.stat().st_size if wal.exists() else 0} bytes ({figures})")

@@ -1,5 +1,8 @@
 """Drill: the Host killed (SIGKILL) or hung (SIGSTOP) mid-run, again and again: each run
-ends with a documented reason within a bound, the Host comes back, the next run works."""
+ends with a documented reason within a bound, the Host comes back, the next run works.
+
+An outside SIGKILL mid-run is that run's failure, not a crash loop (the crash policy counts
+only a Host that dies unasked), so ten of them in a row never reach `crashloop`."""
 
 from __future__ import annotations
 
@@ -16,7 +19,8 @@ from tests.support.waiting import host_status
 
 pytestmark = pytest.mark.drill
 
-FAST_FAULTS = {"LLAMON_PLAYGROUND_HOST_STALL_TIMEOUT": "1", "LLAMON_PLAYGROUND_BACKOFF_BASE": "0.05"}
+FAST_FAULTS = {"LLAMON_PLAYGROUND_HOST_STALL_TIMEOUT": "1",
+               "LLAMON_PLAYGROUND_BACKOFF_BASE": "0.05"}
 
 
 @pytest.fixture

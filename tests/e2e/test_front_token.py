@@ -6,6 +6,7 @@ import asyncio
 import base64
 import os
 import re
+import signal
 import stat
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -139,16 +140,20 @@ def test_token_command_without_a_front_exits_3(stack: Stack) -> None:
     assert result.returncode == 3 and "no front" in result.stderr
 
 
-def test_fronts_share_the_token_until_the_last_one_stops(stack: Stack) -> None:
+def test_fronts_share_the_token_and_keep_it_until_rotated(stack: Stack) -> None:
     first = start_front(stack)
     second = start_front(stack)
     assert first.token == second.token
     second.proc.stop()
     assert cli(stack, "token", str(stack.project)).stdout.strip() == first.token
     first.proc.stop()
-    assert not stack.settings.front_token_path.exists()
-    third = start_front(stack)  # no front ran: a fresh token
-    assert third.token is not None and third.token != first.token
+    third = start_front(stack)  # no front ran: the kept token still opens it
+    assert third.token == first.token
+    rotated = cli(stack, "token", "--rotate", str(stack.project))
+    assert rotated.returncode == 0 and rotated.stdout.strip() != first.token
+    assert cli(stack, "token", str(stack.project)).stdout.strip() == rotated.stdout.strip()
+    path = stack.settings.front_token_path
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
 
 
 def test_token_from_the_environment_or_a_file(stack: Stack, tmp_path: Path) -> None:
@@ -256,3 +261,51 @@ async def test_daemon_and_host_never_see_the_token(stack: Stack) -> None:
     finally:
         await api.close()
     assert stack.daemon is not None and given not in stack.daemon.output()
+
+
+async def test_a_browser_outlives_a_front_restart_until_the_token_is_rotated(
+        daemon: Stack) -> None:
+    """A real front SIGKILL with no LLAMON_PLAYGROUND_TOKEN set: the restarted front (same
+    port, as a service's Restart=on-failure) lets the tab's cookie in, and its EventSource
+    resumes by Last-Event-ID and sees every event once; `token --rotate` logs it out."""
+    first = start_front(daemon)
+    direct = Api.for_socket(str(daemon.settings.socket_path))
+    received: list[int] = []
+    try:
+        session = await direct.session()
+        run_id = await direct.start_run(session, "slow")
+        async with aiohttp.ClientSession(base_url=first.url) as anon:
+            cookie = await login_cookie(first, anon)
+        tab = Api.for_url(first.url, token="unused")
+        tab.http.headers.pop("Authorization")
+        tab.http.headers["Cookie"] = f"{cookie.key}={cookie.value}"
+        try:
+            async for ev in tab.stream(run_id):
+                received.append(ev.id)
+                if ev.event == "output.delta":
+                    break
+            first.proc.signal(signal.SIGKILL)
+            first.proc.wait(10)
+            second = start_front(daemon, "--port", str(first.port))
+            assert second.port == first.port and second.token == first.token
+            cancelled = False
+            async for ev in tab.stream(run_id, last_event_id=received[-1]):
+                received.append(ev.id)
+                if ev.event == "output.delta" and not cancelled:  # it streams on: stop it
+                    cancelled = True
+                    await direct.ok("DELETE", f"runs/{run_id}")
+            rotated = cli(daemon, "token", "--rotate", str(daemon.project)).stdout.strip()
+            code, doc = await tab.call("GET", "sessions")
+            assert code == 401, doc
+        finally:
+            await tab.close()
+        fresh = Api.for_url(second.url, token=rotated)
+        try:
+            assert (await fresh.call("GET", "sessions"))[0] == 200
+        finally:
+            await fresh.close()
+        full = await direct.events(run_id)
+        assert received == [e.id for e in full], "every event once, in order"
+        assert full[-1].data["status"] == "cancelled"
+    finally:
+        await direct.close()

@@ -15,6 +15,7 @@ import psutil
 import pytest
 
 from tests.support.api import Api
+from tests.support.endings import assert_phases_close
 from tests.support.procs import Stack, stack_for, wait_for
 from tests.support.projects import tiny_project
 from tests.support.waiting import eventually, host_status
@@ -123,6 +124,12 @@ async def test_host_never_ready_fails_the_run_runtime_unavailable(tiny_stack: St
                     if e.event == "run.phase" and e.data["phase"] == "complete"][-1]
         assert complete["state"] == "failed"
         assert complete["recommended_run_command"] == run["recommended_run_command"]
+        # The Host exited before Ready: its start and ready phases close, ready saying why.
+        phases = [e.data for e in events if e.event == "run.phase"]
+        assert_phases_close(phases)
+        ready = [p for p in phases if p["phase"] == "ready" and p["state"] != "started"]
+        assert ready[0]["state"] == "failed" and ready[0]["reason"] == "runtime_unavailable"
+        assert ready[0]["message"] == run["error"]["message"]
     finally:
         await api.close()
 
@@ -201,3 +208,67 @@ def test_orphan_host_of_a_dead_daemon_is_stopped_on_boot(stack: Stack) -> None:
         if orphan.poll() is None:
             orphan.kill()
             orphan.wait(10)
+
+
+def through_a_shell(project: Path, script: str) -> Path:
+    """The example's Host started the way `uv run` starts one: a shell runs it as a
+    grandchild (PDEATHSIG and the process group do not reach it)."""
+    pyproject = project / "pyproject.toml"
+    command = orjson.dumps(["/bin/sh", "-c", script.format(python=sys.executable)]).decode()
+    pyproject.write_text(pyproject.read_text().replace(
+        'host_command = ["{python}", "-m", "app.host"]', f"host_command = {command}"))
+    return project
+
+
+def real_host(shell_pid: int) -> psutil.Process:
+    """The Python Host under the shell."""
+    return wait_for(lambda: next((p for p in psutil.Process(shell_pid).children(recursive=True)
+                                  if "app.host" in " ".join(p.cmdline())), None),
+                    10, "the Host under its shell")
+
+
+async def test_a_host_behind_a_shell_dies_with_a_killed_daemon(project: Path,
+                                                              runtime_base: Path) -> None:
+    with stack_for(through_a_shell(project, "{python} -m app.host; true"), runtime_base) as s:
+        s.start_daemon()
+        api = Api.for_socket(str(s.settings.socket_path))
+        try:
+            shell = (await api.ok("POST", "host/start"))["pid"]
+            host = real_host(shell)
+        finally:
+            await api.close()
+        assert s.daemon is not None
+        s.daemon.signal(signal.SIGKILL)
+        s.daemon.wait(10)
+        psutil.wait_procs([psutil.Process(shell)], timeout=10)
+        assert host.is_running() and host.status() != psutil.STATUS_ZOMBIE, \
+            "the grandchild outlives the daemon (what boot reaping is for)"
+        s.start_daemon()
+        api = Api.for_socket(str(s.settings.socket_path))
+        try:
+            gone, _ = psutil.wait_procs([host], timeout=10)
+            assert gone, "the next daemon reaped the Host left behind"
+            reaped = (await api.ok("GET", "host"))["reaped"]
+            assert [(r["pid"], r["when"]) for r in reaped] == [(host.pid, "boot")]
+        finally:
+            await api.close()
+
+
+async def test_a_host_in_its_own_session_dies_with_stop(project: Path,
+                                                       runtime_base: Path) -> None:
+    script = "setsid {python} -m app.host & wait"
+    with stack_for(through_a_shell(project, script), runtime_base) as s:
+        s.start_daemon()
+        api = Api.for_socket(str(s.settings.socket_path))
+        try:
+            shell = (await api.ok("POST", "host/start"))["pid"]
+            host = real_host(shell)
+            assert os.getsid(host.pid) != os.getsid(shell)
+            await api.ok("POST", "host/stop")
+            gone, _ = psutil.wait_procs([host], timeout=10)
+            assert gone, "stop ended the Host that left the group"
+            status = await api.ok("GET", "host")
+            assert status["state"] == "stopped"
+            assert (host.pid, "stop") in [(r["pid"], r["when"]) for r in status["reaped"]]
+        finally:
+            await api.close()

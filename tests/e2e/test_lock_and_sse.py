@@ -89,6 +89,13 @@ async def test_replay_of_a_finished_run_then_stream_closes(api: Api) -> None:
     tail = await api.events(run_id, after=live[-3].id)
     assert [e.id for e in tail] == [e.id for e in live[-2:]]
     assert await api.events(run_id, after=live[-1].id) == []
+    # Nothing after the last event of a finished run: 204, so an EventSource stops.
+    for headers in ({"Last-Event-ID": str(live[-1].id)}, {}):
+        path = f"runs/{run_id}/events" + ("" if headers else f"?after={live[-1].id}")
+        code, body = await api.call("GET", path, headers=headers)
+        assert (code, body) == (204, None)
+    code, _ = await api.call("GET", f"runs/{run_id}/events?after={live[-2].id}")
+    assert code == 200
 
 
 async def test_bad_cursor_and_unknown_run(api: Api) -> None:

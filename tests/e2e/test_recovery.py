@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import sqlite3
+from collections.abc import AsyncIterator
 
 import psutil
 import pytest
 
 from tests.support.api import Api
+from tests.support.endings import assert_phases_close, folded_text, stored_text
+from tests.support.kills import sigkill_mid_run
 from tests.support.procs import Stack, stack_for
+from tests.support.waiting import eventually
 
 MANY_WORDS = " ".join(f"w{i}" for i in range(300))
 
@@ -69,6 +74,35 @@ async def test_daemon_down_gives_503_and_front_recovers(daemon: Stack) -> None:
         await api.close()
 
 
+async def test_daemon_killed_mid_request_gives_503_not_500(daemon: Stack) -> None:
+    """The daemon dies while the front relays a request body to it: the front answers
+    503 daemon_unavailable and logs no traceback."""
+    front, url = daemon.start_front()
+    direct = Api.for_socket(str(daemon.settings.socket_path))
+    api = Api.for_url(url)
+    assert daemon.daemon is not None
+    killed = psutil.Process(daemon.daemon.popen.pid)
+    before = len(killed.net_connections(kind="unix"))
+
+    async def body() -> AsyncIterator[bytes]:
+        yield b'{"parts": [{"kind": "text", "text": "'
+        # The front has opened its upstream connection: the daemon is mid-request.
+        await eventually(lambda: asyncio.sleep(0, len(killed.net_connections(kind="unix"))),
+                         lambda n: n > before, "the front's upstream connection")
+        daemon.daemon.signal(signal.SIGKILL)  # type: ignore[union-attr]
+        daemon.daemon.wait(10)  # type: ignore[union-attr]
+        yield b'x"}]}'
+
+    try:
+        session = await direct.session()
+        code, doc = await api.call("POST", f"sessions/{session}/runs", raw=body())  # type: ignore[arg-type]
+        assert code == 503 and doc["detail"]["error"] == "daemon_unavailable", (code, doc)
+        assert "Traceback" not in front.output()
+    finally:
+        await api.close()
+        await direct.close()
+
+
 async def test_daemon_sigterm_mid_run_interrupts_with_studio_shutdown(slow_stack: Stack) -> None:
     api = Api.for_socket(str(slow_stack.settings.socket_path))
     try:
@@ -92,17 +126,7 @@ async def test_daemon_sigterm_mid_run_interrupts_with_studio_shutdown(slow_stack
 
 
 async def test_daemon_sigkill_mid_run_is_interrupted_on_next_start(slow_stack: Stack) -> None:
-    api = Api.for_socket(str(slow_stack.settings.socket_path))
-    try:
-        session = await api.session()
-        run_id = await api.start_run(session, "slow")
-        await api.first_output(run_id)
-    finally:
-        await api.close()
-    hosts = slow_stack.daemon.descendants()
-    slow_stack.remember_hosts()
-    slow_stack.daemon.signal(signal.SIGKILL)
-    slow_stack.daemon.wait(10)
+    session, run_id, hosts = await sigkill_mid_run(slow_stack)
     # PDEATHSIG: the Host does not outlive a SIGKILLed daemon.
     _, alive = psutil.wait_procs(hosts, timeout=10)
     assert not alive
@@ -116,6 +140,10 @@ async def test_daemon_sigkill_mid_run_is_interrupted_on_next_start(slow_stack: S
         assert events[-1].data["status"] == "interrupted"
         seqs = [e.id for e in events]
         assert seqs == sorted(set(seqs))
+        # What it had streamed is kept, and the phase it was in is closed.
+        deltas = [e.data for e in events if e.event == "output.delta"]
+        assert folded_text(deltas) == stored_text(run["output"]) != ""
+        assert_phases_close([e.data for e in events if e.event == "run.phase"])
         nxt = await api.wait_status(await api.start_run(session, "stream fine"))
         assert nxt["status"] == "completed"
     finally:

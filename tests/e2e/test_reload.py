@@ -136,3 +136,24 @@ async def test_a_saved_env_file_restarts_the_host_but_its_hash_is_never_recorded
         assert digest not in orjson.dumps(bundle).decode()
     finally:
         await api.close()
+
+
+async def test_renaming_the_env_file_watches_the_new_one(watched: Stack) -> None:
+    api = Api.for_socket(str(watched.settings.socket_path))
+    try:
+        session = await api.session()
+        gen = await ready_generation(api, session)
+        pyproject = watched.project / "pyproject.toml"
+        pyproject.write_text(pyproject.read_text().replace('env_file = ".env"',
+                                                           'env_file = "config.env"'))
+        await host_status(api, lambda s: s["watch"]["restarts"] >= 1, "pyproject's restart")
+        await settle(api, watched)
+        (watched.project / "config.env").write_text("GREETING=hi\n")
+        status = await host_status(api, lambda s: s["watch"]["restarts"] >= 2,
+                                   "the renamed env file's restart")
+        assert status["generation"] == gen + 2
+        (watched.project / ".env").write_text("OLD=not watched any more\n")
+        status = await settle(api, watched)
+        assert status["watch"]["restarts"] == 2 and status["generation"] == gen + 2
+    finally:
+        await api.close()

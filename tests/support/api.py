@@ -108,6 +108,8 @@ class Api:
         headers = {"Last-Event-ID": str(last_event_id)} if last_event_id is not None else {}
         async with self.http.get(f"{P}/runs/{run_id}/events", params=params, headers=headers,
                                  timeout=aiohttp.ClientTimeout(total=timeout)) as resp:
+            if resp.status == 204:  # a finished run with nothing after the cursor
+                return
             assert resp.status == 200, await resp.text()
             assert resp.headers["Content-Type"].startswith("text/event-stream")
             async for ev in parse_sse(resp):

@@ -84,3 +84,15 @@ def test_reset_clears_a_crashloop(clock: FakeClock) -> None:
 def test_settings_have_no_defaults_of_their_own() -> None:
     with pytest.raises(TypeError):
         CrashSettings()  # type: ignore[call-arg]
+
+
+def test_a_host_that_was_sent_a_run_comes_back_at_once_and_never_loops(
+        clock: FakeClock) -> None:
+    """Outside SIGKILLs mid-run, one after another: each is that run's failure, not a
+    crash; the Host comes back at once every time, and unasked crashes count from zero."""
+    p = policy(clock)
+    for _ in range(SETTINGS.limit * 3):
+        clock.now += 0.5
+        assert p.on_exit(was_ready=True, uptime=0.1, served=True) == 0.0
+    assert p.on_exit(was_ready=True, uptime=0.1) == SETTINGS.backoff_base
+    assert p.on_exit(was_ready=False, uptime=0.0, served=True) is not None  # never Ready

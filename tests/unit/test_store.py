@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from pathlib import Path
 
@@ -10,12 +11,10 @@ import pytest
 from llamon_playground.common.config import build_settings
 from llamon_playground.daemon.errors import StoreError, UnsupportedDatabaseVersion
 from llamon_playground.daemon.store.database import EventRecord, Store
-from llamon_playground.daemon.store.history import (
-    create_session,
-    insert_run,
-    interrupt_leftover_runs,
-)
+from llamon_playground.daemon.store.history import create_session, insert_run
 from llamon_playground.daemon.store.migrations import SCHEMA_VERSION
+from llamon_playground.daemon.store.reconcile import reconcile_runs
+from tests.support.waiting import eventually
 
 
 def make_store(tmp_path: Path, published: list[EventRecord] | None = None) -> Store:
@@ -99,7 +98,7 @@ async def test_one_active_run_is_enforced_by_the_database_too(tmp_path: Path) ->
         await insert_run(store, {"id": "run_1", **row}, [])
         with pytest.raises(sqlite3.IntegrityError):
             await insert_run(store, {"id": "run_2", **row, "status": "queued"}, [])
-        assert await interrupt_leftover_runs(store, "daemon_restarted") == ["run_1"]
+        assert await reconcile_runs(store, "daemon_restarted") == ["run_1"]
         await insert_run(store, {"id": "run_3", **row}, [])
     finally:
         await store.close()
@@ -129,7 +128,8 @@ async def test_write_failure_degrades_keeps_events_and_recovers(tmp_path: Path) 
     degraded: list[StoreError] = []
     settings = build_settings(tmp_path, {"LLAMON_PLAYGROUND_RUNTIME_DIR": str(tmp_path / "rt"),
                                          "LLAMON_PLAYGROUND_DB_BUSY_TIMEOUT_MS": "50"})
-    store = Store(settings, on_commit=lambda rows: published.extend(map(EventRecord.from_row, rows)),
+    store = Store(settings,
+                  on_commit=lambda rows: published.extend(map(EventRecord.from_row, rows)),
                   on_degraded=degraded.append)
     await store.open()
     try:
@@ -219,3 +219,22 @@ def test_score_summary_counts_each_evaluator_once_its_latest_entry_deciding() ->
     assert score_summary(scores) == {"evaluators": 2, "failed": 0}
     assert score_summary([*scores, {"evaluator": "plain", "passStatus": "failed"}]) == \
         {"evaluators": 2, "failed": 1}
+
+
+async def test_the_wal_is_checkpointed_and_truncated_once_the_writer_idles(
+        tmp_path: Path) -> None:
+    """A stream of small commits grows the WAL; an idle writer gives its space back (a
+    small disk would otherwise fill with frames long copied into the database)."""
+    store = make_store(tmp_path)
+    await store.open()
+    wal = Path(str(store_path(tmp_path)) + "-wal")
+    try:
+        for n in range(300):
+            store.append_event("r", "output.delta", {"text": "x" * 200, "n": n})
+            await store.flush()
+        assert wal.stat().st_size > 100_000
+        await eventually(lambda: asyncio.sleep(0, wal.stat().st_size), lambda size: size == 0,
+                         "the WAL to be truncated", timeout=10)
+        assert len(await store.events_after("r", 0, 1000)) == 300
+    finally:
+        await store.close()

@@ -1,9 +1,9 @@
 """The echo agent's behaviours, as an a2a-sdk AgentExecutor.
 
 The first word of the first text part picks the behaviour (case-insensitive):
-``stream``, ``data``, ``ask``, ``slow``, ``fail``, ``refuse``, ``crash``; anything else is
-echoed back word by word. Each behaviour exists to exercise one thing a client
-(the llamon Playground) has to handle: chunked artifacts, non-text parts,
+``stream``, ``data``, ``replace``, ``ask``, ``slow``, ``fail``, ``refuse``, ``crash``;
+anything else is echoed back word by word. Each behaviour exists to exercise one thing a client
+(the llamon Playground) has to handle: chunked and replaced artifacts, non-text parts,
 input-required turns, cancellation, agent errors and a dying Host.
 """
 
@@ -126,6 +126,14 @@ class EchoAgentExecutor(AgentExecutor):
                 await updater.complete()
             elif command == "data":
                 await self._send_report(updater, first_data(context.message))
+                await updater.complete()
+            elif command == "replace":
+                # One artifact id re-sent without ``append``: each chunk replaces the last.
+                for n in range(5):
+                    await updater.add_artifact([new_text_part(f"n{n} ")],
+                                               artifact_id=f"{updater.task_id}-replace",
+                                               name="replace")
+                    await asyncio.sleep(self._chunk_delay_s)
                 await updater.complete()
             elif command == "ask":
                 question = updater.new_agent_message([new_text_part("What is your name?")])

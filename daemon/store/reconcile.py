@@ -1,0 +1,164 @@
+"""A run's row and its events agree: how an ending closes open phases, and boot recovery,
+which checks every run's row against its last status event and repairs either."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from llamon_playground.common.contract import TERMINAL_STATUSES, RunStatus
+from llamon_playground.daemon.runs.state import status_for
+from llamon_playground.daemon.store.database import Store, utcnow
+from llamon_playground.daemon.store.history import run_update_op
+
+log = logging.getLogger(__name__)
+
+TERMINAL_VALUES = frozenset(s.value for s in TERMINAL_STATUSES)
+
+
+def closing_phases(open_phases: list[str], status: RunStatus, reason: str | None,
+                   message: str | None) -> list[dict[str, Any]]:
+    """One closing event per phase that started and did not end, innermost first: a failed
+    run's phases fail (the innermost says why), any other ending cancels them."""
+    state = "failed" if status == RunStatus.FAILED else "cancelled"
+    closing = []
+    for index, phase in enumerate(reversed(open_phases)):
+        event: dict[str, Any] = {"phase": phase, "state": state}
+        if reason:
+            event["reason"] = reason
+        if index == 0 and message:
+            event["message"] = message
+        closing.append(event)
+    return closing
+
+
+@dataclass
+class RunEvents:
+    """What boot recovery needs from one run's events."""
+
+    last_status: dict[str, Any] = field(default_factory=dict)
+    last_status_ts: str | None = None
+    output: list[dict[str, Any]] | None = None  # the last run.output's parts
+    complete: dict[str, Any] | None = None  # the complete phase event
+    open_phases: list[str] = field(default_factory=list)
+    text: dict[str | None, str] = field(default_factory=dict)  # folded output.delta text
+
+    @classmethod
+    def read(cls, conn: sqlite3.Connection, run_id: str) -> RunEvents:
+        found = cls()
+        for kind, payload, ts in conn.execute(
+                "SELECT kind, payload, ts FROM events WHERE run_id = ? AND kind IN "
+                "('run.status', 'run.output', 'run.phase', 'output.delta') ORDER BY seq",
+                (run_id,)):
+            body = orjson.loads(payload)
+            if kind == "run.status":
+                found.last_status, found.last_status_ts = body, ts
+            elif kind == "run.output":
+                found.output = body.get("parts") or []
+            elif kind == "output.delta":
+                fold_delta(found.text, body)
+            elif body.get("phase") == "complete":
+                found.complete = body
+            elif body.get("state") == "started":
+                found.open_phases.append(str(body.get("phase")))
+            elif body.get("phase") in found.open_phases:
+                found.open_phases.remove(str(body.get("phase")))
+        return found
+
+
+def fold_delta(text: dict[str | None, str], delta: dict[str, Any]) -> None:
+    """Apply one output.delta: append to its artifact's text, or replace it."""
+    key = delta.get("artifact_id")
+    if delta.get("append", True) and key in text:
+        text[key] += delta.get("text") or ""
+    else:
+        text[key] = delta.get("text") or ""
+
+
+def _repair(conn: sqlite3.Connection, store: Store, run: sqlite3.Row,
+            reason: str) -> bool:
+    """Make one run's row and events agree (in the caller's transaction); False if they
+    did already."""
+    events = RunEvents.read(conn, run["id"])
+    last = events.last_status.get("status")
+    row_over = run["status"] in TERMINAL_VALUES
+    if row_over and last in TERMINAL_VALUES:
+        return False
+    if not row_over and last in TERMINAL_VALUES:
+        # The events ended the run; the row missed it: take the ending from the events.
+        changes: dict[str, Any] = {"status": last, "reason": events.last_status.get("reason"),
+                                   "ended_at": events.last_status_ts or utcnow()}
+        if events.output is not None:
+            changes["output"] = events.output
+        if events.complete and events.complete.get("message"):
+            changes["error"] = {"kind": "error", "message": events.complete["message"]}
+        run_update_op(run["id"], changes)(conn)
+        return True
+    if row_over:
+        # The row ended the run; its events never said so: end the stream from the row.
+        status = RunStatus(run["status"])
+        run_reason, message = run["reason"], None
+        error = orjson.loads(run["error"]) if run["error"] else None
+        if error:
+            message = error.get("message")
+        output = orjson.loads(run["output"] or "[]")
+    else:
+        # Both still active: the daemon that ran it died. What it streamed is kept.
+        status, run_reason, message = status_for(reason), reason, None
+        output = [{"kind": "text", "text": t} for t in events.text.values() if t]
+        run_update_op(run["id"], {"status": status.value, "reason": reason,
+                                  "ended_at": utcnow(), "output": output})(conn)
+    added: list[tuple[str, dict[str, Any]]] = [
+        ("run.phase", c) for c in closing_phases(events.open_phases, status, run_reason,
+                                                 message)]
+    if output and events.output is None:
+        added.append(("run.output", {"parts": output}))
+    if events.complete is None:
+        complete: dict[str, Any] = {"phase": "complete",
+                                    "state": "failed" if message else "completed"}
+        complete.update({"reason": run_reason, "message": message} if message
+                        else {"status": status.value})
+        added.append(("run.phase", complete))
+    ending: dict[str, Any] = {"status": status.value, "previous": last or run["status"]}
+    if run_reason:
+        ending["reason"] = run_reason
+    added.append(("run.status", ending))
+    store.insert_events(conn, [(run["id"], kind, orjson.dumps(body)) for kind, body in added],
+                        utcnow())
+    return True
+
+
+async def reconcile_runs(store: Store, reason: str) -> list[str]:
+    """Boot recovery: every run's row and its last status event agree afterwards. A run
+    both say is active belongs to a daemon that died: it ends for `reason`. Returns the ids
+    of the runs repaired."""
+    def op(conn: sqlite3.Connection) -> list[str]:
+        runs = conn.execute(
+            "SELECT r.id, r.status, r.reason, r.error, r.output, "
+            "(SELECT json_extract(CAST(e.payload AS TEXT), '$.status') FROM events e "
+            " WHERE e.run_id = r.id AND e.kind = 'run.status' ORDER BY e.seq DESC LIMIT 1) "
+            "AS last FROM runs r").fetchall()
+        repaired = []
+        for run in runs:
+            if run["status"] in TERMINAL_VALUES and run["last"] in TERMINAL_VALUES:
+                continue
+            if _repair(conn, store, run, reason):
+                repaired.append(run["id"])
+        return repaired
+
+    def with_rows(conn: sqlite3.Connection) -> list[str]:
+        factory = conn.row_factory
+        conn.row_factory = sqlite3.Row
+        try:
+            return op(conn)
+        finally:
+            conn.row_factory = factory
+
+    repaired = await store.write(with_rows)
+    if repaired:
+        log.warning("boot recovery repaired %d run(s): %s", len(repaired), ", ".join(repaired))
+    return repaired
