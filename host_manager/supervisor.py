@@ -37,6 +37,7 @@ from llamon_playground.host_manager.logs import HostLogs
 from llamon_playground.host_manager.orphans import forget_generation, record_generation
 from llamon_playground.host_manager.process import HostProcess
 from llamon_playground.host_manager.readiness import wait_ready
+from llamon_playground.host_manager.spawner import Spawner
 from llamon_playground.host_manager.state import HostState, check
 
 __all__ = ["Generation", "HostConfig", "HostSupervisor"]
@@ -61,6 +62,7 @@ class HostConfig:
     crash: CrashSettings
     start_timeout: float
     stop_grace: float
+    spawner: Spawner  # cold, or forked from a warm parent (warm_spawner.py)
 
 
 class HostSupervisor:
@@ -102,6 +104,9 @@ class HostSupervisor:
                 "last_stop_step": self._last_stop_step,
                 "backoff_until": self._backoff_until if self.state == HostState.BACKOFF
                 else None,
+                "start_mode": gen.start_mode if gen else None,
+                "start_reason": gen.start_reason if gen else None,
+                "warm_parent": self.config.spawner.describe(),
                 "warnings": list(self.warnings)}
 
     @property
@@ -153,6 +158,7 @@ class HostSupervisor:
             await self._stop()
         while self._tasks:  # exit watchers wake now that the process is gone
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        await self.config.spawner.close()
         self.logs.close()
 
     async def _action(self, fn: Callable[[], Awaitable[T]]) -> T:
@@ -251,15 +257,19 @@ class HostSupervisor:
             argv = self.config.command()
             env = child_env(self.config.base_env, generation=number, port=port, token=token,
                             capture_socket=self.config.capture_socket)
-            process = HostProcess(argv, self.config.project_dir, env, on_line)
+            launch = await self.config.spawner.launch(argv, self.config.project_dir, env,
+                                                      on_line)
         except (HostUnavailable, OSError) as exc:
             self._crashed(was_ready=False, uptime=0.0)
             if isinstance(exc, HostUnavailable):
                 raise
             raise HostUnavailable(f"could not start the Host ({argv[:1]}): {exc}",
                                   self.logs.tail(LOG_TAIL)) from exc
+        process = launch.process
         self._process = process
-        gen = Generation(number, process.pid, port, time.time(), process.create_time, token, {})
+        gen = Generation(number, process.pid, port, time.time(), process.create_time, token, {},
+                         start_mode=launch.mode, start_reason=launch.reason,
+                         marker=launch.marker)
         self.generation = gen
         record_generation(self.config.record_path, gen)
         try:
