@@ -23,6 +23,7 @@ it imports nothing but the standard library.
 """
 
 import ctypes
+import gc
 import json
 import os
 import selectors
@@ -110,9 +111,12 @@ def serve(control: socket.socket):
                 _send(control, {"op": "preloaded", "files": _loaded_files(),
                                 "failed": sorted(failed)})
                 continue
-            # A fork: flush first so nothing buffered here is written twice.
+            # A fork: flush first so nothing buffered here is written twice. Frozen, the
+            # preloaded objects are left out of the child's collections: a collection
+            # would otherwise write to every one of them and copy the whole heap.
             sys.stdout.flush()
             sys.stderr.flush()
+            gc.freeze()
             pid = os.fork()
             if pid == 0:
                 selector.close()

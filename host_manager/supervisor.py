@@ -203,19 +203,16 @@ class HostSupervisor:
         return changed or {CRASHLOOP_CLEARED}
 
     async def _start(self) -> Generation:
-        retiring: asyncio.Task[None] | None = None
         if self.state == HostState.READY:
             # A restart: the old generation gets its SIGTERM now and is reaped while the new
-            # one imports (it binds a new port), so a restart costs about one start, not a
-            # stop plus a start. Its stop step is recorded once it is gone.
-            retiring = self._retire()
+            # one starts (it binds a new port), so a restart costs about one start, not a
+            # stop plus a start. The restart answers once the new one is Ready, not when the
+            # old one is gone (a warm start is quicker than a graceful shutdown): the reaping
+            # is a task of ours (`close` awaits it) that records the stop step when done.
+            self._retire()
         elif self.state != HostState.STOPPED:
             await self._stop()  # reap what is left of the previous generation first
-        try:
-            return await self._spawn_generation()
-        finally:
-            if retiring is not None:
-                await retiring
+        return await self._spawn_generation()
 
     def _retire(self) -> asyncio.Task[None]:
         self._cancel_backoff()

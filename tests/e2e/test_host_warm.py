@@ -14,6 +14,9 @@ from pathlib import Path
 import psutil
 import pytest
 
+from llamon_playground.host_manager.capture import ENV_TOKEN
+from llamon_playground.host_manager.environment import ENV_MARKER
+from llamon_playground.host_manager.orphans import is_our_host, read_record
 from tests.support.api import Api
 from tests.support.procs import Stack, copy_example, stack_for, wait_for
 from tests.support.projects import CHILD, tiny_project
@@ -62,7 +65,14 @@ async def test_a_warm_generation_answers_with_the_edited_code(warm_stack: Stack,
     assert (first["start_mode"], first["start_reason"]) == ("warm", "parent_started")
     parent = first["warm_parent"]["pid"]
     assert psutil.Process(first["pid"]).ppid() == parent
-    assert psutil.Process(first["pid"]).pid == os.getpgid(first["pid"])  # its own group
+    assert os.getpgid(first["pid"]) == first["pid"] == os.getsid(first["pid"])  # own session
+    # The capture token is the generation's alone: not in the parent's environment.
+    assert ENV_TOKEN not in psutil.Process(parent).environ()
+    # The record a next daemon reaps by names this very process.
+    record = read_record(warm_stack.settings.host_record_path)
+    assert record is not None
+    recorded = is_our_host(record, ENV_MARKER)
+    assert recorded is not None and recorded.pid == first["pid"]
     assert await streamed_text(warm_api, "stream") == ORIGINAL
 
     agent = warm_stack.project / "app" / "agent.py"
