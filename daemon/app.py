@@ -47,8 +47,8 @@ from llamon_playground.host_manager.environment import ENV_MARKER
 from llamon_playground.host_manager.errors import HostUnavailable
 from llamon_playground.host_manager.fingerprint import WatchRules
 from llamon_playground.host_manager.orphans import reap_orphan
+from llamon_playground.host_manager.spawn.warm import WarmOptions, WarmPaths, WarmSpawner
 from llamon_playground.host_manager.supervisor import HostConfig, HostSupervisor
-from llamon_playground.host_manager.warm_spawner import WarmOptions, WarmPaths, WarmSpawner
 from llamon_playground.host_manager.watcher import ProjectWatcher, QuietPeriod
 
 log = logging.getLogger(__name__)

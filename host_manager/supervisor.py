@@ -37,7 +37,7 @@ from llamon_playground.host_manager.logs import HostLogs
 from llamon_playground.host_manager.orphans import forget_generation, record_generation
 from llamon_playground.host_manager.process import HostProcess
 from llamon_playground.host_manager.readiness import wait_ready
-from llamon_playground.host_manager.spawner import Spawner
+from llamon_playground.host_manager.spawn.spawner import Spawner
 from llamon_playground.host_manager.state import HostState, check
 
 __all__ = ["Generation", "HostConfig", "HostSupervisor"]
@@ -62,7 +62,7 @@ class HostConfig:
     crash: CrashSettings
     start_timeout: float
     stop_grace: float
-    spawner: Spawner  # cold, or forked from a warm parent (warm_spawner.py)
+    spawner: Spawner  # cold, or forked from a warm parent (spawn/warm.py)
 
 
 class HostSupervisor:

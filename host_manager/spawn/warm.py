@@ -25,7 +25,8 @@ import orjson
 from llamon_playground.host_manager.capture import ENV_TOKEN
 from llamon_playground.host_manager.environment import ENV_MARKER
 from llamon_playground.host_manager.process import HostProcess
-from llamon_playground.host_manager.spawner import (
+from llamon_playground.host_manager.spawn.parent import ParentGone, WarmParent, pipe_reader
+from llamon_playground.host_manager.spawn.spawner import (
     COLD,
     WARM,
     ColdSpawner,
@@ -33,7 +34,6 @@ from llamon_playground.host_manager.spawner import (
     Launch,
     entry_point,
 )
-from llamon_playground.host_manager.warm_parent import ParentGone, WarmParent, pipe_reader
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """The one seam between the supervisor and how a generation's process comes to exist.
 
 `ColdSpawner` starts the Host command as a new process (an interpreter starting from
-nothing). `WarmSpawner` (warm_spawner.py) forks it from a warm parent that has the Host's
+nothing). `WarmSpawner` (spawn/warm.py) forks it from a warm parent that has the Host's
 third-party modules imported already, and falls back to the cold spawn when it cannot.
 Either way the supervisor gets a `HostProcess` and is told which way it came to be (the
 `start_mode` and `start_reason` of `GET /host`).
