@@ -107,6 +107,17 @@ class WarmParent:
             self._code_waiters.pop(pid, None)
             self._codes.pop(pid, None)
 
+    def retire(self) -> None:
+        """A fresh parent replaces this one: it exits by itself once its last generation is
+        gone (a generation still stopping keeps its grace period), still reporting exits."""
+        try:
+            self._send({"op": "retire"})
+        except ParentGone:
+            pass
+
+    def exited(self) -> bool:
+        return self._popen.poll() is not None
+
     async def close(self) -> None:
         """SIGKILL: the parent holds no state worth a grace period, and its children (the
         generations) are stopped by the supervisor, not through it."""

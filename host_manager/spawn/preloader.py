@@ -10,6 +10,8 @@ the daemon kept the other end of: nobody else can ask it for anything) for reque
 
 - `{"op": "preload", "modules": [...]}`: import them; answers `{"op": "preloaded", ...}`
   with the files now loaded (the daemon restarts this parent when one of them changes).
+- `{"op": "retire"}`: a fresh parent replaces this one; exit once the last generation
+  forked here is gone.
 - `{"op": "fork", ...}` with two descriptors (the generation's stdout and stderr): fork a
   generation; answers `{"op": "forked", "pid": N}`. The child starts its own session, dies
   with this parent, takes the generation's environment, working directory and argv, and
@@ -73,7 +75,7 @@ def _loaded_files() -> list:
     return sorted(set(files))
 
 
-def _reap(sock: socket.socket) -> None:
+def _reap(sock: socket.socket, children: set) -> None:
     while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
@@ -81,6 +83,7 @@ def _reap(sock: socket.socket) -> None:
             return
         if pid == 0:
             return
+        children.discard(pid)
         _send(sock, {"op": "exited", "pid": pid, "code": os.waitstatus_to_exitcode(status)})
 
 
@@ -91,21 +94,28 @@ def serve(control: socket.socket):
     signal.set_wakeup_fd(wake_w.fileno())
     signal.signal(signal.SIGCHLD, lambda *_: None)  # wakes the selector through wake_w
     failed: dict = {}
+    children: set = set()
+    retiring = False
     selector = selectors.DefaultSelector()
     selector.register(control, selectors.EVENT_READ, "control")
     selector.register(wake_r, selectors.EVENT_READ, "wake")
     _send(control, {"op": "started", "pid": os.getpid(), "prefix": sys.prefix,
                     "executable": sys.executable, "path": [p for p in sys.path if p]})
-    while True:
+    while not (retiring and not children):
         for key, _ in selector.select():
             if key.data == "wake":
                 wake_r.recv(4096)
-                _reap(control)
+                _reap(control, children)
                 continue
             data, fds, _, _ = socket.recv_fds(control, MAX_MESSAGE, 2)
             if not data:
                 return None  # the daemon is gone
             request = json.loads(data)
+            if request["op"] == "retire":
+                # Replaced by a fresh parent: stay until the last generation is gone (its
+                # stop may take its grace period; our exit would SIGKILL it) and report it.
+                retiring = True
+                continue
             if request["op"] == "preload":
                 _preload(request["modules"], failed)
                 _send(control, {"op": "preloaded", "files": _loaded_files(),
@@ -113,7 +123,7 @@ def serve(control: socket.socket):
                 continue
             # A fork: flush first so nothing buffered here is written twice. Frozen, the
             # preloaded objects are left out of the child's collections: a collection
-            # would otherwise write to every one of them and copy the whole heap.
+            # would otherwise write to every one of them and copy much of the heap.
             sys.stdout.flush()
             sys.stderr.flush()
             gc.freeze()
@@ -125,9 +135,11 @@ def serve(control: socket.socket):
                 wake_r.close()
                 wake_w.close()
                 return request, fds, control
+            children.add(pid)
             for fd in fds:
                 os.close(fd)
             _send(control, {"op": "forked", "pid": pid})
+    return None
 
 
 def _become_generation(request: dict, fds: list, control: socket.socket, parent: int) -> None:

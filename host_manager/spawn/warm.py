@@ -67,6 +67,7 @@ class WarmSpawner:
         self._paths = paths
         self._cold = ColdSpawner()
         self._parent: WarmParent | None = None
+        self._retired: list[WarmParent] = []  # replaced, waiting for their last generation
         self._stamp: Stamp = ()
         self._failed: tuple[str, Stamp] | None = None  # a parent that could not start, as of
 
@@ -97,6 +98,10 @@ class WarmSpawner:
         return Launch(process, WARM, reason, self._parent_marker(env))
 
     async def close(self) -> None:
+        """After the supervisor stopped the generations: no parent is left behind."""
+        retired, self._retired = self._retired, []
+        for parent in retired:
+            await parent.close()
         await self._drop_parent()
 
     async def _cold_launch(self, argv: list[str], cwd: Path, env: Mapping[str, str],
@@ -110,12 +115,16 @@ class WarmSpawner:
         """A parent fit to fork from; the start_reason of the generation it forks."""
         parent = self._parent
         reason = "forked"
-        if parent is not None and (parent.gone or parent.python != python):
+        self._retired = [p for p in self._retired if not p.exited()]
+        if parent is not None and parent.gone:
             reason = "parent_started"
             await self._drop_parent()
+        elif parent is not None and parent.python != python:
+            reason = "parent_started"
+            self._retire_parent()
         elif parent is not None and self._deps_stamp(cwd, parent.files) != self._stamp:
             reason = "dependencies_changed"
-            await self._drop_parent()
+            self._retire_parent()
         if self._parent is None:
             if reason == "forked":
                 reason = "parent_started"
@@ -135,6 +144,13 @@ class WarmSpawner:
             await self._parent.preload(wanted, PRELOAD_TIMEOUT)
             self._stamp = self._deps_stamp(cwd, self._parent.files)
         return reason
+
+    def _retire_parent(self) -> None:
+        parent, self._parent = self._parent, None
+        self._stamp = ()
+        if parent is not None:
+            parent.retire()
+            self._retired.append(parent)
 
     async def _drop_parent(self) -> None:
         parent, self._parent = self._parent, None

@@ -20,6 +20,7 @@ from llamon_playground.host_manager.orphans import is_our_host, read_record
 from tests.support.api import Api
 from tests.support.procs import Stack, copy_example, stack_for, wait_for
 from tests.support.projects import CHILD, tiny_project
+from tests.support.waiting import eventually
 
 ORIGINAL = "The quick brown fox jumps over the lazy dog while echo_agent streams words."
 
@@ -98,8 +99,14 @@ async def test_a_changed_dependency_brings_a_fresh_parent(warm_stack: Stack, war
     second = await warm_api.ok("POST", "host/restart")
     assert (second["start_mode"], second["start_reason"]) == ("warm", "dependencies_changed")
     assert second["warm_parent"]["pid"] != parent
-    wait_for(lambda: not psutil.pid_exists(parent) or
-             psutil.Process(parent).status() == psutil.STATUS_ZOMBIE, 10, "the old parent gone")
+    # The old parent stays until its generation has stopped on its SIGTERM (the parent's
+    # exit would SIGKILL it), then goes.
+    stopped = await eventually(lambda: warm_api.ok("GET", "host"),
+                               lambda s: s["last_exit_code"] is not None,
+                               "the first generation's exit", 15)
+    assert stopped["last_exit_code"] == -signal.SIGTERM
+    assert stopped["last_stop_step"] == "terminated"
+    wait_for(lambda: not _alive(parent), 10, "the old parent gone")
 
     # A preloaded module's file changes: the same again.
     helper = helper_dir / "warm_helper.py"
