@@ -35,6 +35,7 @@ import sys
 import threading
 import time
 import traceback
+from typing import Any
 
 # Run by path, sys.path[0] is this folder: its modules are not the Host's to import.
 del sys.path[0]
@@ -52,11 +53,11 @@ def _die_with_parent() -> None:
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
-def _send(sock: socket.socket, message: dict) -> None:
+def _send(sock: socket.socket, message: dict[str, Any]) -> None:
     sock.sendall(json.dumps(message).encode())
 
 
-def _preload(names: list, failed: dict) -> None:
+def _preload(names: list[str], failed: dict[str, str]) -> None:
     for name in names:
         if name in sys.modules or name in failed:
             continue
@@ -66,8 +67,8 @@ def _preload(names: list, failed: dict) -> None:
             failed[name] = f"{type(exc).__name__}: {exc}"
 
 
-def _loaded_files() -> list:
-    files = []
+def _loaded_files() -> list[str]:
+    files: list[str] = []
     for module in list(sys.modules.values()):
         path = getattr(module, "__file__", None)
         if isinstance(path, str):
@@ -75,7 +76,7 @@ def _loaded_files() -> list:
     return sorted(set(files))
 
 
-def _reap(sock: socket.socket, children: set) -> None:
+def _reap(sock: socket.socket, children: set[int]) -> None:
     while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
@@ -87,14 +88,17 @@ def _reap(sock: socket.socket, children: set) -> None:
         _send(sock, {"op": "exited", "pid": pid, "code": os.waitstatus_to_exitcode(status)})
 
 
-def serve(control: socket.socket):
+Job = tuple[dict[str, Any], list[int], socket.socket]
+
+
+def serve(control: socket.socket) -> Job | None:
     """The parent's loop; returns only in a forked child, with the generation's request."""
     wake_r, wake_w = socket.socketpair()
     wake_w.setblocking(False)
     signal.set_wakeup_fd(wake_w.fileno())
     signal.signal(signal.SIGCHLD, lambda *_: None)  # wakes the selector through wake_w
-    failed: dict = {}
-    children: set = set()
+    failed: dict[str, str] = {}
+    children: set[int] = set()
     retiring = False
     selector = selectors.DefaultSelector()
     selector.register(control, selectors.EVENT_READ, "control")
@@ -142,7 +146,8 @@ def serve(control: socket.socket):
     return None
 
 
-def _become_generation(request: dict, fds: list, control: socket.socket, parent: int) -> None:
+def _become_generation(request: dict[str, Any], fds: list[int], control: socket.socket,
+                       parent: int) -> None:
     os.setsid()  # its own session and process group, like a cold spawn
     _die_with_parent()  # the parent dies with the daemon; a generation dies with the parent
     if os.getppid() != parent:
@@ -166,7 +171,7 @@ def _report_modules(project: str, path: str) -> None:
     prefix = os.path.join(os.path.realpath(project), "")
     for delay in REPORT_AFTER:
         time.sleep(delay)
-        names = []
+        names: list[str] = []
         for name, module in list(sys.modules.items()):
             file = getattr(module, "__file__", None)
             if (not isinstance(file, str) or name == "__main__"
@@ -183,7 +188,8 @@ def _report_modules(project: str, path: str) -> None:
             return
 
 
-def run_generation(request: dict, fds: list, control: socket.socket, parent: int) -> None:
+def run_generation(request: dict[str, Any], fds: list[int], control: socket.socket,
+                   parent: int) -> None:
     _become_generation(request, fds, control, parent)
     if request.get("report"):
         threading.Thread(target=_report_modules, args=(request["cwd"], request["report"]),
