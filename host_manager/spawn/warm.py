@@ -82,11 +82,11 @@ class WarmSpawner:
                      on_line: Callable[[str, str], None]) -> Launch:
         options = self._options()
         entry = entry_point(argv, cwd)
-        if not options.enabled:
-            return await self._cold_launch(argv, cwd, env, on_line, "warm_start_disabled")
         python = _interpreter(entry, cwd, env) if entry is not None else None
-        if entry is None or python is None:
-            return await self._cold_launch(argv, cwd, env, on_line, "not_python_entry_point")
+        if not options.enabled or entry is None or python is None:
+            self._retire_parent()  # a parent from before the edit is of no use any more
+            reason = "warm_start_disabled" if not options.enabled else "not_python_entry_point"
+            return await self._cold_launch(argv, cwd, env, on_line, reason)
         try:
             reason = await self._ready_parent(python, cwd, env, options)
             assert self._parent is not None

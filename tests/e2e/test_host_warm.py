@@ -118,6 +118,12 @@ async def test_a_changed_dependency_brings_a_fresh_parent(warm_stack: Stack, war
     fourth = await warm_api.ok("POST", "host/restart")
     assert fourth["start_reason"] == "forked"
     assert fourth["warm_parent"]["pid"] == third["warm_parent"]["pid"]
+    # Warm starts turned off: cold, and the parent goes once its generation has stopped.
+    pyproject.write_text(pyproject.read_text() + "warm_start = false\n")
+    fifth = await warm_api.ok("POST", "host/restart")
+    assert (fifth["start_mode"], fifth["start_reason"]) == ("cold", "warm_start_disabled")
+    assert fifth["warm_parent"] is None
+    wait_for(lambda: not _alive(fourth["warm_parent"]["pid"]), 15, "the unused parent gone")
 
 
 async def test_daemon_sigkill_leaves_no_parent_and_no_host(warm_stack: Stack,
