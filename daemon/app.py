@@ -48,6 +48,7 @@ from llamon_playground.host_manager.environment import ENV_MARKER, ENV_TREE
 from llamon_playground.host_manager.errors import HostUnavailable
 from llamon_playground.host_manager.fingerprint import WatchRules
 from llamon_playground.host_manager.orphans import reap_marked, reap_orphan, tree_id
+from llamon_playground.host_manager.spawn.warm import WarmOptions, WarmPaths, WarmSpawner
 from llamon_playground.host_manager.supervisor import HostConfig, HostSupervisor
 from llamon_playground.host_manager.watcher import ProjectWatcher, QuietPeriod
 
@@ -68,6 +69,15 @@ def host_command(settings: Settings, environ: dict[str, str]) -> list[str]:
         raise HostUnavailable(f"{note}. {problem}" if note else problem,
                               reason="project_validation")
     return argv
+
+
+def warm_options(settings: Settings) -> WarmOptions:
+    """Read at each start; a pyproject that cannot be read fails in `host_command` first."""
+    try:
+        config = load_project_config(settings.project_dir)
+    except ProjectError:
+        return WarmOptions(enabled=False, preload=())
+    return WarmOptions(enabled=config.warm_start, preload=config.preload)
 
 
 async def build_services(settings: Settings, environ: dict[str, str]) -> Services:
@@ -94,7 +104,10 @@ async def build_services(settings: Settings, environ: dict[str, str]) -> Service
         crash=CrashSettings(min_uptime=settings.crash_min_uptime,
                             backoff_base=settings.backoff_base, backoff_cap=settings.backoff_cap,
                             limit=settings.crash_limit, window=settings.crash_window),
-        start_timeout=settings.host_start_timeout, stop_grace=settings.host_stop_grace))
+        start_timeout=settings.host_start_timeout, stop_grace=settings.host_stop_grace,
+        spawner=WarmSpawner(lambda: warm_options(settings), WarmPaths(
+            modules=settings.runtime_dir / "host-modules.json",
+            parent_log=settings.runtime_dir / "host-parent.log"))))
     host.warnings = warnings
     host.listeners.append(project_events.host_changed)
     # No total timeout: run streams last as long as the Host streams.

@@ -17,6 +17,9 @@ class Generation:
     create_time: float
     token: str = field(repr=False)  # this generation's capture token
     fingerprint: Fingerprint = field(repr=False)  # the watched files it started with
+    start_mode: str = "cold"  # "warm": forked from the warm parent
+    start_reason: str | None = None  # why that mode (docs/host.md)
+    marker: str | None = None  # what its environment block says under ENV_MARKER
     ready_at: float | None = None
     ready_mono: float | None = None
     exit_code: int | None = None

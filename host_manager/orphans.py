@@ -39,7 +39,7 @@ def record_generation(path: Path, gen: Generation) -> None:
         write_record(path, {
             "daemon_pid": os.getpid(), "generation": gen.number, "pid": gen.pid,
             "create_time": gen.create_time, "started_at": gen.started_at,
-            "marker": marker(gen.number)})
+            "marker": gen.marker or marker(gen.number)})
     except OSError as exc:
         log.warning("could not write the Host record: %s", exc)
 

@@ -14,8 +14,9 @@ import enum
 import os
 import signal
 import subprocess
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
+from typing import IO
 
 import psutil
 
@@ -38,21 +39,44 @@ def _die_with_parent() -> None:
 
 
 class HostProcess:
+    """A cold spawn: `HostProcess(argv, cwd, env, on_line)`. A generation forked by the
+    warm parent is adopted with `HostProcess.adopt` and behaves the same from then on."""
+
     def __init__(self, argv: list[str], cwd: Path, env: Mapping[str, str],
                  on_line: Callable[[str, str], None]) -> None:
-        self._popen = subprocess.Popen(
+        popen = subprocess.Popen(
             argv, cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
             preexec_fn=_die_with_parent, close_fds=True)
-        self.pid = self._popen.pid
+
+        async def exit_code() -> int:
+            return popen.wait()
+
+        self._attach(popen.pid, popen.stdout, popen.stderr, exit_code, on_line)
+
+    @classmethod
+    def adopt(cls, pid: int, stdout: IO[bytes], stderr: IO[bytes],
+              exit_code: Callable[[], Awaitable[int]],
+              on_line: Callable[[str, str], None]) -> HostProcess:
+        """A process somebody else forked (so only they can read its status: `exit_code`)."""
+        self = cls.__new__(cls)
+        self._attach(pid, stdout, stderr, exit_code, on_line)
+        return self
+
+    def _attach(self, pid: int, stdout: IO[bytes] | None, stderr: IO[bytes] | None,
+                exit_code: Callable[[], Awaitable[int]],
+                on_line: Callable[[str, str], None]) -> None:
+        self.pid = pid
         self.create_time = _create_time(self.pid)
+        self._exit_code = exit_code
+        self._collector: asyncio.Task[None] | None = None
         loop = asyncio.get_running_loop()
         self.exited: asyncio.Future[int] = loop.create_future()
         self._pidfd = os.pidfd_open(self.pid)
         loop.add_reader(self._pidfd, self._on_pidfd)
         self._readers = [
-            asyncio.create_task(self._read_lines(self._popen.stdout, "stdout", on_line)),
-            asyncio.create_task(self._read_lines(self._popen.stderr, "stderr", on_line)),
+            asyncio.create_task(self._read_lines(stdout, "stdout", on_line)),
+            asyncio.create_task(self._read_lines(stderr, "stderr", on_line)),
         ]
 
     @property
@@ -64,7 +88,10 @@ class HostProcess:
         loop.remove_reader(self._pidfd)
         os.close(self._pidfd)
         self._pidfd = -1
-        code = self._popen.wait()
+        self._collector = asyncio.create_task(self._collect())
+
+    async def _collect(self) -> None:
+        code = await self._exit_code()
         if not self.exited.done():
             self.exited.set_result(code)
 
@@ -123,6 +150,8 @@ class HostProcess:
                 task.cancel()
             await asyncio.gather(*self._readers, return_exceptions=True)
             self._readers = []
+        if self._collector is not None and not self._collector.done():
+            await asyncio.gather(self._collector, return_exceptions=True)
         if self._pidfd >= 0 and self.exited.done():
             os.close(self._pidfd)
             self._pidfd = -1

@@ -19,12 +19,16 @@ from llamon_playground.host_manager.process import HostProcess
 
 CARD_PATH = "/.well-known/agent-card.json"
 POLL_INTERVAL = 0.02  # seconds between card requests, cut short when the process exits
+# A warm start is Ready within tens of milliseconds: poll more often at first.
+EARLY_POLL_INTERVAL = 0.005
+EARLY_POLL_S = 0.2
 REQUEST_TIMEOUT = 2.0
 
 
 async def wait_ready(process: HostProcess, url: str, timeout: float,
                      log_tail: Callable[[], list[str]]) -> None:
-    deadline = time.monotonic() + timeout
+    started = time.monotonic()
+    deadline = started + timeout
     async with aiohttp.ClientSession(
             timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT)) as http:
         while True:
@@ -41,7 +45,9 @@ async def wait_ready(process: HostProcess, url: str, timeout: float,
                 pass
             if time.monotonic() > deadline:
                 raise HostUnavailable(not_ready_message(url, timeout), log_tail())
-            await asyncio.wait({process.exited}, timeout=POLL_INTERVAL)
+            early = time.monotonic() - started < EARLY_POLL_S
+            await asyncio.wait({process.exited},
+                               timeout=EARLY_POLL_INTERVAL if early else POLL_INTERVAL)
 
 
 def not_ready_message(url: str, timeout: float) -> str:

@@ -42,6 +42,7 @@ from llamon_playground.host_manager.orphans import (
 )
 from llamon_playground.host_manager.process import HostProcess
 from llamon_playground.host_manager.readiness import exposed_warning, exposure, wait_ready
+from llamon_playground.host_manager.spawn.spawner import Spawner
 from llamon_playground.host_manager.state import HostState, check
 
 __all__ = ["Generation", "HostConfig", "HostSupervisor"]
@@ -68,6 +69,7 @@ class HostConfig:
     crash: CrashSettings
     start_timeout: float
     stop_grace: float
+    spawner: Spawner  # cold, or forked from a warm parent (spawn/warm.py)
 
 
 class HostSupervisor:
@@ -113,6 +115,9 @@ class HostSupervisor:
                 "last_stop_step": self._last_stop_step,
                 "backoff_until": self._backoff_until if self.state == HostState.BACKOFF
                 else None,
+                "start_mode": gen.start_mode if gen else None,
+                "start_reason": gen.start_reason if gen else None,
+                "warm_parent": self.config.spawner.describe(),
                 "warnings": [*self.warnings, *self.exposure],
                 "reaped": list(self.reaped)}
 
@@ -176,6 +181,7 @@ class HostSupervisor:
             await self._stop()
         while self._tasks:  # exit watchers wake now that the process is gone
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        await self.config.spawner.close()
         self.logs.close()
 
     async def _action(self, fn: Callable[[], Awaitable[T]]) -> T:
@@ -220,19 +226,16 @@ class HostSupervisor:
         return changed or {CRASHLOOP_CLEARED}
 
     async def _start(self) -> Generation:
-        retiring: asyncio.Task[None] | None = None
         if self.state == HostState.READY:
             # A restart: the old generation gets its SIGTERM now and is reaped while the new
-            # one imports (it binds a new port), so a restart costs about one start, not a
-            # stop plus a start. Its stop step is recorded once it is gone.
-            retiring = self._retire()
+            # one starts (it binds a new port), so a restart costs about one start, not a
+            # stop plus a start. The restart answers once the new one is Ready, not when the
+            # old one is gone (a warm start is quicker than a graceful shutdown): the reaping
+            # is a task of ours (`close` awaits it) that records the stop step when done.
+            self._retire()
         elif self.state != HostState.STOPPED:
             await self._stop()  # reap what is left of the previous generation first
-        try:
-            return await self._spawn_generation()
-        finally:
-            if retiring is not None:
-                await retiring
+        return await self._spawn_generation()
 
     def _retire(self) -> asyncio.Task[None]:
         self._cancel_backoff()
@@ -278,15 +281,19 @@ class HostSupervisor:
             env = child_env(self.config.base_env, generation=number, port=port, token=token,
                             capture_socket=self.config.capture_socket,
                             tree=tree_id(self.config.record_path))
-            process = HostProcess(argv, self.config.project_dir, env, on_line)
+            launch = await self.config.spawner.launch(argv, self.config.project_dir, env,
+                                                      on_line)
         except (HostUnavailable, OSError) as exc:
             self._crashed(was_ready=False, uptime=0.0)
             if isinstance(exc, HostUnavailable):
                 raise
             raise HostUnavailable(f"could not start the Host ({argv[:1]}): {exc}",
                                   self.logs.tail(LOG_TAIL)) from exc
+        process = launch.process
         self._process = process
-        gen = Generation(number, process.pid, port, time.time(), process.create_time, token, {})
+        gen = Generation(number, process.pid, port, time.time(), process.create_time, token, {},
+                         start_mode=launch.mode, start_reason=launch.reason,
+                         marker=launch.marker)
         self.generation = gen
         record_generation(self.config.record_path, gen)
         try:

@@ -22,6 +22,8 @@ class ProjectConfig:
     graph: str = "app/graph.py"
     state_backend: str | None = None
     memory_backend: str | None = None
+    warm_start: bool = True  # fork generations from a warm parent (docs/host.md)
+    preload: tuple[str, ...] = ()  # third-party modules the warm parent imports up front
     raw: dict[str, object] = field(default_factory=dict, compare=False)
 
     def resolved_host_command(self) -> list[str]:
@@ -56,11 +58,18 @@ def load_project_config(project_dir: Path) -> ProjectConfig:
     graph = table.get("graph", "app/graph.py")
     if not isinstance(env_file, str) or not isinstance(graph, str):
         raise ProjectError("[tool.llamon].env_file and .graph must be strings")
+    warm_start = table.get("warm_start", True)
+    if not isinstance(warm_start, bool):
+        raise ProjectError("[tool.llamon].warm_start must be true or false")
+    preload = table.get("preload", [])
+    if not (isinstance(preload, list) and all(isinstance(m, str) for m in preload)):
+        raise ProjectError("[tool.llamon].preload must be a list of module names")
     state = table.get("state_backend")
     memory = table.get("memory_backend")
     return ProjectConfig(kind=kind, host_command=tuple(command), env_file=env_file, graph=graph,
                          state_backend=state if isinstance(state, str) else None,
                          memory_backend=memory if isinstance(memory, str) else None,
+                         warm_start=warm_start, preload=tuple(preload),
                          raw=dict(table))
 
 

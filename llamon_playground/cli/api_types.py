@@ -34,6 +34,9 @@ class HostStatus(TypedDict):
     last_exit_code: int | None
     last_stop_step: str | None
     backoff_until: float | None  # Unix time
+    start_mode: str | None  # "warm" (forked from the warm parent) or "cold"
+    start_reason: str | None  # why that mode (docs/host.md)
+    warm_parent: dict[str, Any] | None
     warnings: list[str]
     watch: NotRequired[dict[str, Any]]  # GET /host and the control actions add it
 

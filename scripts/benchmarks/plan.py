@@ -20,6 +20,7 @@ from scripts.benchmarks.sections import (
     core_live,
     host_idle,
     host_restart,
+    host_restart_warm,
     import_health,
     load_fanout,
     load_history,
@@ -49,6 +50,8 @@ LIVE: tuple[tuple[str, Callable[[CoreConfig, core_live.Live], Awaitable[list[Fig
 )
 AFTER_LIVE = (
     Section("host_restart", host_restart.bench_host_restart, ("host_restart",)),
+    Section("host_restart_warm", host_restart_warm.bench_host_restart_warm,
+            ("host_restart_warm",)),
     Section("daemon_idle", host_idle.bench_daemon_idle, ("daemon_idle_cpu", "daemon_rss")),
     Section("sse_fanout_200", load_fanout.bench_sse_fanout, ("sse_fanout_200",)),
     Section("history_1m", load_history.bench_history, ("history_1m",)),

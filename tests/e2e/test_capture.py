@@ -9,11 +9,23 @@ import aiohttp
 import pytest
 
 from tests.support.api import Api
-from tests.support.procs import Stack, stack_for
+from tests.support.procs import Stack, copy_example, stack_for
 from tests.support.projects import tiny_project
 from tests.support.waiting import eventually
 
 CAPTURE = "/capture/v1/events"
+
+
+@pytest.fixture
+def project(tmp_path: Path, request: pytest.FixtureRequest) -> Path:
+    """The example project; `"cold"` (indirect) turns warm starts off for the tests that
+    read the token from the Host's environment block: a warm generation's token is in its
+    os.environ only, its /proc/<pid>/environ is its warm parent's (host.md)."""
+    project = copy_example(tmp_path)
+    if getattr(request, "param", "warm") == "cold":
+        pyproject = project / "pyproject.toml"
+        pyproject.write_text(pyproject.read_text() + "warm_start = false\n")
+    return project
 
 
 def host_token(stack: Stack) -> str:
@@ -50,6 +62,7 @@ async def test_traces_and_scores_land_on_the_run(api: Api) -> None:
     assert (await api.run(run["id"]))["scores"] == run["scores"], "scores stay on their run"
 
 
+@pytest.mark.parametrize("project", ["cold"], indirect=True)
 async def test_capture_refuses_wrong_and_old_tokens(api: Api, daemon: Stack) -> None:
     session = await api.session()
     await api.wait_status(await api.start_run(session, "stream warm"))
@@ -68,6 +81,7 @@ async def test_capture_refuses_wrong_and_old_tokens(api: Api, daemon: Stack) -> 
     assert code == 404
 
 
+@pytest.mark.parametrize("project", ["cold"], indirect=True)
 async def test_capture_token_never_reaches_disk_or_api(api: Api, daemon: Stack) -> None:
     session = await api.session()
     runs = [await api.start_run(session, "stream hello canary")]

@@ -421,3 +421,26 @@ async def test_requests_a_web_page_can_send_are_refused(
     async with session.post(host.base_url + "/", data=body, headers={
             "Content-Type": "application/json", "Origin": f"http://localhost:{port}"}) as resp:
         assert resp.status == 200  # the daemon's own kind of request still gets through
+
+
+STORE_PROBE = """
+import asyncio
+from a2a.server.context import ServerCallContext
+from a2a.types import Task
+from app.host import new_task_store
+
+async def main():
+    store, task, ctx = new_task_store(), Task(id="t1", context_id="c1"), ServerCallContext()
+    await store.save(task, ctx)
+    print("kept" if (await store.get("t1", ctx)) is task else "copied")
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.parametrize("example", ["echo_agent", "flow_project"])
+def test_example_task_stores_do_not_copy_the_task_per_event(example: str) -> None:
+    # A copying store deep-copies the task with every chunk so far on each streamed event.
+    out = subprocess.run([PYTHON, "-c", STORE_PROBE], cwd=REPO / "examples" / example,
+                         capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "kept"

@@ -15,6 +15,7 @@ import pytest
 from llamon_playground.host_manager.crash_policy import CrashSettings
 from llamon_playground.host_manager.errors import HostUnavailable
 from llamon_playground.host_manager.fingerprint import WatchRules
+from llamon_playground.host_manager.spawn.spawner import ColdSpawner
 from llamon_playground.host_manager.state import (
     TRANSITIONS,
     HostState,
@@ -78,7 +79,7 @@ def host_config(tmp_path: Path, *, limit: int, backoff_base: float) -> HostConfi
         capture_socket=str(tmp_path / "d.sock"), rules=WatchRules(tmp_path),
         crash=CrashSettings(min_uptime=5.0, backoff_base=backoff_base, backoff_cap=3600.0,
                             limit=limit, window=60.0),
-        start_timeout=30.0, stop_grace=3.0)
+        start_timeout=30.0, stop_grace=3.0, spawner=ColdSpawner())
 
 
 def watched(supervisor: HostSupervisor) -> list[str]:

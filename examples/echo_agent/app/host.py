@@ -96,10 +96,17 @@ def build_card(port: int, versions: list[str],
     )
 
 
+def new_task_store() -> InMemoryTaskStore:
+    """The SDK's default store deep-copies the whole task, every artifact chunk so far
+    included, on each save (once per streamed event): a run's cost would grow with its
+    length. Without copying it keeps the task the SDK already holds."""
+    return InMemoryTaskStore(use_copying=False)
+
+
 def build_app(card: AgentCard, executor: EchoAgentExecutor) -> Starlette:
     handler = DefaultRequestHandler(
         agent_executor=executor,
-        task_store=InMemoryTaskStore(),
+        task_store=new_task_store(),
         agent_card=card,
     )
 

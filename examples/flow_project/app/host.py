@@ -100,6 +100,13 @@ def build_card(port: int, graph: Graph) -> AgentCard:
     )
 
 
+def new_task_store() -> InMemoryTaskStore:
+    """The SDK's default store deep-copies the whole task, every artifact chunk so far
+    included, on each save (once per streamed event): a run's cost would grow with its
+    length. Without copying it keeps the task the SDK already holds."""
+    return InMemoryTaskStore(use_copying=False)
+
+
 def main() -> None:
     port_raw = os.environ.get("LLAMON_HOST_PORT")
     if not port_raw:
@@ -107,7 +114,7 @@ def main() -> None:
     port = int(port_raw)
     card = build_card(port, approval_graph)
     handler = DefaultRequestHandler(agent_executor=FlowExecutor(approval_graph),
-                                    task_store=InMemoryTaskStore(), agent_card=card)
+                                    task_store=new_task_store(), agent_card=card)
     app = Starlette(routes=[*create_agent_card_routes(card),
                             *create_jsonrpc_routes(handler, rpc_url=RPC_PATH)])
     print(f"flow_project starting on http://127.0.0.1:{port}", flush=True)
