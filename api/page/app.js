@@ -1,0 +1,174 @@
+// The page's entry: history (sessions and their runs), the composer, the run view, the Host
+// badge, and the project-wide `/events` stream that keeps them current.
+import { API, all, call } from './api.js';
+import { button, el, ms } from './dom.js';
+import { Composer } from './composer.js';
+import { RunView } from './run_view.js';
+
+const $ = (id) => document.getElementById(id);
+
+const app = {
+  sessions: [],
+  sessionId: null,
+  view: null,
+  reloadTimer: 0,
+
+  notice(text) {
+    const notice = $('notice');
+    notice.textContent = text;
+    notice.hidden = !text;
+  },
+
+  async loadSessions() {
+    this.sessions = await all('/sessions', 'sessions');
+    $('session-list').replaceChildren(...this.sessions.map((s) => el('li', {},
+      button(`${s.title || 'untitled'} (${s.run_count ?? 0})`, () => this.selectSession(s.id), {
+        class: 'session-item', 'aria-current': s.id === this.sessionId ? 'true' : null,
+        dataset: { sessionId: s.id },
+      }))));
+    const current = this.sessions.find((s) => s.id === this.sessionId);
+    $('session-head').hidden = !current;
+    if (current && document.activeElement !== $('session-title')) {
+      $('session-title').value = current.title || '';
+    }
+  },
+
+  async selectSession(sessionId) {
+    this.sessionId = sessionId;
+    await this.loadSessions();
+    await this.loadRuns();
+  },
+
+  async loadRuns() {
+    if (!this.sessionId) {
+      $('run-list').replaceChildren();
+      return;
+    }
+    const runs = await all(`/sessions/${encodeURIComponent(this.sessionId)}/runs`, 'runs');
+    const openId = this.view && this.view.runId;
+    $('run-list').replaceChildren(...runs.reverse().map((run) => el('li', {},
+      el('button', {
+        type: 'button', class: 'run-card', onclick: () => this.openRun(run.id),
+        'aria-current': run.id === openId ? 'true' : null,
+        dataset: { runId: run.id, status: run.status },
+      },
+      el('span', { class: 'status', dataset: { status: run.status } }, run.status),
+      run.reason ? el('span', { class: 'reason' }, run.reason) : null,
+      run.duration_ms !== null ? el('span', { class: 'duration' }, ms(run.duration_ms)) : null,
+      run.label ? el('span', { class: 'label' }, run.label) : null,
+      el('span', { class: 'when' }, (run.created_at || '').slice(11, 19))))));
+  },
+
+  runsChanged() {
+    // Many events can arrive together (a run's status, its label): reload once for them.
+    clearTimeout(this.reloadTimer);
+    this.reloadTimer = setTimeout(() => {
+      this.loadRuns().catch((e) => this.notice(e.message));
+      this.loadSessions().catch((e) => this.notice(e.message));
+    }, 100);
+  },
+
+  async openRun(runId) {
+    if (this.view) this.view.close();
+    const view = new RunView(runId, this);
+    this.view = view;
+    $('run-pane').replaceChildren(view.node);
+    await view.open();
+    if (view.detail && view.detail.session_id !== this.sessionId) {
+      await this.selectSession(view.detail.session_id);
+    } else {
+      await this.loadRuns();
+    }
+  },
+
+  // A 409 names the active run: show it, as the design says.
+  async conflict(error) {
+    this.notice(`Another run is active (${error.detail.active_run_id}); showing it.`);
+    await this.openRun(error.detail.active_run_id);
+  },
+
+  async send(body, title) {
+    if (!this.sessionId) {
+      const session = await call('POST', '/sessions', { title: title.slice(0, 60) });
+      this.sessionId = session.id;
+    }
+    try {
+      const started = await call('POST', `/sessions/${encodeURIComponent(this.sessionId)}/runs`, body);
+      this.notice('');
+      await this.openRun(started.run_id);
+    } catch (error) {
+      if (error.status === 409 && error.detail.active_run_id) await this.conflict(error);
+      else throw error;
+    }
+  },
+
+  watchProject() {
+    const events = new EventSource(`${API}/events`);
+    const on = (kind, handler) => events.addEventListener(kind, (e) => handler(JSON.parse(e.data)));
+    on('host.state', (d) => showHost(d));
+    on('run.status', () => this.runsChanged());
+    on('run.updated', () => this.runsChanged());
+    on('session.updated', () => this.runsChanged());
+  },
+};
+
+function showHost(host) {
+  const badge = $('host-state');
+  badge.dataset.state = host.state;
+  badge.dataset.generation = host.generation ?? '';
+  badge.textContent = `Host: ${host.state}${host.generation ? ` (generation ${host.generation})` : ''}`;
+}
+
+function guard(action) {
+  return async (event) => {
+    try {
+      await action(event);
+    } catch (error) {
+      app.notice(error.message);
+    }
+  };
+}
+
+function wire() {
+  const composer = new Composer($('composer-tabs'), $('message'), $('composer-hint'));
+  const submit = guard(async (event) => {
+    if (event) event.preventDefault();
+    const body = composer.body();
+    if (body) await app.send(body, composer.title());
+  });
+  $('composer').addEventListener('submit', submit);
+  $('message').addEventListener('keydown', (event) => {
+    if (event.key === 'Enter' && (event.ctrlKey || event.metaKey)) submit(event);
+  });
+  $('new-session').addEventListener('click', guard(async () => {
+    const session = await call('POST', '/sessions', { title: 'untitled' });
+    await app.selectSession(session.id);
+  }));
+  $('rename-session').addEventListener('click', guard(async () => {
+    await call('PATCH', `/sessions/${encodeURIComponent(app.sessionId)}`,
+      { title: $('session-title').value });
+    await app.loadSessions();
+  }));
+  $('delete-session').addEventListener('click', guard(async () => {
+    const current = app.sessions.find((s) => s.id === app.sessionId);
+    if (!current) return;
+    const what = `Delete session "${current.title || 'untitled'}" and its ${current.run_count ?? 0} runs?`;
+    if (!window.confirm(what)) return;
+    await call('DELETE', `/sessions/${encodeURIComponent(current.id)}`);
+    app.sessionId = null;
+    if (app.view) app.view.close();
+    app.view = null;
+    $('run-pane').replaceChildren();
+    await app.loadSessions();
+    await app.loadRuns();
+  }));
+  $('restart-host').addEventListener('click', guard(async () => {
+    showHost(await call('POST', '/host/restart', {}));
+  }));
+  composer.load().catch((e) => app.notice(e.message));
+  app.watchProject();
+  app.loadSessions().catch((e) => app.notice(e.message));
+  call('GET', '/host').then(showHost).catch(() => {});
+}
+
+wire();

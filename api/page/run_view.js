@@ -1,0 +1,212 @@
+// One run: header, stepper, the answer (streamed, then the stored final parts), actions and
+// a failed run's diagnostics. One EventSource per visible run; the browser resumes it by
+// Last-Event-ID, and the stream ends (204) once the run's final status was sent.
+import { ACTIVE, API, TERMINAL, call } from './api.js';
+import { button, el, ms } from './dom.js';
+import { renderPart } from './parts.js';
+import { Stepper } from './stepper.js';
+
+const LOG_TAIL_LINES = 20;
+
+export class RunView {
+  constructor(runId, app) {
+    this.runId = runId;
+    this.app = app;  // openRun(id), conflict(error), notice(text), runsChanged()
+    this.stepper = new Stepper();
+    this.head = el('div', { class: 'run-head' });
+    this.answer = el('div', { class: 'answer', role: 'region', 'aria-label': 'Answer', dataset: { source: 'none' } });
+    this.actions = el('div', { class: 'actions' });
+    this.diagnostics = el('div', { class: 'diagnostics' });
+    this.node = el('article', { class: 'run-view', dataset: { runId, status: '' } },
+      this.head, this.stepper.node, this.answer, this.actions, this.diagnostics);
+    this.artifacts = new Map();  // artifact_id -> {text, span, dirty}
+    this.final = false;
+    this.frame = 0;
+    this.events = null;
+    this.detail = null;
+  }
+
+  async open() {
+    await this.refresh();
+    if (this.events === null && !this.closed) this.connect();
+  }
+
+  connect() {
+    const events = new EventSource(`${API}/runs/${encodeURIComponent(this.runId)}/events`);
+    this.events = events;
+    const on = (kind, handler) => events.addEventListener(kind, (e) => handler(JSON.parse(e.data)));
+    on('run.phase', (d) => this.stepper.update(d));
+    on('output.delta', (d) => this.delta(d));
+    on('run.output', (d) => this.showFinal(d.parts || []));
+    on('run.status', (d) => {
+      this.setStatus(d.status);
+      if (TERMINAL.has(d.status)) {
+        this.disconnect();
+        this.refresh();
+        this.app.runsChanged();
+      }
+    });
+  }
+
+  disconnect() {
+    if (this.events) this.events.close();
+    this.events = null;
+  }
+
+  close() {
+    this.closed = true;
+    this.disconnect();
+    cancelAnimationFrame(this.frame);
+  }
+
+  // Deltas fold into their artifact; the DOM is written once per animation frame.
+  delta(d) {
+    if (this.final) return;
+    let artifact = this.artifacts.get(d.artifact_id);
+    if (!artifact) {
+      artifact = { text: '', span: el('span', { class: 'chunk' }), dirty: false };
+      this.artifacts.set(d.artifact_id, artifact);
+      if (this.answer.dataset.source !== 'stream') {
+        this.answer.replaceChildren();
+        this.answer.dataset.source = 'stream';
+      }
+      this.answer.append(artifact.span);
+    }
+    artifact.text = d.append === false ? d.text : artifact.text + d.text;
+    artifact.dirty = true;
+    if (!this.frame) this.frame = requestAnimationFrame(() => this.paint());
+  }
+
+  paint() {
+    this.frame = 0;
+    if (this.final) return;
+    for (const artifact of this.artifacts.values()) {
+      if (artifact.dirty) {
+        artifact.span.textContent = artifact.text;
+        artifact.dirty = false;
+      }
+    }
+  }
+
+  // The stored parts replace whatever streamed: the text never shows twice.
+  showFinal(parts) {
+    this.final = true;
+    this.artifacts.clear();
+    this.answer.replaceChildren(...parts.map(renderPart));
+    this.answer.dataset.source = 'final';
+  }
+
+  setStatus(status) {
+    this.node.dataset.status = status;
+    if (this.statusNode) this.statusNode.textContent = status;
+  }
+
+  async refresh() {
+    let run;
+    try {
+      run = await call('GET', `/runs/${encodeURIComponent(this.runId)}`);
+    } catch (error) {
+      this.app.notice(error.message);
+      return;
+    }
+    if (this.closed) return;
+    this.detail = run;
+    this.renderHead(run);
+    this.setStatus(run.status);
+    this.renderActions(run);
+    if (TERMINAL.has(run.status)) {
+      this.showFinal(run.output || []);
+      this.renderDiagnostics(run);
+    }
+  }
+
+  renderHead(run) {
+    this.statusNode = el('span', { class: 'status', dataset: { status: run.status } }, run.status);
+    const summary = run.score_summary && run.score_summary.evaluators
+      ? el('span', { class: 'badge' },
+        `evaluator ${run.score_summary.evaluators} · fail ${run.score_summary.failed}`)
+      : null;
+    this.head.replaceChildren(
+      el('h2', {}, run.label ? run.label : run.id),
+      el('p', { class: 'facts' }, this.statusNode,
+        run.reason ? el('span', { class: 'reason' }, run.reason) : null,
+        run.duration_ms !== null ? el('span', { class: 'duration' }, ms(run.duration_ms)) : null,
+        summary,
+        run.rerun_of ? el('span', {}, `rerun of ${run.rerun_of}`) : null,
+        run.parent_run_id ? el('span', {}, `resumes ${run.parent_run_id}`) : null));
+  }
+
+  renderActions(run) {
+    const id = encodeURIComponent(run.id);
+    const items = [];
+    if (ACTIVE.has(run.status)) {
+      items.push(button('Cancel', () => this.act(() => call('DELETE', `/runs/${id}`))));
+    }
+    if (run.status === 'input_required' && !run.resumed_by) {
+      const answer = el('input', { 'aria-label': 'Your answer', class: 'answer-input' });
+      items.push(el('div', { class: 'resume' },
+        el('p', { class: 'question' }, question(run)), answer,
+        button('Resume', () => this.act(async () => {
+          const started = await call('POST', `/runs/${id}/resume`,
+            { parts: [{ kind: 'text', text: answer.value }] });
+          this.app.openRun(started.run_id);
+        }))));
+    }
+    if (!ACTIVE.has(run.status)) {
+      items.push(button('Rerun', () => this.act(async () => {
+        const started = await call('POST', `/runs/${id}/rerun`, {});
+        this.app.openRun(started.run_id);
+      })));
+    }
+    const label = el('input', { 'aria-label': 'Run label', maxlength: 200 });
+    label.value = run.label || '';
+    items.push(label, button('Label', () => this.act(async () => {
+      await call('PATCH', `/runs/${id}`, { label: label.value || null });
+      await this.refresh();
+      this.app.runsChanged();
+    })));
+    this.actions.replaceChildren(...items);
+  }
+
+  async act(action) {
+    try {
+      await action();
+    } catch (error) {
+      if (error.status === 409 && error.detail.active_run_id) this.app.conflict(error);
+      else this.app.notice(error.message);
+    }
+  }
+
+  async renderDiagnostics(run) {
+    if (!run.error && run.status !== 'failed') {
+      this.diagnostics.replaceChildren();
+      return;
+    }
+    const error = run.error || {};
+    const box = el('section', { class: 'failure', 'aria-label': 'Diagnostics' },
+      el('h3', {}, `failed: ${run.reason || 'unknown reason'}`),
+      el('p', { class: 'message' }, error.message || ''));
+    if (run.recommended_run_command) {
+      const command = run.recommended_run_command;
+      box.append(el('p', {}, 'Run the Host by hand to see why: ', el('code', {}, command),
+        button('Copy command', () => navigator.clipboard.writeText(command))));
+    }
+    const tail = Array.isArray(error.log_tail) ? error.log_tail : await hostLogTail();
+    box.append(el('h4', {}, 'Host log tail'), el('pre', { class: 'log-tail' }, tail.join('\n')));
+    if (!this.closed) this.diagnostics.replaceChildren(box);
+  }
+}
+
+function question(run) {
+  const texts = (run.output || []).filter((p) => p.kind === 'text').map((p) => p.text);
+  return texts.length ? texts.join('\n') : 'The agent asks for input.';
+}
+
+async function hostLogTail() {
+  try {
+    const doc = await call('GET', '/host/logs?limit=5000');
+    return doc.lines.slice(-LOG_TAIL_LINES).map((line) => line.text);
+  } catch {
+    return [];
+  }
+}
