@@ -1,0 +1,162 @@
+"""The Playground page in a real Chromium, against the real daemon, front and echo_agent."""
+
+from __future__ import annotations
+
+from typing import Any
+
+try:
+    from playwright.sync_api import expect
+except ImportError:  # the fixtures skip these tests (or fail them under CI=true) and say why
+    expect = None
+
+from llamon_playground.common.contract import API_PREFIX
+
+XSS = '<img src=x onerror="window.__xss=1">'
+
+
+def send(page: Any, text: str) -> Any:
+    """Type a message and send it with Ctrl+Enter; answer the run view it opens."""
+    before = page.locator("article.run-view").get_attribute("data-run-id") \
+        if page.locator("article.run-view").count() else None
+    page.get_by_label("Message").fill(text)
+    page.get_by_label("Message").press("Control+Enter")
+    view = page.locator("article.run-view")
+    expect(view).to_have_attribute("data-run-id", _not(before))
+    return view
+
+
+def _not(value: str | None) -> Any:
+    import re
+    return re.compile(r"^run_[0-9a-f]+$") if value is None else \
+        re.compile(rf"^(?!{re.escape(value)}$)run_[0-9a-f]+$")
+
+
+def test_page_loads_with_the_cookie_and_a_strict_csp(page: Any, front_url: str,
+                                                     browser: Any) -> None:
+    # The token was in the first URL only: the front set the cookie and sent us to "/".
+    assert page.url == f"{front_url}/"
+    expect(page.get_by_role("heading", name="llamon Playground")).to_be_visible()
+    expect(page.locator("#host-state")).to_contain_text("Host:")
+    response = page.request.get(f"{front_url}/", headers={"Accept": "text/html"})
+    csp = response.headers["content-security-policy"]
+    assert "script-src 'self'" in csp and "connect-src 'self'" in csp, csp
+    assert "unsafe-inline" not in csp and "default-src 'none'" in csp, csp
+    assert response.headers["x-content-type-options"] == "nosniff"
+    # Without the cookie, the page is not served.
+    stranger = browser.new_context()
+    try:
+        assert stranger.new_page().goto(f"{front_url}/").status == 401
+    finally:
+        stranger.close()
+
+
+def test_a_stream_is_replaced_by_the_final_parts_once(page: Any) -> None:
+    view = send(page, "stream hello world")
+    expect(view).to_have_attribute("data-status", "completed")
+    answer = view.locator(".answer")
+    expect(answer).to_have_attribute("data-source", "final")
+    expect(answer).to_have_text("hello world")
+    expect(view.locator(".stepper li[data-phase=send]")).to_have_attribute("data-state",
+                                                                            "completed")
+    expect(view.locator(".badge")).to_have_text("evaluator 2 · fail 0")
+    # The history shows the run as a card.
+    card = page.locator(f".run-card[data-run-id='{view.get_attribute('data-run-id')}']")
+    expect(card).to_contain_text("completed")
+
+
+def test_cancel_a_slow_run_after_it_streamed(page: Any) -> None:
+    view = send(page, "slow")
+    answer = view.locator(".answer")
+    expect(answer).to_have_attribute("data-source", "stream")  # deltas painted as they come
+    expect(answer).not_to_have_text("")
+    page.get_by_role("button", name="Cancel", exact=True).click()
+    expect(view).to_have_attribute("data-status", "cancelled")
+    expect(view.locator(".reason")).to_have_text("user_cancelled")
+    expect(page.get_by_role("button", name="Cancel", exact=True)).to_have_count(0)
+
+
+def test_resume_an_ask_run(page: Any) -> None:
+    view = send(page, "ask")
+    expect(view).to_have_attribute("data-status", "input_required")
+    expect(view.locator(".question")).to_have_text("What is your name?")
+    first = view.get_attribute("data-run-id")
+    page.get_by_label("Your answer").fill("Ada")
+    page.get_by_role("button", name="Resume").click()
+    expect(view).not_to_have_attribute("data-run-id", first)
+    expect(page.locator("article.run-view")).to_have_attribute("data-status", "completed")
+    expect(page.locator("article.run-view .answer")).to_have_text("Hello, Ada!")
+    expect(page.locator("article.run-view .facts")).to_contain_text(f"resumes {first}")
+
+
+def test_rerun_and_label(page: Any) -> None:
+    view = send(page, "stream once more")
+    expect(view).to_have_attribute("data-status", "completed")
+    first = view.get_attribute("data-run-id")
+    page.get_by_role("button", name="Rerun").click()
+    rerun = page.locator("article.run-view")
+    expect(rerun).not_to_have_attribute("data-run-id", first)
+    expect(rerun).to_have_attribute("data-status", "completed")
+    expect(rerun.locator(".answer")).to_have_text("once more")
+    expect(rerun.locator(".facts")).to_contain_text(f"rerun of {first}")
+    page.get_by_label("Run label").fill("second try")
+    page.get_by_role("button", name="Label", exact=True).click()
+    expect(rerun.locator("h2")).to_have_text("second try")
+    expect(page.locator(".run-card .label")).to_have_text(["second try"])
+
+
+def test_a_failed_run_shows_its_diagnostics(page: Any) -> None:
+    view = send(page, "fail")
+    expect(view).to_have_attribute("data-status", "failed")
+    diagnostics = view.get_by_role("region", name="Diagnostics")
+    expect(diagnostics.locator("h3")).to_have_text("failed: host_error")
+    expect(diagnostics.locator(".message")).to_contain_text("echo_agent was asked to fail")
+    expect(diagnostics.locator(".log-tail")).not_to_have_text("")
+
+
+def test_agent_output_and_names_are_text_never_html(page: Any) -> None:
+    view = send(page, f"stream {XSS}")
+    expect(view).to_have_attribute("data-status", "completed")
+    expect(view.locator(".answer")).to_have_text(XSS)
+    page.get_by_label("Run label").fill(XSS)
+    page.get_by_role("button", name="Label", exact=True).click()
+    expect(view.locator("h2")).to_have_text(XSS)
+    page.get_by_label("Session title").fill(XSS)
+    page.get_by_role("button", name="Rename").click()
+    expect(page.locator(".session-item[aria-current=true]")).to_contain_text(XSS)
+    assert page.locator("img").count() == 0
+    assert page.evaluate("window.__xss") is None
+
+
+def test_a_conflict_moves_the_view_to_the_active_run(page: Any, front_url: str) -> None:
+    # Another client (here: the same cookie, outside the page) starts a run first.
+    api = f"{front_url}{API_PREFIX}"
+    session = page.request.post(f"{api}/sessions", data={"title": "elsewhere"}).json()["id"]
+    active = page.request.post(f"{api}/sessions/{session}/runs",
+                               data={"parts": [{"kind": "text", "text": "slow"}]}).json()["run_id"]
+    view = send(page, "stream not now")
+    expect(view).to_have_attribute("data-run-id", active)
+    expect(page.locator("#notice")).to_contain_text(active)
+    page.get_by_role("button", name="Cancel", exact=True).click()
+    expect(view).to_have_attribute("data-status", "cancelled")
+
+
+def test_session_create_rename_delete(page: Any) -> None:
+    page.get_by_role("button", name="New session").click()
+    title = page.get_by_label("Session title")
+    expect(title).to_have_value("untitled")
+    title.fill("my session")
+    page.get_by_role("button", name="Rename").click()
+    current = page.locator(".session-item[aria-current=true]")
+    expect(current).to_have_text("my session (0)")
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.get_by_role("button", name="Delete session").click()
+    expect(page.locator(".session-item", has_text="my session")).to_have_count(0)
+
+
+def test_restart_host_from_the_page(page: Any) -> None:
+    badge = page.locator("#host-state")
+    expect(badge).to_have_attribute("data-state", "ready")
+    before = int(badge.get_attribute("data-generation") or 0)
+    page.get_by_role("button", name="Restart Host").click()
+    expect(badge).to_have_attribute("data-generation", str(before + 1))
+    expect(badge).to_have_attribute("data-state", "ready")
