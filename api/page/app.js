@@ -2,7 +2,9 @@
 // badge, and the project-wide `/events` stream that keeps them current.
 import { API, all, call } from './api.js';
 import { button, el, ms } from './dom.js';
+import { compareView } from './compare.js';
 import { Composer } from './composer.js';
+import { HostLogs } from './host_logs.js';
 import { RunView } from './run_view.js';
 
 const $ = (id) => document.getElementById(id);
@@ -11,6 +13,9 @@ const app = {
   sessions: [],
   sessionId: null,
   view: null,
+  picked: [],  // run ids ticked for Compare, oldest pick first
+  composer: null,
+  logs: null,
   reloadTimer: 0,
 
   notice(text) {
@@ -46,7 +51,9 @@ const app = {
     }
     const runs = await all(`/sessions/${encodeURIComponent(this.sessionId)}/runs`, 'runs');
     const openId = this.view && this.view.runId;
-    $('run-list').replaceChildren(...runs.reverse().map((run) => el('li', {},
+    this.picked = this.picked.filter((id) => runs.some((run) => run.id === id));
+    this.updateCompare();
+    $('run-list').replaceChildren(...runs.reverse().map((run) => el('li', { class: 'run-item' },
       el('button', {
         type: 'button', class: 'run-card', onclick: () => this.openRun(run.id),
         'aria-current': run.id === openId ? 'true' : null,
@@ -56,7 +63,40 @@ const app = {
       run.reason ? el('span', { class: 'reason' }, run.reason) : null,
       run.duration_ms !== null ? el('span', { class: 'duration' }, ms(run.duration_ms)) : null,
       run.label ? el('span', { class: 'label' }, run.label) : null,
-      el('span', { class: 'when' }, (run.created_at || '').slice(11, 19))))));
+      el('span', { class: 'when' }, (run.created_at || '').slice(11, 19))),
+      this.pickBox(run))));
+  },
+
+  pickBox(run) {
+    const box = el('input', { type: 'checkbox', 'aria-label': `Pick ${run.label || run.id} to compare` });
+    box.checked = this.picked.includes(run.id);
+    box.addEventListener('change', () => {
+      this.picked = this.picked.filter((id) => id !== run.id);
+      if (box.checked) this.picked.push(run.id);
+      if (this.picked.length > 2) this.picked.shift();
+      this.loadRuns().catch((e) => this.notice(e.message));
+    });
+    return box;
+  },
+
+  updateCompare() {
+    $('compare').disabled = this.picked.length !== 2;
+  },
+
+  async compare() {
+    const [left, right] = this.picked;
+    const view = await compareView(left, right);
+    if (this.view) this.view.close();
+    this.view = null;
+    $('run-pane').replaceChildren(view);
+  },
+
+  showLogs() {
+    this.logs.open();
+  },
+
+  editRerun(run) {
+    this.composer.editRerun(run);
   },
 
   runsChanged() {
@@ -81,25 +121,34 @@ const app = {
     }
   },
 
-  // A 409 names the active run: show it, as the design says.
-  async conflict(error) {
-    this.notice(`Another run is active (${error.detail.active_run_id}); showing it.`);
-    await this.openRun(error.detail.active_run_id);
+  // Create, resume and rerun answer 202 with the new run, which the view opens. A 409 names
+  // the active run instead: the view moves there, as the design says.
+  async start(request) {
+    let started;
+    try {
+      started = await request();
+    } catch (error) {
+      if (error.status !== 409 || !error.detail.active_run_id) throw error;
+      this.notice(`Another run is active (${error.detail.active_run_id}); showing it.`);
+      await this.openRun(error.detail.active_run_id);
+      return;
+    }
+    this.notice('');
+    await this.openRun(started.run_id);
   },
 
   async send(body, title) {
+    const rerunOf = this.composer.rerunOf;
+    if (rerunOf) {
+      await this.start(() => call('POST', `/runs/${encodeURIComponent(rerunOf)}/rerun`, body));
+      this.composer.pick(null);
+      return;
+    }
     if (!this.sessionId) {
       const session = await call('POST', '/sessions', { title: title.slice(0, 60) });
       this.sessionId = session.id;
     }
-    try {
-      const started = await call('POST', `/sessions/${encodeURIComponent(this.sessionId)}/runs`, body);
-      this.notice('');
-      await this.openRun(started.run_id);
-    } catch (error) {
-      if (error.status === 409 && error.detail.active_run_id) await this.conflict(error);
-      else throw error;
-    }
+    await this.start(() => call('POST', `/sessions/${encodeURIComponent(this.sessionId)}/runs`, body));
   },
 
   watchProject() {
@@ -131,6 +180,10 @@ function guard(action) {
 
 function wire() {
   const composer = new Composer($('composer-tabs'), $('message'), $('composer-hint'));
+  app.composer = composer;
+  app.logs = new HostLogs($('host-logs'));
+  $('host-logs-button').addEventListener('click', () => app.logs.toggle());
+  $('compare').addEventListener('click', guard(() => app.compare()));
   const submit = guard(async (event) => {
     if (event) event.preventDefault();
     const body = composer.body();

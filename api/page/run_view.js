@@ -11,14 +11,20 @@ const LOG_TAIL_LINES = 20;
 export class RunView {
   constructor(runId, app) {
     this.runId = runId;
-    this.app = app;  // openRun(id), conflict(error), notice(text), runsChanged()
+    this.app = app;  // start(request), openRun(id), notice(text), runsChanged(), showLogs(), editRerun(run)
     this.stepper = new Stepper();
     this.head = el('div', { class: 'run-head' });
     this.answer = el('div', { class: 'answer', role: 'region', 'aria-label': 'Answer', dataset: { source: 'none' } });
     this.actions = el('div', { class: 'actions' });
     this.diagnostics = el('div', { class: 'diagnostics' });
+    this.snippet = el('pre', { class: 'snippet', hidden: true });
+    this.scores = el('div', { class: 'scores-box' });
+    this.trace = el('ol', { class: 'trace', 'aria-label': 'Trace' });
+    const details = el('details', { class: 'trace-box' },
+      el('summary', {}, 'Trace and scores'), this.scores, this.trace);
     this.node = el('article', { class: 'run-view', dataset: { runId, status: '' } },
-      this.head, this.stepper.node, this.answer, this.actions, this.diagnostics);
+      this.head, this.stepper.node, this.answer, this.actions, this.snippet, this.diagnostics,
+      details);
     this.artifacts = new Map();  // artifact_id -> {text, span, dirty}
     this.final = false;
     this.frame = 0;
@@ -38,6 +44,7 @@ export class RunView {
     on('run.phase', (d) => this.stepper.update(d));
     on('output.delta', (d) => this.delta(d));
     on('run.output', (d) => this.showFinal(d.parts || []));
+    on('trace', (d) => this.traceEvent(d));
     on('run.status', (d) => {
       this.setStatus(d.status);
       if (TERMINAL.has(d.status)) {
@@ -96,6 +103,40 @@ export class RunView {
     this.answer.dataset.source = 'final';
   }
 
+  traceEvent(d) {
+    const what = d.type === 'evaluation.result'
+      ? `${d.evaluator}: ${d.score}${d.passStatus ? ` ${d.passStatus}` : ''}${d.reason ? ` (${d.reason})` : ''}`
+      : `${d.node || ''}`;
+    this.trace.append(el('li', { dataset: { type: d.type || '' } }, `${d.type || 'trace'} ${what}`));
+  }
+
+  renderScores(run) {
+    const scores = run.scores || [];
+    if (!scores.length) {
+      this.scores.replaceChildren(el('p', { class: 'hint' }, 'No evaluator scores.'));
+      return;
+    }
+    this.scores.replaceChildren(el('table', { class: 'scores' },
+      el('thead', {}, el('tr', {}, ['evaluator', 'score', 'passStatus', 'reason', 'node', 'duration']
+        .map((h) => el('th', {}, h)))),
+      el('tbody', {}, scores.map((s) => el('tr', {},
+        [s.evaluator, s.score, s.passStatus, s.reason, s.node, ms(s.duration_ms)]
+          .map((v) => el('td', {}, v === undefined || v === null ? '' : String(v))))))));
+  }
+
+  async copySnippet(kind) {
+    const doc = await call('GET', `/runs/${encodeURIComponent(this.runId)}/snippets`);
+    this.snippet.textContent = doc[kind];
+    this.snippet.hidden = false;
+    this.snippet.dataset.kind = kind;
+    try {
+      await navigator.clipboard.writeText(doc[kind]);
+      this.app.notice(`Copied the ${kind === 'curl' ? 'curl command' : 'Python script'}.`);
+    } catch {
+      this.app.notice('The clipboard refused; the snippet is shown below the actions.');
+    }
+  }
+
   setStatus(status) {
     this.node.dataset.status = status;
     if (this.statusNode) this.statusNode.textContent = status;
@@ -114,6 +155,7 @@ export class RunView {
     this.renderHead(run);
     this.setStatus(run.status);
     this.renderActions(run);
+    this.renderScores(run);
     if (TERMINAL.has(run.status)) {
       this.showFinal(run.output || []);
       this.renderDiagnostics(run);
@@ -146,17 +188,12 @@ export class RunView {
       const answer = el('input', { 'aria-label': 'Your answer', class: 'answer-input' });
       items.push(el('div', { class: 'resume' },
         el('p', { class: 'question' }, question(run)), answer,
-        button('Resume', () => this.act(async () => {
-          const started = await call('POST', `/runs/${id}/resume`,
-            { parts: [{ kind: 'text', text: answer.value }] });
-          this.app.openRun(started.run_id);
-        }))));
+        button('Resume', () => this.act(() => this.app.start(() => call('POST',
+          `/runs/${id}/resume`, { parts: [{ kind: 'text', text: answer.value }] }))))));
     }
     if (!ACTIVE.has(run.status)) {
-      items.push(button('Rerun', () => this.act(async () => {
-        const started = await call('POST', `/runs/${id}/rerun`, {});
-        this.app.openRun(started.run_id);
-      })));
+      items.push(button('Rerun', () => this.act(() => this.app.start(() => call('POST',
+        `/runs/${id}/rerun`, {})))), button('Edit and rerun', () => this.app.editRerun(run)));
     }
     const label = el('input', { 'aria-label': 'Run label', maxlength: 200 });
     label.value = run.label || '';
@@ -164,7 +201,9 @@ export class RunView {
       await call('PATCH', `/runs/${id}`, { label: label.value || null });
       await this.refresh();
       this.app.runsChanged();
-    })));
+    })),
+    button('Copy curl', () => this.act(() => this.copySnippet('curl'))),
+    button('Copy Python', () => this.act(() => this.copySnippet('python'))));
     this.actions.replaceChildren(...items);
   }
 
@@ -172,8 +211,7 @@ export class RunView {
     try {
       await action();
     } catch (error) {
-      if (error.status === 409 && error.detail.active_run_id) this.app.conflict(error);
-      else this.app.notice(error.message);
+      this.app.notice(error.message);
     }
   }
 
@@ -192,7 +230,8 @@ export class RunView {
         button('Copy command', () => navigator.clipboard.writeText(command))));
     }
     const tail = Array.isArray(error.log_tail) ? error.log_tail : await hostLogTail();
-    box.append(el('h4', {}, 'Host log tail'), el('pre', { class: 'log-tail' }, tail.join('\n')));
+    box.append(el('h4', {}, 'Host log tail'), el('pre', { class: 'log-tail' }, tail.join('\n')),
+      button('Host logs', () => this.app.showLogs()));
     if (!this.closed) this.diagnostics.replaceChildren(box);
   }
 }

@@ -81,7 +81,7 @@ def test_resume_an_ask_run(page: Any) -> None:
     expect(view.locator(".question")).to_have_text("What is your name?")
     first = view.get_attribute("data-run-id")
     page.get_by_label("Your answer").fill("Ada")
-    page.get_by_role("button", name="Resume").click()
+    page.get_by_role("button", name="Resume", exact=True).click()
     expect(view).not_to_have_attribute("data-run-id", first)
     expect(page.locator("article.run-view")).to_have_attribute("data-status", "completed")
     expect(page.locator("article.run-view .answer")).to_have_text("Hello, Ada!")
@@ -92,7 +92,7 @@ def test_rerun_and_label(page: Any) -> None:
     view = send(page, "stream once more")
     expect(view).to_have_attribute("data-status", "completed")
     first = view.get_attribute("data-run-id")
-    page.get_by_role("button", name="Rerun").click()
+    page.get_by_role("button", name="Rerun", exact=True).click()
     rerun = page.locator("article.run-view")
     expect(rerun).not_to_have_attribute("data-run-id", first)
     expect(rerun).to_have_attribute("data-status", "completed")
@@ -121,7 +121,7 @@ def test_agent_output_and_names_are_text_never_html(page: Any) -> None:
     page.get_by_role("button", name="Label", exact=True).click()
     expect(view.locator("h2")).to_have_text(XSS)
     page.get_by_label("Session title").fill(XSS)
-    page.get_by_role("button", name="Rename").click()
+    page.get_by_role("button", name="Rename", exact=True).click()
     expect(page.locator(".session-item[aria-current=true]")).to_contain_text(XSS)
     assert page.locator("img").count() == 0
     assert page.evaluate("window.__xss") is None
@@ -141,15 +141,15 @@ def test_a_conflict_moves_the_view_to_the_active_run(page: Any, front_url: str) 
 
 
 def test_session_create_rename_delete(page: Any) -> None:
-    page.get_by_role("button", name="New session").click()
+    page.get_by_role("button", name="New session", exact=True).click()
     title = page.get_by_label("Session title")
     expect(title).to_have_value("untitled")
     title.fill("my session")
-    page.get_by_role("button", name="Rename").click()
+    page.get_by_role("button", name="Rename", exact=True).click()
     current = page.locator(".session-item[aria-current=true]")
     expect(current).to_have_text("my session (0)")
     page.once("dialog", lambda dialog: dialog.accept())
-    page.get_by_role("button", name="Delete session").click()
+    page.get_by_role("button", name="Delete session", exact=True).click()
     expect(page.locator(".session-item", has_text="my session")).to_have_count(0)
 
 
@@ -157,6 +157,6 @@ def test_restart_host_from_the_page(page: Any) -> None:
     badge = page.locator("#host-state")
     expect(badge).to_have_attribute("data-state", "ready")
     before = int(badge.get_attribute("data-generation") or 0)
-    page.get_by_role("button", name="Restart Host").click()
+    page.get_by_role("button", name="Restart Host", exact=True).click()
     expect(badge).to_have_attribute("data-generation", str(before + 1))
     expect(badge).to_have_attribute("data-state", "ready")
