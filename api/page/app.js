@@ -113,6 +113,8 @@ const app = {
     const view = new RunView(runId, this);
     this.view = view;
     $('run-pane').replaceChildren(view.node);
+    // The address keeps the open run: a reload (or a link) comes back to it.
+    history.replaceState(null, '', `#${runId}`);
     await view.open();
     if (view.detail && view.detail.session_id !== this.sessionId) {
       await this.selectSession(view.detail.session_id);
@@ -222,6 +224,14 @@ function wire() {
   app.watchProject();
   app.loadSessions().catch((e) => app.notice(e.message));
   call('GET', '/host').then(showHost).catch(() => {});
+  const follow = () => {
+    const linked = /^#(run_[0-9a-f]+)$/.exec(location.hash);
+    if (linked && !(app.view && app.view.runId === linked[1])) {
+      app.openRun(linked[1]).catch((e) => app.notice(e.message));
+    }
+  };
+  window.addEventListener('hashchange', follow);
+  follow();
 }
 
 wire();

@@ -14,6 +14,7 @@ export class RunView {
     this.app = app;  // start(request), openRun(id), notice(text), runsChanged(), showLogs(), editRerun(run)
     this.stepper = new Stepper();
     this.head = el('div', { class: 'run-head' });
+    this.input = el('div', { class: 'input-parts' });
     this.answer = el('div', { class: 'answer', role: 'region', 'aria-label': 'Answer', dataset: { source: 'none' } });
     this.actions = el('div', { class: 'actions' });
     this.diagnostics = el('div', { class: 'diagnostics' });
@@ -23,7 +24,8 @@ export class RunView {
     const details = el('details', { class: 'trace-box' },
       el('summary', {}, 'Trace and scores'), this.scores, this.trace);
     this.node = el('article', { class: 'run-view', dataset: { runId, status: '' } },
-      this.head, this.stepper.node, this.answer, this.actions, this.snippet, this.diagnostics,
+      this.head, el('details', { class: 'input-box' }, el('summary', {}, 'Input'), this.input),
+      this.stepper.node, this.answer, this.actions, this.snippet, this.diagnostics,
       details);
     this.artifacts = new Map();  // artifact_id -> {text, span, dirty}
     this.final = false;
@@ -153,6 +155,7 @@ export class RunView {
     if (this.closed) return;
     this.detail = run;
     this.renderHead(run);
+    this.input.replaceChildren(...((run.input && run.input.parts) || []).map(renderPart));
     this.setStatus(run.status);
     this.renderActions(run);
     this.renderScores(run);

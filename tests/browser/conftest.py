@@ -48,7 +48,9 @@ def require_browser() -> None:
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     require_browser()
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=20_000)  # a loaded 2-core machine: conditions, not speed
 
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
