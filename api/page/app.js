@@ -2,9 +2,11 @@
 // badge, and the project-wide `/events` stream that keeps them current.
 import { API, all, call } from './api.js';
 import { button, el, ms } from './dom.js';
+import { exportBundle, importBundle } from './bundles.js';
 import { compareView } from './compare.js';
 import { Composer } from './composer.js';
 import { HostLogs } from './host_logs.js';
+import { HostPanel } from './host_panel.js';
 import { RunView } from './run_view.js';
 
 const $ = (id) => document.getElementById(id);
@@ -16,6 +18,7 @@ const app = {
   picked: [],  // run ids ticked for Compare, oldest pick first
   composer: null,
   logs: null,
+  host: null,
   reloadTimer: 0,
 
   notice(text) {
@@ -63,6 +66,8 @@ const app = {
       run.reason ? el('span', { class: 'reason' }, run.reason) : null,
       run.duration_ms !== null ? el('span', { class: 'duration' }, ms(run.duration_ms)) : null,
       run.label ? el('span', { class: 'label' }, run.label) : null,
+      run.score_summary && run.score_summary.evaluators ? el('span', { class: 'badge' },
+        `evaluator ${run.score_summary.evaluators} · fail ${run.score_summary.failed}`) : null,
       el('span', { class: 'when' }, (run.created_at || '').slice(11, 19))),
       this.pickBox(run))));
   },
@@ -156,19 +161,20 @@ const app = {
   watchProject() {
     const events = new EventSource(`${API}/events`);
     const on = (kind, handler) => events.addEventListener(kind, (e) => handler(JSON.parse(e.data)));
-    on('host.state', (d) => showHost(d));
-    on('run.status', () => this.runsChanged());
+    on('host.state', (d) => {
+      this.host.show(d);
+      this.host.refresh().catch(() => {});
+    });
+    on('run.status', (d) => {
+      if (d.reason === 'runtime_restarted') {
+        this.notice(`A file changed outside the run: the Host restarted and ${d.run_id} ended (runtime_restarted).`);
+      }
+      this.runsChanged();
+    });
     on('run.updated', () => this.runsChanged());
     on('session.updated', () => this.runsChanged());
   },
 };
-
-function showHost(host) {
-  const badge = $('host-state');
-  badge.dataset.state = host.state;
-  badge.dataset.generation = host.generation ?? '';
-  badge.textContent = `Host: ${host.state}${host.generation ? ` (generation ${host.generation})` : ''}`;
-}
 
 function guard(action) {
   return async (event) => {
@@ -184,6 +190,29 @@ function wire() {
   const composer = new Composer($('composer-tabs'), $('message'), $('composer-hint'));
   app.composer = composer;
   app.logs = new HostLogs($('host-logs'));
+  app.host = new HostPanel($('host-state'), $('host-body'), (text) => app.notice(text));
+  $('export-bundle').addEventListener('click', guard(async () => {
+    if (await exportBundle(app.sessionId)) app.notice('Bundle exported.');
+  }));
+  $('import-bundle').addEventListener('change', guard(async (event) => {
+    const [file] = event.target.files;
+    event.target.value = '';
+    if (!file) return;
+    const imported = await importBundle(file);
+    app.notice(`Imported ${Object.keys(imported.sessions).length} sessions and ${Object.keys(imported.runs).length} runs.`);
+    await app.loadSessions();
+  }));
+  $('delete-all').addEventListener('click', guard(async () => {
+    const runs = app.sessions.reduce((n, s) => n + (s.run_count || 0), 0);
+    if (!window.confirm(`Delete all history: ${app.sessions.length} sessions, ${runs} runs, their events and files? This cannot be undone.`)) return;
+    await call('DELETE', '/sessions');
+    app.sessionId = null;
+    if (app.view) app.view.close();
+    app.view = null;
+    $('run-pane').replaceChildren();
+    await app.loadSessions();
+    await app.loadRuns();
+  }));
   $('host-logs-button').addEventListener('click', () => app.logs.toggle());
   $('compare').addEventListener('click', guard(() => app.compare()));
   const submit = guard(async (event) => {
@@ -218,12 +247,12 @@ function wire() {
     await app.loadRuns();
   }));
   $('restart-host').addEventListener('click', guard(async () => {
-    showHost(await call('POST', '/host/restart', {}));
+    app.host.show(await call('POST', '/host/restart', {}));
   }));
   composer.load().catch((e) => app.notice(e.message));
   app.watchProject();
   app.loadSessions().catch((e) => app.notice(e.message));
-  call('GET', '/host').then(showHost).catch(() => {});
+  app.host.refresh().catch(() => {});
   const follow = () => {
     const linked = /^#(run_[0-9a-f]+)$/.exec(location.hash);
     if (linked && !(app.view && app.view.runId === linked[1])) {
