@@ -138,24 +138,25 @@ const app = {
       if (error.status !== 409 || !error.detail.active_run_id) throw error;
       this.notice(`Another run is active (${error.detail.active_run_id}); showing it.`);
       await this.openRun(error.detail.active_run_id);
-      return;
+      return false;
     }
     this.notice('');
     await this.openRun(started.run_id);
+    return true;
   },
 
   async send(body, title) {
     const rerunOf = this.composer.rerunOf;
     if (rerunOf) {
-      await this.start(() => call('POST', `/runs/${encodeURIComponent(rerunOf)}/rerun`, body));
-      this.composer.pick(null);
-      return;
+      const started = await this.start(() => call('POST', `/runs/${encodeURIComponent(rerunOf)}/rerun`, body));
+      if (started) this.composer.pick(null);
+      return started;
     }
     if (!this.sessionId) {
       const session = await call('POST', '/sessions', { title: title.slice(0, 60) });
       this.sessionId = session.id;
     }
-    await this.start(() => call('POST', `/sessions/${encodeURIComponent(this.sessionId)}/runs`, body));
+    return this.start(() => call('POST', `/sessions/${encodeURIComponent(this.sessionId)}/runs`, body));
   },
 
   watchProject() {
@@ -187,7 +188,16 @@ function guard(action) {
 }
 
 function wire() {
-  const composer = new Composer($('composer-tabs'), $('message'), $('composer-hint'));
+  const composer = new Composer({ tabs: $('composer-tabs'), message: $('message'),
+    hint: $('composer-hint'), metadata: $('metadata'), attachments: $('attachments') });
+  $('attach').addEventListener('change', guard(async (event) => {
+    await composer.attach(event.target.files);
+    event.target.value = '';
+  }));
+  $('add-uri').addEventListener('click', () => {
+    composer.addUri($('file-uri').value);
+    $('file-uri').value = '';
+  });
   app.composer = composer;
   app.logs = new HostLogs($('host-logs'));
   app.host = new HostPanel($('host-state'), $('host-body'), (text) => app.notice(text));
@@ -218,7 +228,7 @@ function wire() {
   const submit = guard(async (event) => {
     if (event) event.preventDefault();
     const body = composer.body();
-    if (body) await app.send(body, composer.title());
+    if (body && await app.send(body, composer.title())) composer.clear();
   });
   $('composer').addEventListener('submit', submit);
   $('message').addEventListener('keydown', (event) => {

@@ -1,13 +1,18 @@
 // The composer: text by default; a Flow's contract tabs (or an Agent's input schemas) from
 // `/composer-schema` turn the message box into the tab's JSON draft, sent as a data part.
 import { call } from './api.js';
-import { button } from './dom.js';
+import { button, el } from './dom.js';
+
+const MAX_INLINE_BYTES = 10 * 1024 * 1024;  // the API's limit per inline file, decoded
 
 export class Composer {
-  constructor(tabsNode, messageNode, hintNode) {
-    this.tabsNode = tabsNode;
-    this.message = messageNode;
-    this.hint = hintNode;
+  constructor(nodes) {
+    this.tabsNode = nodes.tabs;
+    this.message = nodes.message;
+    this.hint = nodes.hint;
+    this.metadata = nodes.metadata;
+    this.list = nodes.attachments;
+    this.files = [];  // file parts to send with the message
     this.tab = null;  // null: the text composer
     this.rerunOf = null;  // a run id while "Edit and rerun" is composing
   }
@@ -57,24 +62,87 @@ export class Composer {
     return this.tab ? (this.tab.contract || this.tab.id) : this.message.value.trim();
   }
 
+  // Inline files go as base64 (the daemon stores them); a URI is never downloaded.
+  async attach(fileList) {
+    for (const file of fileList) {
+      if (file.size > MAX_INLINE_BYTES) {
+        this.hint.textContent = `${file.name} is over 10 MiB; attach it by URI`;
+        continue;
+      }
+      const bytes = new Uint8Array(await file.arrayBuffer());
+      let binary = '';
+      for (let i = 0; i < bytes.length; i += 0x8000) {
+        binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+      }
+      this.files.push({ kind: 'file', name: file.name, mime: file.type || 'application/octet-stream',
+        bytes_base64: btoa(binary) });
+    }
+    this.showFiles();
+  }
+
+  addUri(uri) {
+    if (!uri.trim()) return;
+    const name = uri.split(/[?#]/)[0].split('/').filter(Boolean).pop() || 'file';
+    this.files.push({ kind: 'file', uri: uri.trim(), name });
+    this.showFiles();
+  }
+
+  showFiles() {
+    this.list.replaceChildren(...this.files.map((part, i) => el('li', {},
+      part.uri ? `${part.name}: ${part.uri} (not downloaded, unavailable for replay)`
+        : `${part.name} (${part.mime}, inline)`,
+      button(`Remove ${part.name}`, () => {
+        this.files.splice(i, 1);
+        this.showFiles();
+      }))));
+  }
+
+  clear() {
+    this.files = [];
+    this.showFiles();
+  }
+
   // The run request body, or null (and a hint) when there is nothing valid to send.
   body() {
-    const value = this.message.value;
-    if (!this.tab) {
-      if (!value.trim()) return null;
-      return { parts: [{ kind: 'text', text: value }] };
+    const parts = this.messageParts();
+    if (parts === null) return null;
+    parts.push(...this.files);
+    if (!parts.length) return null;
+    const body = { parts };
+    const metadata = this.metadata.value.trim();
+    if (metadata) {
+      const parsed = parseObject(metadata);
+      if (typeof parsed === 'string') {
+        this.hint.textContent = `metadata: ${parsed}`;
+        return null;
+      }
+      body.metadata = parsed;
     }
-    let data;
-    try {
-      data = JSON.parse(value);
-    } catch (error) {
-      this.hint.textContent = `not JSON: ${error.message}`;
-      return null;
-    }
-    if (data === null || typeof data !== 'object' || Array.isArray(data)) {
-      this.hint.textContent = 'a data part is a JSON object';
-      return null;
-    }
-    return { parts: [{ kind: 'data', data }] };
+    return body;
   }
+
+  messageParts() {
+    const value = this.message.value;
+    if (!this.tab) return value.trim() ? [{ kind: 'text', text: value }] : [];
+    const data = parseObject(value);
+    if (typeof data === 'string') {
+      this.hint.textContent = `data part: ${data}`;
+      return null;
+    }
+    return [{ kind: 'data', data }];
+  }
+}
+
+// A JSON object, or a string saying why the text is not one.
+function parseObject(text) {
+  let value;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    return `not JSON: ${error.message}`;
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    return 'not a JSON object';
+  }
+  return value;
 }

@@ -113,6 +113,32 @@ def test_every_output_kind_is_text(page: Any, front_url: str) -> None:
     assert page.evaluate("window.__xss") is None
 
 
+def test_files_and_metadata_from_the_composer(page: Any, front_url: str) -> None:
+    page.get_by_text("Files and metadata").click()
+    page.get_by_label("Attach files").set_input_files(files=[{
+        "name": "notes.txt", "mimeType": "text/plain", "buffer": b"some notes\n"}])
+    page.get_by_label("File URI").fill("https://example.invalid/big.pdf")
+    button(page, "Add URI").click()
+    attachments = page.get_by_role("list", name="Attachments")
+    expect(attachments.locator("li")).to_have_count(2)
+    page.get_by_label("Metadata (JSON object)").fill("not json")
+    page.get_by_label("Message").fill("data")
+    button(page, "Send").click()
+    expect(page.locator("#composer-hint")).to_contain_text("metadata: not JSON")
+    assert page.locator("article.run-view").count() == 0  # nothing was sent
+    page.get_by_label("Metadata (JSON object)").fill('{"userId": "user-1"}')
+    view = send(page, "data")
+    expect(view).to_have_attribute("data-status", "completed")
+    expect(attachments.locator("li")).to_have_count(0)  # sent: the composer is clear again
+    view.get_by_text("Input", exact=True).click()
+    inputs = view.locator(".input-parts .part.file")
+    expect(inputs.first).to_contain_text("notes.txt")
+    expect(inputs.first.locator("a")).to_have_attribute("download", "notes.txt")
+    expect(inputs.nth(1)).to_contain_text("not downloaded, unavailable for replay")
+    run = page.request.get(f"{front_url}{API_PREFIX}/runs/{view.get_attribute('data-run-id')}")
+    assert run.json()["input"]["metadata"] == {"userId": "user-1"}
+
+
 def test_a_restarted_front_resumes_the_stream_with_every_delta_once(
         page: Any, page_stack: tuple[Stack, str]) -> None:
     stack, url = page_stack
