@@ -2,6 +2,7 @@
 // `/composer-schema` turn the message box into the tab's JSON draft, sent as a data part.
 import { call } from './api.js';
 import { button, el } from './dom.js';
+import { sourceTarget } from './source.js';
 
 const MAX_INLINE_BYTES = 10 * 1024 * 1024;  // the API's limit per inline file, decoded
 
@@ -23,7 +24,8 @@ export class Composer {
     if (!tabs.length) return;
     this.tabs = tabs;
     const buttons = [button('Text', () => this.pick(null)),
-      ...tabs.map((tab) => button(tab.contract || tab.id, () => this.pick(tab)))];
+      ...tabs.map((tab) => button(tab.node_id ? `${tab.node_id}: ${tab.contract}` : tab.contract || tab.id,
+        () => this.pick(tab)))];
     buttons.forEach((b) => b.setAttribute('aria-pressed', 'false'));
     buttons[0].setAttribute('aria-pressed', 'true');
     this.buttons = buttons;
@@ -40,6 +42,11 @@ export class Composer {
       const required = (tab.fields || []).filter((f) => f.required).map((f) => f.name);
       this.hint.textContent = tab.fields_declared === false ? 'fields not declared'
         : required.length ? `required: ${required.join(', ')}` : '';
+      if (tab.node_id) {
+        sourceTarget(tab.node_id).then((node) => {
+          if (this.tab === tab) this.hint.append(' · ', node);
+        });
+      }
     } else {
       this.message.value = '';
       this.hint.textContent = '';

@@ -4,6 +4,7 @@
 import { ACTIVE, API, TERMINAL, call } from './api.js';
 import { button, el, ms } from './dom.js';
 import { renderPart } from './parts.js';
+import { sourceTarget } from './source.js';
 import { Stepper } from './stepper.js';
 
 const LOG_TAIL_LINES = 20;
@@ -109,7 +110,12 @@ export class RunView {
     const what = d.type === 'evaluation.result'
       ? `${d.evaluator}: ${d.score}${d.passStatus ? ` ${d.passStatus}` : ''}${d.reason ? ` (${d.reason})` : ''}`
       : `${d.node || ''}`;
-    this.trace.append(el('li', { dataset: { type: d.type || '' } }, `${d.type || 'trace'} ${what}`));
+    const item = el('li', { dataset: { type: d.type || '' } }, `${d.type || 'trace'} ${what}`);
+    if (d.type === 'node.start' && d.node) {
+      const where = button(`Where is ${d.node}?`, async () => where.replaceWith(await sourceTarget(d.node)));
+      item.append(' ', where);
+    }
+    this.trace.append(item);
   }
 
   renderScores(run) {

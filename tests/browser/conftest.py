@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.procs import Stack, copy_example, short_tmpdir, stack_for
+from tests.support.procs import REPO, Stack, short_tmpdir, stack_for
 
 CHROMIUM = Path(os.environ.get("LLAMON_PLAYGROUND_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -59,10 +59,15 @@ def browser() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="module")
-def page_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Stack, str]]:
+def page_stack(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+               ) -> Iterator[tuple[Stack, str]]:
+    """The stack of the module's example project (`EXAMPLE` in the module; echo_agent)."""
     require_browser()
     runtime = short_tmpdir("lpb")
-    project = copy_example(tmp_path_factory.mktemp("browser"))
+    example = getattr(request.module, "EXAMPLE", "echo_agent")
+    project = Path(shutil.copytree(REPO / "examples" / example,
+                                   tmp_path_factory.mktemp("browser") / example,
+                                   ignore=shutil.ignore_patterns(".llamon", "__pycache__")))
     try:
         with stack_for(project, runtime) as stack:
             stack.start_daemon()

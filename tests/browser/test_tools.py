@@ -27,7 +27,10 @@ def test_trace_and_scores(page: Any) -> None:
     rows = view.locator("table.scores tbody tr")
     expect(rows).to_have_count(2)
     expect(rows.first).to_contain_text("word_count")
-    expect(view.locator(".trace li[data-type='node.start']")).to_have_text("node.start echo")
+    node = view.locator(".trace li[data-type='node.start']")
+    expect(node).to_contain_text("node.start echo")
+    node.get_by_role("button", name="Where is echo?").click()
+    expect(node.locator(".source-target")).to_contain_text("no Flow graph")  # an Agent
     expect(view.locator(".trace li[data-type='evaluation.result']")).to_have_count(2)
 
 
