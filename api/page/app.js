@@ -1,12 +1,13 @@
 // The page's entry: history (sessions and their runs), the composer, the run view, the Host
 // badge, and the project-wide `/events` stream that keeps them current.
 import { API, all, call } from './api.js';
-import { button, el, ms } from './dom.js';
+import { button, el } from './dom.js';
 import { exportBundle, importBundle } from './bundles.js';
 import { compareView } from './compare.js';
 import { Composer } from './composer.js';
 import { HostLogs } from './host_logs.js';
 import { HostPanel } from './host_panel.js';
+import { RunList } from './run_list.js';
 import { RunView } from './run_view.js';
 
 const $ = (id) => document.getElementById(id);
@@ -18,6 +19,7 @@ const app = {
   picked: [],  // run ids ticked for Compare, oldest pick first
   composer: null,
   logs: null,
+  runList: null,
   host: null,
   reloadTimer: 0,
 
@@ -49,27 +51,14 @@ const app = {
 
   async loadRuns() {
     if (!this.sessionId) {
-      $('run-list').replaceChildren();
+      this.runList.show([], null);
       return;
     }
     const runs = await all(`/sessions/${encodeURIComponent(this.sessionId)}/runs`, 'runs');
     const openId = this.view && this.view.runId;
     this.picked = this.picked.filter((id) => runs.some((run) => run.id === id));
     this.updateCompare();
-    $('run-list').replaceChildren(...runs.reverse().map((run) => el('li', { class: 'run-item' },
-      el('button', {
-        type: 'button', class: 'run-card', onclick: () => this.openRun(run.id),
-        'aria-current': run.id === openId ? 'true' : null,
-        dataset: { runId: run.id, status: run.status },
-      },
-      el('span', { class: 'status', dataset: { status: run.status } }, run.status),
-      run.reason ? el('span', { class: 'reason' }, run.reason) : null,
-      run.duration_ms !== null ? el('span', { class: 'duration' }, ms(run.duration_ms)) : null,
-      run.label ? el('span', { class: 'label' }, run.label) : null,
-      run.score_summary && run.score_summary.evaluators ? el('span', { class: 'badge' },
-        `evaluator ${run.score_summary.evaluators} · fail ${run.score_summary.failed}`) : null,
-      el('span', { class: 'when' }, (run.created_at || '').slice(11, 19))),
-      this.pickBox(run))));
+    this.runList.show(runs.reverse(), openId);
   },
 
   pickBox(run) {
@@ -200,6 +189,7 @@ function wire() {
   });
   app.composer = composer;
   app.logs = new HostLogs($('host-logs'));
+  app.runList = new RunList($('run-list'), { open: (id) => app.openRun(id), pickBox: (run) => app.pickBox(run) });
   app.host = new HostPanel($('host-state'), $('host-body'), (text) => app.notice(text));
   $('export-bundle').addEventListener('click', guard(async () => {
     if (await exportBundle(app.sessionId)) app.notice('Bundle exported.');
