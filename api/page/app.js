@@ -150,6 +150,10 @@ const app = {
 
   watchProject() {
     const events = new EventSource(`${API}/events`);
+    // Live only, with a snapshot first: a stream the browser gave up on is simply reopened.
+    events.addEventListener('error', () => {
+      if (events.readyState === EventSource.CLOSED) setTimeout(() => this.watchProject(), 2000);
+    });
     const on = (kind, handler) => events.addEventListener(kind, (e) => handler(JSON.parse(e.data)));
     on('host.state', (d) => {
       this.host.show(d);

@@ -8,6 +8,7 @@ import { sourceTarget } from './source.js';
 import { Stepper } from './stepper.js';
 
 const LOG_TAIL_LINES = 20;
+const RETRY_MS = 2000;
 
 export class RunView {
   constructor(runId, app) {
@@ -32,6 +33,8 @@ export class RunView {
     this.final = false;
     this.frame = 0;
     this.events = null;
+    this.cursor = null;  // the last event id seen
+    this.ended = false;
     this.detail = null;
   }
 
@@ -41,9 +44,22 @@ export class RunView {
   }
 
   connect() {
-    const events = new EventSource(`${API}/runs/${encodeURIComponent(this.runId)}/events`);
+    // The browser resumes a dropped stream itself (Last-Event-ID). A stream it gave up on
+    // (a 503 while no front or daemon answered) is opened again here, after the cursor.
+    const after = this.cursor ? `?after=${encodeURIComponent(this.cursor)}` : '';
+    const events = new EventSource(`${API}/runs/${encodeURIComponent(this.runId)}/events${after}`);
     this.events = events;
-    const on = (kind, handler) => events.addEventListener(kind, (e) => handler(JSON.parse(e.data)));
+    const on = (kind, handler) => events.addEventListener(kind, (e) => {
+      if (e.lastEventId) this.cursor = e.lastEventId;
+      handler(JSON.parse(e.data));
+    });
+    events.addEventListener('error', () => {
+      if (events.readyState !== EventSource.CLOSED || this.events !== events) return;
+      this.events = null;
+      this.retry = setTimeout(() => {
+        if (!this.closed && !this.ended) this.connect();
+      }, RETRY_MS);
+    });
     on('run.phase', (d) => this.stepper.update(d));
     on('output.delta', (d) => this.delta(d));
     on('run.output', (d) => this.showFinal(d.parts || []));
@@ -51,9 +67,12 @@ export class RunView {
     on('run.status', (d) => {
       this.setStatus(d.status);
       if (TERMINAL.has(d.status)) {
+        this.ended = true;
         this.disconnect();
-        this.refresh();
-        this.app.runsChanged();
+        if (!this.detail || !TERMINAL.has(this.detail.status)) {  // it ended while we watched
+          this.refresh();
+          this.app.runsChanged();
+        }
       }
     });
   }
@@ -65,6 +84,7 @@ export class RunView {
 
   close() {
     this.closed = true;
+    clearTimeout(this.retry);
     this.disconnect();
     cancelAnimationFrame(this.frame);
   }
