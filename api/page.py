@@ -2,7 +2,9 @@
 
 The page sits behind the same door as the API (the token cookie), so it can call the API
 and open its SSE streams without CORS. `/` answers the page to a browser (an `Accept`
-naming `text/html`) and the small JSON landing object to everything else (curl, scripts).
+naming `text/html`) and the small JSON landing object to everything else (curl, scripts);
+a browser without the cookie gets a 401 page saying how to log in (its stylesheet would
+need the cookie too, so it has none).
 Every page response carries a strict Content-Security-Policy: scripts and styles from this
 origin only, no inline script, `connect-src 'self'`; the page inserts agent output as text.
 """
@@ -36,11 +38,23 @@ def _file_response(path: Path) -> web.Response:
 
 
 async def landing(request: web.Request) -> web.Response:
-    if "text/html" in request.headers.get("Accept", ""):
+    if wants_page(request):
         return _file_response(PAGE_DIR / "index.html")
     return web.json_response({"service": "llamon Playground", "api": API_PREFIX,
                               "openapi": API_PREFIX + "/openapi.json", "health": "/health",
                               "page": "/"})
+
+
+def wants_page(request: web.Request) -> bool:
+    return request.method == "GET" and request.path == "/" and \
+        "text/html" in request.headers.get("Accept", "")
+
+
+def unauthorized_page() -> web.Response:
+    """What a browser without the cookie gets at `/`: how to log in, as a page (401)."""
+    response = _file_response(PAGE_DIR / "unauthorized.html")
+    response.set_status(401)
+    return response
 
 
 def add_page_routes(app: web.Application) -> None:
@@ -48,7 +62,7 @@ def add_page_routes(app: web.Application) -> None:
 
     async def asset(request: web.Request) -> web.Response:
         path = files.get(request.match_info["name"])
-        if path is None or path.name == "index.html":
+        if path is None or path.suffix == ".html":
             raise web.HTTPNotFound()
         return _file_response(path)
 

@@ -42,10 +42,14 @@ def test_page_loads_with_the_cookie_and_a_strict_csp(page: Any, front_url: str,
     assert "script-src 'self'" in csp and "connect-src 'self'" in csp, csp
     assert "unsafe-inline" not in csp and "default-src 'none'" in csp, csp
     assert response.headers["x-content-type-options"] == "nosniff"
-    # Without the cookie, the page is not served.
+    # Without the cookie, the page is not served: a browser is told how to log in.
     stranger = browser.new_context()
     try:
-        assert stranger.new_page().goto(f"{front_url}/").status == 401
+        door = stranger.new_page()
+        assert door.goto(f"{front_url}/").status == 401
+        expect(door.get_by_role("heading", name="llamon Playground")).to_be_visible()
+        expect(door.locator("main")).to_contain_text("llamon-playground token")
+        assert door.locator("#composer").count() == 0
     finally:
         stranger.close()
 
