@@ -85,6 +85,16 @@ const app = {
     $('run-pane').replaceChildren(view);
   },
 
+  // After a delete: no session picked, no run shown, the lists read again.
+  async forgetSession() {
+    this.sessionId = null;
+    if (this.view) this.view.close();
+    this.view = null;
+    $('run-pane').replaceChildren();
+    await this.loadSessions();
+    await this.loadRuns();
+  },
+
   showLogs() {
     this.logs.open();
   },
@@ -210,12 +220,7 @@ function wire() {
     const runs = app.sessions.reduce((n, s) => n + (s.run_count || 0), 0);
     if (!window.confirm(`Delete all history: ${app.sessions.length} sessions, ${runs} runs, their events and files? This cannot be undone.`)) return;
     await call('DELETE', '/sessions');
-    app.sessionId = null;
-    if (app.view) app.view.close();
-    app.view = null;
-    $('run-pane').replaceChildren();
-    await app.loadSessions();
-    await app.loadRuns();
+    await app.forgetSession();
   }));
   $('host-logs-button').addEventListener('click', () => app.logs.toggle());
   $('compare').addEventListener('click', guard(() => app.compare()));
@@ -243,12 +248,7 @@ function wire() {
     const what = `Delete session "${current.title || 'untitled'}" and its ${current.run_count ?? 0} runs?`;
     if (!window.confirm(what)) return;
     await call('DELETE', `/sessions/${encodeURIComponent(current.id)}`);
-    app.sessionId = null;
-    if (app.view) app.view.close();
-    app.view = null;
-    $('run-pane').replaceChildren();
-    await app.loadSessions();
-    await app.loadRuns();
+    await app.forgetSession();
   }));
   $('restart-host').addEventListener('click', guard(async () => {
     app.host.show(await call('POST', '/host/restart', {}));

@@ -7,20 +7,15 @@ import json
 import re
 from typing import Any
 
-from tests.browser.test_page import send
-
-try:
-    from playwright.sync_api import expect
-except ImportError:  # the fixtures skip these tests (or fail them under CI=true) and say why
-    expect = None
+from tests.browser.helpers import button, expect, send
 
 EXAMPLE = "flow_project"
 
 
 def test_contract_tabs_draft_a_data_part(page: Any, page_stack: Any) -> None:
     stack, _ = page_stack
-    tab = page.get_by_role("button", name="approve: request", exact=True)
-    expect(page.get_by_role("button", name="escalate: request", exact=True)).to_be_visible()
+    tab = button(page, "approve: request")
+    expect(button(page, "escalate: request")).to_be_visible()
     tab.click()
     expect(tab).to_have_attribute("aria-pressed", "true")
     draft = json.loads(page.get_by_label("Message").input_value())
@@ -41,8 +36,8 @@ def test_contract_tabs_draft_a_data_part(page: Any, page_stack: Any) -> None:
 
 
 def test_text_that_is_not_an_object_is_not_sent(page: Any) -> None:
-    page.get_by_role("button", name="escalate: request", exact=True).click()
+    button(page, "escalate: request").click()
     page.get_by_label("Message").fill("[1, 2]")
-    page.get_by_role("button", name="Send", exact=True).click()
+    button(page, "Send").click()
     expect(page.locator("#composer-hint")).to_have_text("data part: not a JSON object")
     assert page.locator("article.run-view").count() == 0

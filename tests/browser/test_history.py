@@ -9,17 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from llamon_playground.common.contract import API_PREFIX
-from tests.browser.test_page import send
+from tests.browser.helpers import accept_dialogs, button, expect, send
 from tests.support.procs import Stack
-
-try:
-    from playwright.sync_api import expect
-except ImportError:  # the fixtures skip these tests (or fail them under CI=true) and say why
-    expect = None
-
-
-def button(page: Any, name: str) -> Any:
-    return page.get_by_role("button", name=name, exact=True)
 
 
 def test_export_then_import_a_bundle(page: Any, tmp_path: Path) -> None:
@@ -27,13 +18,7 @@ def test_export_then_import_a_bundle(page: Any, tmp_path: Path) -> None:
     expect(view).to_have_attribute("data-status", "completed")
     sessions = page.locator(".session-item")
     before = sessions.count()
-    asked: list[str] = []
-
-    def accept(dialog: Any) -> None:
-        asked.append(dialog.message)
-        dialog.accept()
-
-    page.once("dialog", accept)
+    asked = accept_dialogs(page)
     with page.expect_download() as download:
         button(page, "Export bundle").click()
     assert "Anyone you give it to can read them all" in asked[0]  # the warning came first
@@ -57,13 +42,7 @@ def test_an_invalid_bundle_shows_the_apis_error(page: Any) -> None:
 def test_delete_all_history_says_what_goes(page: Any) -> None:
     expect(send(page, "stream going away")).to_have_attribute("data-status", "completed")
     expect(page.locator(".session-item").first).to_be_visible()
-    asked: list[str] = []
-
-    def accept(dialog: Any) -> None:
-        asked.append(dialog.message)
-        dialog.accept()
-
-    page.once("dialog", accept)
+    asked = accept_dialogs(page)
     button(page, "Delete all history").click()
     expect(page.locator(".session-item")).to_have_count(0)
     assert asked and asked[0].startswith("Delete all history:") and " runs" in asked[0]

@@ -4,31 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-try:
-    from playwright.sync_api import expect
-except ImportError:  # the fixtures skip these tests (or fail them under CI=true) and say why
-    expect = None
-
 from llamon_playground.common.contract import API_PREFIX
-
-XSS = '<img src=x onerror="window.__xss=1">'
-
-
-def send(page: Any, text: str) -> Any:
-    """Type a message and send it with Ctrl+Enter; answer the run view it opens."""
-    before = page.locator("article.run-view").get_attribute("data-run-id") \
-        if page.locator("article.run-view").count() else None
-    page.get_by_label("Message").fill(text)
-    page.get_by_label("Message").press("Control+Enter")
-    view = page.locator("article.run-view")
-    expect(view).to_have_attribute("data-run-id", _not(before))
-    return view
-
-
-def _not(value: str | None) -> Any:
-    import re
-    return re.compile(r"^run_[0-9a-f]+$") if value is None else \
-        re.compile(rf"^(?!{re.escape(value)}$)run_[0-9a-f]+$")
+from tests.browser.helpers import XSS, accept_dialogs, button, expect, send
 
 
 def test_page_loads_with_the_cookie_and_a_strict_csp(page: Any, front_url: str,
@@ -73,10 +50,10 @@ def test_cancel_a_slow_run_after_it_streamed(page: Any) -> None:
     answer = view.locator(".answer")
     expect(answer).to_have_attribute("data-source", "stream")  # deltas painted as they come
     expect(answer).not_to_have_text("")
-    page.get_by_role("button", name="Cancel", exact=True).click()
+    button(page, "Cancel").click()
     expect(view).to_have_attribute("data-status", "cancelled")
     expect(view.locator(".reason")).to_have_text("user_cancelled")
-    expect(page.get_by_role("button", name="Cancel", exact=True)).to_have_count(0)
+    expect(button(page, "Cancel")).to_have_count(0)
 
 
 def test_resume_an_ask_run(page: Any) -> None:
@@ -85,7 +62,7 @@ def test_resume_an_ask_run(page: Any) -> None:
     expect(view.locator(".question")).to_have_text("What is your name?")
     first = view.get_attribute("data-run-id")
     page.get_by_label("Your answer").fill("Ada")
-    page.get_by_role("button", name="Resume", exact=True).click()
+    button(page, "Resume").click()
     expect(view).not_to_have_attribute("data-run-id", first)
     expect(page.locator("article.run-view")).to_have_attribute("data-status", "completed")
     expect(page.locator("article.run-view .answer")).to_have_text("Hello, Ada!")
@@ -96,14 +73,14 @@ def test_rerun_and_label(page: Any) -> None:
     view = send(page, "stream once more")
     expect(view).to_have_attribute("data-status", "completed")
     first = view.get_attribute("data-run-id")
-    page.get_by_role("button", name="Rerun", exact=True).click()
+    button(page, "Rerun").click()
     rerun = page.locator("article.run-view")
     expect(rerun).not_to_have_attribute("data-run-id", first)
     expect(rerun).to_have_attribute("data-status", "completed")
     expect(rerun.locator(".answer")).to_have_text("once more")
     expect(rerun.locator(".facts")).to_contain_text(f"rerun of {first}")
     page.get_by_label("Run label").fill("second try")
-    page.get_by_role("button", name="Label", exact=True).click()
+    button(page, "Label").click()
     expect(rerun.locator("h2")).to_have_text("second try")
     expect(page.locator(".run-card .label")).to_have_text(["second try"])
 
@@ -122,10 +99,10 @@ def test_agent_output_and_names_are_text_never_html(page: Any) -> None:
     expect(view).to_have_attribute("data-status", "completed")
     expect(view.locator(".answer")).to_have_text(XSS)
     page.get_by_label("Run label").fill(XSS)
-    page.get_by_role("button", name="Label", exact=True).click()
+    button(page, "Label").click()
     expect(view.locator("h2")).to_have_text(XSS)
     page.get_by_label("Session title").fill(XSS)
-    page.get_by_role("button", name="Rename", exact=True).click()
+    button(page, "Rename").click()
     expect(page.locator(".session-item[aria-current=true]")).to_contain_text(XSS)
     assert page.locator("img").count() == 0
     assert page.evaluate("window.__xss") is None
@@ -140,20 +117,20 @@ def test_a_conflict_moves_the_view_to_the_active_run(page: Any, front_url: str) 
     view = send(page, "stream not now")
     expect(view).to_have_attribute("data-run-id", active)
     expect(page.locator("#notice")).to_contain_text(active)
-    page.get_by_role("button", name="Cancel", exact=True).click()
+    button(page, "Cancel").click()
     expect(view).to_have_attribute("data-status", "cancelled")
 
 
 def test_session_create_rename_delete(page: Any) -> None:
-    page.get_by_role("button", name="New session", exact=True).click()
+    button(page, "New session").click()
     title = page.get_by_label("Session title")
     expect(title).to_have_value("untitled")
     title.fill("my session")
-    page.get_by_role("button", name="Rename", exact=True).click()
+    button(page, "Rename").click()
     current = page.locator(".session-item[aria-current=true]")
     expect(current).to_have_text("my session (0)")
-    page.once("dialog", lambda dialog: dialog.accept())
-    page.get_by_role("button", name="Delete session", exact=True).click()
+    accept_dialogs(page)
+    button(page, "Delete session").click()
     expect(page.locator(".session-item", has_text="my session")).to_have_count(0)
 
 
@@ -161,6 +138,6 @@ def test_restart_host_from_the_page(page: Any) -> None:
     badge = page.locator("#host-state")
     expect(badge).to_have_attribute("data-state", "ready")
     before = int(badge.get_attribute("data-generation") or 0)
-    page.get_by_role("button", name="Restart Host", exact=True).click()
+    button(page, "Restart Host").click()
     expect(badge).to_have_attribute("data-generation", str(before + 1))
     expect(badge).to_have_attribute("data-state", "ready")

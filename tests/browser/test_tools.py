@@ -7,17 +7,8 @@ import re
 from typing import Any
 
 from llamon_playground.common.contract import API_PREFIX
-from tests.browser.test_page import XSS, send
+from tests.browser.helpers import XSS, button, expect, send
 from tests.support.procs import Stack
-
-try:
-    from playwright.sync_api import expect
-except ImportError:  # the fixtures skip these tests (or fail them under CI=true) and say why
-    expect = None
-
-
-def button(page: Any, name: str) -> Any:
-    return page.get_by_role("button", name=name, exact=True)
 
 
 def test_trace_and_scores(page: Any) -> None:
