@@ -28,6 +28,23 @@ def send(page: Any, text: str) -> Any:
     return views
 
 
+def finished(page: Any, text: str, status: str = "completed") -> tuple[Any, str]:
+    """Send a message and wait for the run to end in `status`: (the run view, its id)."""
+    view = send(page, text)
+    expect(view).to_have_attribute("data-status", status)
+    return view, view.get_attribute("data-run-id")
+
+
+def expect_rerun(page: Any, of: str, answer: str) -> Any:
+    """The view moved to a completed rerun of run `of` that answered `answer`."""
+    rerun = page.locator("article.run-view")
+    expect(rerun).not_to_have_attribute("data-run-id", of)
+    expect(rerun).to_have_attribute("data-status", "completed")
+    expect(rerun.locator(".answer")).to_have_text(answer)
+    expect(rerun.locator(".facts")).to_contain_text(f"rerun of {of}")
+    return rerun
+
+
 def _another_run(run_id: str | None) -> re.Pattern[str]:
     if run_id is None:
         return re.compile(r"^run_[0-9a-f]+$")

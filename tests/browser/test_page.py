@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from llamon_playground.common.contract import API_PREFIX
-from tests.browser.helpers import XSS, accept_dialogs, button, expect, send
+from tests.browser.helpers import XSS, accept_dialogs, button, expect, expect_rerun, finished, send
 
 
 def test_page_loads_with_the_cookie_and_a_strict_csp(page: Any, front_url: str,
@@ -70,15 +70,9 @@ def test_resume_an_ask_run(page: Any) -> None:
 
 
 def test_rerun_and_label(page: Any) -> None:
-    view = send(page, "stream once more")
-    expect(view).to_have_attribute("data-status", "completed")
-    first = view.get_attribute("data-run-id")
+    _, first = finished(page, "stream once more")
     button(page, "Rerun").click()
-    rerun = page.locator("article.run-view")
-    expect(rerun).not_to_have_attribute("data-run-id", first)
-    expect(rerun).to_have_attribute("data-status", "completed")
-    expect(rerun.locator(".answer")).to_have_text("once more")
-    expect(rerun.locator(".facts")).to_contain_text(f"rerun of {first}")
+    rerun = expect_rerun(page, first, "once more")
     page.get_by_label("Run label").fill("second try")
     button(page, "Label").click()
     expect(rerun.locator("h2")).to_have_text("second try")

@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from llamon_playground.common.contract import API_PREFIX
-from tests.browser.helpers import XSS, button, expect, send
+from tests.browser.helpers import XSS, button, expect, expect_rerun, finished, send
 from tests.support.procs import Stack
 
 
@@ -40,19 +40,13 @@ def test_copy_curl_and_copy_python(page: Any, front_url: str) -> None:
 
 
 def test_edit_and_rerun(page: Any) -> None:
-    view = send(page, "stream first words")
-    expect(view).to_have_attribute("data-status", "completed")
-    first = view.get_attribute("data-run-id")
+    _, first = finished(page, "stream first words")
     button(page, "Edit and rerun").click()
     message = page.get_by_label("Message")
     expect(message).to_have_value("stream first words")
     message.fill("stream edited words")
     button(page, "Send").click()
-    rerun = page.locator("article.run-view")
-    expect(rerun).not_to_have_attribute("data-run-id", first)
-    expect(rerun).to_have_attribute("data-status", "completed")
-    expect(rerun.locator(".answer")).to_have_text("edited words")
-    expect(rerun.locator(".facts")).to_contain_text(f"rerun of {first}")
+    expect_rerun(page, first, "edited words")
 
 
 def test_compare_two_runs(page: Any) -> None:
