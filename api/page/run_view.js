@@ -270,11 +270,20 @@ function question(run) {
   return texts.length ? texts.join('\n') : 'The agent asks for input.';
 }
 
+// `/host/logs` pages forward from an offset: read the kept lines page by page (the ring is
+// bounded) and keep the last ones.
 async function hostLogTail() {
+  let tail = [];
+  let after = 0;
   try {
-    const doc = await call('GET', '/host/logs?limit=5000');
-    return doc.lines.slice(-LOG_TAIL_LINES).map((line) => line.text);
+    for (let page = 0; page < 20; page += 1) {
+      const doc = await call('GET', `/host/logs?after=${after}&limit=5000`);
+      tail = tail.concat(doc.lines.map((line) => line.text)).slice(-LOG_TAIL_LINES);
+      if (doc.lines.length < 5000) break;
+      after = doc.next;
+    }
   } catch {
-    return [];
+    // no tail is better than a broken diagnostics box
   }
+  return tail;
 }
