@@ -15,6 +15,7 @@ from llamon_playground.api.auth import TokenAuth
 from llamon_playground.api.connections import CappedSite, QuietAccept, connection_cap
 from llamon_playground.api.door import DOOR, Door, door_middleware
 from llamon_playground.api.guard import bind_address, check_bind_address, url_name
+from llamon_playground.api.page import add_page_routes
 from llamon_playground.api.relay import UPSTREAM, relay
 from llamon_playground.api.token_store import TokenLease, acquire_token
 from llamon_playground.common.config import Settings, project_key
@@ -37,11 +38,6 @@ class FrontOptions:
     show_token_url: bool = False  # `up` prints the URL with the token; a service never does
 
 
-async def landing(request: web.Request) -> web.Response:
-    return web.json_response({"service": "llamon Playground", "api": API,
-                              "openapi": API + "/openapi.json", "health": "/health"})
-
-
 def make_front_app(settings: Settings, door: Door) -> web.Application:
     app = web.Application(middlewares=[door_middleware], client_max_size=settings.max_request_bytes)
     app[DOOR] = door
@@ -59,7 +55,7 @@ def make_front_app(settings: Settings, door: Door) -> web.Application:
         await session.close()
 
     app.cleanup_ctx.append(upstream_ctx)
-    app.router.add_get("/", landing)
+    add_page_routes(app)
     app.router.add_route("*", API + "/{tail:.*}", relay)
     app.router.add_route("GET", "/health", relay)
     return app

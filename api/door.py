@@ -25,6 +25,7 @@ from llamon_playground.api.guard import (
     check_site,
 )
 from llamon_playground.api.limits import BodyTooLarge, body_limit, check_declared
+from llamon_playground.api.page import unauthorized_page, wants_page
 from llamon_playground.common.config import Settings
 from llamon_playground.common.http_json import error_response, http_error_response
 from llamon_playground.common.logging_setup import log_context
@@ -93,6 +94,10 @@ async def _answer(request: web.Request, handler: Handler) -> web.StreamResponse:
         early = request.app[DOOR].admit(request)
         return early if early is not None else await handler(request)
     except Refused as exc:
+        if exc.status == 401 and wants_page(request):
+            response = unauthorized_page()
+            response.headers["WWW-Authenticate"] = 'Bearer realm="llamon-playground"'
+            return response
         return refusal(exc.status, exc.code, exc.message)
     except BodyTooLarge as exc:
         response = refusal(413, "payload_too_large", str(exc))

@@ -57,6 +57,8 @@ def test_the_wheel_has_one_import_root(wheel: Path) -> None:
     assert "llamon_playground/daemon/app.py" in names
     assert "llamon_playground/examples/echo_agent/pyproject.toml" in names
     assert "llamon_playground/examples/echo_agent/app/host.py" in names
+    assert {"llamon_playground/api/page/index.html", "llamon_playground/api/page/app.js",
+            "llamon_playground/api/page/style.css"} <= names
 
 
 def test_the_installed_package_is_the_wheel_not_the_checkout(fresh_venv: Path) -> None:

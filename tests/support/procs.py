@@ -126,11 +126,12 @@ class Stack:
             except OSError:
                 return False
 
-    def start_front(self) -> tuple[Proc, str]:
+    def start_front(self, port: int = 0) -> tuple[Proc, str]:
+        """A new front; `port` 0 picks a free one, a given one replaces a stopped front."""
         # Unique: another Stack on the same runtime dir must never read this front's URL.
         log = self.runtime_base / f"front-{uuid.uuid4().hex[:8]}.log"
         front = Proc([sys.executable, "-m", "llamon_playground", "front", str(self.project),
-                      "--port", "0"], self.env, log, REPO)
+                      "--port", str(port)], self.env, log, REPO)
         self.fronts.append(front)
         found = wait_for(lambda: front_url(front), 30, "the front's URL")
         FRONT_TOKENS[found] = self.env["LLAMON_PLAYGROUND_TOKEN"]

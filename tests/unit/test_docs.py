@@ -98,7 +98,7 @@ def citations_in(path: Path) -> list[str]:
 
 def test_docs_has_a_page_per_topic() -> None:
     expected = {"api", "cli", "client", "configuration", "project-format", "host", "storage",
-                "security", "operations", "testing", "benchmarks"}
+                "security", "operations", "testing", "benchmarks", "page"}
     missing = sorted(name for name in expected if not (DOCS / f"{name}.md").is_file())
     assert not missing, f"docs/ lacks: {missing}"
 

@@ -1,0 +1,270 @@
+// The page's entry: history (sessions and their runs), the composer, the run view, the Host
+// badge, and the project-wide `/events` stream that keeps them current.
+import { API, all, call } from './api.js';
+import { button, el } from './dom.js';
+import { exportBundle, importBundle } from './bundles.js';
+import { compareView } from './compare.js';
+import { Composer } from './composer.js';
+import { HostLogs } from './host_logs.js';
+import { HostPanel } from './host_panel.js';
+import { RunList } from './run_list.js';
+import { RunView } from './run_view.js';
+
+const $ = (id) => document.getElementById(id);
+
+const app = {
+  sessions: [],
+  sessionId: null,
+  view: null,
+  picked: [],  // run ids ticked for Compare, oldest pick first
+  composer: null,
+  logs: null,
+  runList: null,
+  host: null,
+  reloadTimer: 0,
+
+  notice(text) {
+    const notice = $('notice');
+    notice.textContent = text;
+    notice.hidden = !text;
+  },
+
+  async loadSessions() {
+    this.sessions = await all('/sessions', 'sessions');
+    $('session-list').replaceChildren(...this.sessions.map((s) => el('li', {},
+      button(`${s.title || 'untitled'} (${s.run_count ?? 0})`, () => this.selectSession(s.id), {
+        class: 'session-item', 'aria-current': s.id === this.sessionId ? 'true' : null,
+        dataset: { sessionId: s.id },
+      }))));
+    const current = this.sessions.find((s) => s.id === this.sessionId);
+    $('session-head').hidden = !current;
+    if (current && document.activeElement !== $('session-title')) {
+      $('session-title').value = current.title || '';
+    }
+  },
+
+  async selectSession(sessionId) {
+    this.sessionId = sessionId;
+    await this.loadSessions();
+    await this.loadRuns();
+  },
+
+  async loadRuns() {
+    if (!this.sessionId) {
+      this.runList.show([], null);
+      return;
+    }
+    const runs = await all(`/sessions/${encodeURIComponent(this.sessionId)}/runs`, 'runs');
+    const openId = this.view && this.view.runId;
+    this.picked = this.picked.filter((id) => runs.some((run) => run.id === id));
+    this.updateCompare();
+    this.runList.show(runs.reverse(), openId);
+  },
+
+  pickBox(run) {
+    const box = el('input', { type: 'checkbox', 'aria-label': `Pick ${run.label || run.id} to compare` });
+    box.checked = this.picked.includes(run.id);
+    box.addEventListener('change', () => {
+      this.picked = this.picked.filter((id) => id !== run.id);
+      if (box.checked) this.picked.push(run.id);
+      if (this.picked.length > 2) this.picked.shift();
+      this.loadRuns().catch((e) => this.notice(e.message));
+    });
+    return box;
+  },
+
+  updateCompare() {
+    $('compare').disabled = this.picked.length !== 2;
+  },
+
+  async compare() {
+    const [left, right] = this.picked;
+    const view = await compareView(left, right);
+    if (this.view) this.view.close();
+    this.view = null;
+    $('run-pane').replaceChildren(view);
+  },
+
+  // After a delete: no session picked, no run shown, the lists read again.
+  async forgetSession() {
+    this.sessionId = null;
+    if (this.view) this.view.close();
+    this.view = null;
+    $('run-pane').replaceChildren();
+    await this.loadSessions();
+    await this.loadRuns();
+  },
+
+  showLogs() {
+    this.logs.open();
+  },
+
+  editRerun(run) {
+    this.composer.editRerun(run);
+  },
+
+  runsChanged() {
+    // Many events can arrive together (a run's status, its label): reload once for them.
+    clearTimeout(this.reloadTimer);
+    this.reloadTimer = setTimeout(() => {
+      this.loadRuns().catch((e) => this.notice(e.message));
+      this.loadSessions().catch((e) => this.notice(e.message));
+    }, 100);
+  },
+
+  async openRun(runId) {
+    if (this.view) this.view.close();
+    const view = new RunView(runId, this);
+    this.view = view;
+    $('run-pane').replaceChildren(view.node);
+    // The address keeps the open run: a reload (or a link) comes back to it.
+    history.replaceState(null, '', `#${runId}`);
+    await view.open();
+    if (view.detail && view.detail.session_id !== this.sessionId) {
+      await this.selectSession(view.detail.session_id);
+    } else {
+      await this.loadRuns();
+    }
+  },
+
+  // Create, resume and rerun answer 202 with the new run, which the view opens. A 409 names
+  // the active run instead: the view moves there, as the design says.
+  async start(request) {
+    let started;
+    try {
+      started = await request();
+    } catch (error) {
+      if (error.status !== 409 || !error.detail.active_run_id) throw error;
+      this.notice(`Another run is active (${error.detail.active_run_id}); showing it.`);
+      await this.openRun(error.detail.active_run_id);
+      return false;
+    }
+    this.notice('');
+    await this.openRun(started.run_id);
+    return true;
+  },
+
+  async send(body, title) {
+    const rerunOf = this.composer.rerunOf;
+    if (rerunOf) {
+      const started = await this.start(() => call('POST', `/runs/${encodeURIComponent(rerunOf)}/rerun`, body));
+      if (started) this.composer.pick(null);
+      return started;
+    }
+    if (!this.sessionId) {
+      const session = await call('POST', '/sessions', { title: title.slice(0, 60) });
+      this.sessionId = session.id;
+    }
+    return this.start(() => call('POST', `/sessions/${encodeURIComponent(this.sessionId)}/runs`, body));
+  },
+
+  watchProject() {
+    const events = new EventSource(`${API}/events`);
+    // Live only, with a snapshot first: a stream the browser gave up on is simply reopened.
+    events.addEventListener('error', () => {
+      if (events.readyState === EventSource.CLOSED) setTimeout(() => this.watchProject(), 2000);
+    });
+    const on = (kind, handler) => events.addEventListener(kind, (e) => handler(JSON.parse(e.data)));
+    on('host.state', (d) => {
+      this.host.show(d);
+      this.host.refresh().catch(() => {});
+    });
+    on('run.status', (d) => {
+      if (d.reason === 'runtime_restarted') {
+        this.notice(`A file changed outside the run: the Host restarted and ${d.run_id} ended (runtime_restarted).`);
+      }
+      this.runsChanged();
+    });
+    on('run.updated', () => this.runsChanged());
+    on('session.updated', () => this.runsChanged());
+  },
+};
+
+function guard(action) {
+  return async (event) => {
+    try {
+      await action(event);
+    } catch (error) {
+      app.notice(error.message);
+    }
+  };
+}
+
+function wire() {
+  const composer = new Composer({ tabs: $('composer-tabs'), message: $('message'),
+    hint: $('composer-hint'), metadata: $('metadata'), attachments: $('attachments') });
+  $('attach').addEventListener('change', guard(async (event) => {
+    await composer.attach(event.target.files);
+    event.target.value = '';
+  }));
+  $('add-uri').addEventListener('click', () => {
+    composer.addUri($('file-uri').value);
+    $('file-uri').value = '';
+  });
+  app.composer = composer;
+  app.logs = new HostLogs($('host-logs'));
+  app.runList = new RunList($('run-list'), { open: (id) => app.openRun(id), pickBox: (run) => app.pickBox(run) });
+  app.host = new HostPanel($('host-state'), $('host-body'), (text) => app.notice(text));
+  $('export-bundle').addEventListener('click', guard(async () => {
+    if (await exportBundle(app.sessionId)) app.notice('Bundle exported.');
+  }));
+  $('import-bundle').addEventListener('change', guard(async (event) => {
+    const [file] = event.target.files;
+    event.target.value = '';
+    if (!file) return;
+    const imported = await importBundle(file);
+    app.notice(`Imported ${Object.keys(imported.sessions).length} sessions and ${Object.keys(imported.runs).length} runs.`);
+    await app.loadSessions();
+  }));
+  $('delete-all').addEventListener('click', guard(async () => {
+    const runs = app.sessions.reduce((n, s) => n + (s.run_count || 0), 0);
+    if (!window.confirm(`Delete all history: ${app.sessions.length} sessions, ${runs} runs, their events and files? This cannot be undone.`)) return;
+    await call('DELETE', '/sessions');
+    await app.forgetSession();
+  }));
+  $('host-logs-button').addEventListener('click', () => app.logs.toggle());
+  $('compare').addEventListener('click', guard(() => app.compare()));
+  const submit = guard(async (event) => {
+    if (event) event.preventDefault();
+    const body = composer.body();
+    if (body && await app.send(body, composer.title())) composer.clear();
+  });
+  $('composer').addEventListener('submit', submit);
+  $('message').addEventListener('keydown', (event) => {
+    if (event.key === 'Enter' && (event.ctrlKey || event.metaKey)) submit(event);
+  });
+  $('new-session').addEventListener('click', guard(async () => {
+    const session = await call('POST', '/sessions', { title: 'untitled' });
+    await app.selectSession(session.id);
+  }));
+  $('rename-session').addEventListener('click', guard(async () => {
+    await call('PATCH', `/sessions/${encodeURIComponent(app.sessionId)}`,
+      { title: $('session-title').value });
+    await app.loadSessions();
+  }));
+  $('delete-session').addEventListener('click', guard(async () => {
+    const current = app.sessions.find((s) => s.id === app.sessionId);
+    if (!current) return;
+    const what = `Delete session "${current.title || 'untitled'}" and its ${current.run_count ?? 0} runs?`;
+    if (!window.confirm(what)) return;
+    await call('DELETE', `/sessions/${encodeURIComponent(current.id)}`);
+    await app.forgetSession();
+  }));
+  $('restart-host').addEventListener('click', guard(async () => {
+    app.host.show(await call('POST', '/host/restart', {}));
+  }));
+  composer.load().catch((e) => app.notice(e.message));
+  app.watchProject();
+  app.loadSessions().catch((e) => app.notice(e.message));
+  app.host.refresh().catch(() => {});
+  const follow = () => {
+    const linked = /^#(run_[0-9a-f]+)$/.exec(location.hash);
+    if (linked && !(app.view && app.view.runId === linked[1])) {
+      app.openRun(linked[1]).catch((e) => app.notice(e.message));
+    }
+  };
+  window.addEventListener('hashchange', follow);
+  follow();
+}
+
+wire();

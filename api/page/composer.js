@@ -1,0 +1,155 @@
+// The composer: text by default; a Flow's contract tabs (or an Agent's input schemas) from
+// `/composer-schema` turn the message box into the tab's JSON draft, sent as a data part.
+import { call } from './api.js';
+import { button, el } from './dom.js';
+import { sourceTarget } from './source.js';
+
+const MAX_INLINE_BYTES = 10 * 1024 * 1024;  // the API's limit per inline file, decoded
+
+export class Composer {
+  constructor(nodes) {
+    this.tabsNode = nodes.tabs;
+    this.message = nodes.message;
+    this.hint = nodes.hint;
+    this.metadata = nodes.metadata;
+    this.list = nodes.attachments;
+    this.files = [];  // file parts to send with the message
+    this.tab = null;  // null: the text composer
+    this.rerunOf = null;  // a run id while "Edit and rerun" is composing
+  }
+
+  async load() {
+    const schema = await call('GET', '/composer-schema');
+    const tabs = schema.tabs || [];
+    if (!tabs.length) return;
+    this.tabs = tabs;
+    const buttons = [button('Text', () => this.pick(null)),
+      ...tabs.map((tab) => button(tab.node_id ? `${tab.node_id}: ${tab.contract}` : tab.contract || tab.id,
+        () => this.pick(tab)))];
+    buttons.forEach((b) => b.setAttribute('aria-pressed', 'false'));
+    buttons[0].setAttribute('aria-pressed', 'true');
+    this.buttons = buttons;
+    this.tabsNode.replaceChildren(...buttons);
+  }
+
+  pick(tab) {
+    this.tab = tab;
+    this.rerunOf = null;
+    const index = tab ? (this.tabs || []).indexOf(tab) + 1 : 0;
+    (this.buttons || []).forEach((b, i) => b.setAttribute('aria-pressed', String(i === index)));
+    if (tab) {
+      this.message.value = JSON.stringify(tab.draft, null, 2);
+      const required = (tab.fields || []).filter((f) => f.required).map((f) => f.name);
+      this.hint.textContent = tab.fields_declared === false ? 'fields not declared'
+        : required.length ? `required: ${required.join(', ')}` : '';
+      if (tab.node_id) {
+        sourceTarget(tab.node_id).then((node) => {
+          if (this.tab === tab) this.hint.append(' · ', node);
+        });
+      }
+    } else {
+      this.message.value = '';
+      this.hint.textContent = '';
+    }
+  }
+
+  // Edit and rerun: the run's input in the box; Send reruns it with the edited parts.
+  editRerun(run) {
+    const parts = (run.input && run.input.parts) || [];
+    const texts = parts.filter((p) => p.kind === 'text').map((p) => p.text);
+    const data = parts.find((p) => p.kind === 'data');
+    this.tab = !texts.length && data ? { id: 'edit', contract: 'data', draft: data.data } : null;
+    this.message.value = this.tab ? JSON.stringify(data.data, null, 2) : texts.join('\n');
+    this.rerunOf = run.id;
+    this.hint.textContent = `Editing a rerun of ${run.label || run.id}: Send starts it.`;
+    this.message.focus();
+  }
+
+  title() {
+    return this.tab ? (this.tab.contract || this.tab.id) : this.message.value.trim();
+  }
+
+  // Inline files go as base64 (the daemon stores them); a URI is never downloaded.
+  async attach(fileList) {
+    for (const file of fileList) {
+      if (file.size > MAX_INLINE_BYTES) {
+        this.hint.textContent = `${file.name} is over 10 MiB; attach it by URI`;
+        continue;
+      }
+      const bytes = new Uint8Array(await file.arrayBuffer());
+      let binary = '';
+      for (let i = 0; i < bytes.length; i += 0x8000) {
+        binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+      }
+      this.files.push({ kind: 'file', name: file.name, mime: file.type || 'application/octet-stream',
+        bytes_base64: btoa(binary) });
+    }
+    this.showFiles();
+  }
+
+  addUri(uri) {
+    if (!uri.trim()) return;
+    const name = uri.split(/[?#]/)[0].split('/').filter(Boolean).pop() || 'file';
+    this.files.push({ kind: 'file', uri: uri.trim(), name });
+    this.showFiles();
+  }
+
+  showFiles() {
+    this.list.replaceChildren(...this.files.map((part, i) => el('li', {},
+      part.uri ? `${part.name}: ${part.uri} (not downloaded, unavailable for replay)`
+        : `${part.name} (${part.mime}, inline)`,
+      button(`Remove ${part.name}`, () => {
+        this.files.splice(i, 1);
+        this.showFiles();
+      }))));
+  }
+
+  clear() {
+    this.files = [];
+    this.showFiles();
+  }
+
+  // The run request body, or null (and a hint) when there is nothing valid to send.
+  body() {
+    const parts = this.messageParts();
+    if (parts === null) return null;
+    parts.push(...this.files);
+    if (!parts.length) return null;
+    const body = { parts };
+    const metadata = this.metadata.value.trim();
+    if (metadata) {
+      const parsed = parseObject(metadata);
+      if (typeof parsed === 'string') {
+        this.hint.textContent = `metadata: ${parsed}`;
+        return null;
+      }
+      body.metadata = parsed;
+    }
+    return body;
+  }
+
+  messageParts() {
+    const value = this.message.value;
+    if (!this.tab) return value.trim() ? [{ kind: 'text', text: value }] : [];
+    const data = parseObject(value);
+    if (typeof data === 'string') {
+      this.hint.textContent = `data part: ${data}`;
+      return null;
+    }
+    return [{ kind: 'data', data }];
+  }
+}
+
+// A JSON object, or a string saying why the text is not one.
+function parseObject(text) {
+  let value;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    return `not JSON: ${error.message}`;
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    return 'not a JSON object';
+  }
+  return value;
+}

@@ -1,0 +1,41 @@
+// Stored parts as DOM: text, data (a collapsible JSON tree), files, status and error parts.
+// Everything the agent sent is text content; a file link is built only from a sha256.
+import { API } from './api.js';
+import { el } from './dom.js';
+
+const SHA256 = /^[0-9a-f]{64}$/;
+
+export function renderPart(part) {
+  switch (part.kind) {
+    case 'text':
+      return el('div', { class: 'part text' }, part.text);
+    case 'data':
+      return el('details', { class: 'part data', open: true },
+        el('summary', {}, `data${part.data && part.data.schema ? ` · ${part.data.schema}` : ''}`),
+        el('pre', {}, JSON.stringify(part.data, null, 2)));
+    case 'file':
+      return renderFile(part);
+    case 'status':
+      return el('div', { class: 'part status' },
+        `status: ${part.status}${part.reason ? ` (${part.reason})` : ''}`);
+    case 'error':
+      return el('div', { class: 'part error' },
+        `error${part.code ? ` ${part.code}` : ''}: ${part.message}`);
+    default:
+      return el('pre', { class: 'part other' }, JSON.stringify(part, null, 2));
+  }
+}
+
+function renderFile(part) {
+  const facts = [part.name || 'file', part.mime, part.size !== undefined ? `${part.size} bytes` : null]
+    .filter(Boolean).join(' · ');
+  const box = el('div', { class: 'part file' }, el('span', {}, facts));
+  if (typeof part.sha256 === 'string' && SHA256.test(part.sha256)) {
+    box.append(el('code', { class: 'hash' }, part.sha256),
+      el('a', { href: `${API}/files/${part.sha256}`, download: part.name || part.sha256 }, 'download'));
+  }
+  if (part.uri) {
+    box.append(el('span', { class: 'hint' }, `${part.uri} (not downloaded, unavailable for replay)`));
+  }
+  return box;
+}

@@ -1,0 +1,289 @@
+// One run: header, stepper, the answer (streamed, then the stored final parts), actions and
+// a failed run's diagnostics. One EventSource per visible run; the browser resumes it by
+// Last-Event-ID, and the stream ends (204) once the run's final status was sent.
+import { ACTIVE, API, TERMINAL, call } from './api.js';
+import { button, el, ms } from './dom.js';
+import { renderPart } from './parts.js';
+import { sourceTarget } from './source.js';
+import { Stepper } from './stepper.js';
+
+const LOG_TAIL_LINES = 20;
+const RETRY_MS = 2000;
+
+export class RunView {
+  constructor(runId, app) {
+    this.runId = runId;
+    this.app = app;  // start(request), openRun(id), notice(text), runsChanged(), showLogs(), editRerun(run)
+    this.stepper = new Stepper();
+    this.head = el('div', { class: 'run-head' });
+    this.input = el('div', { class: 'input-parts' });
+    this.answer = el('div', { class: 'answer', role: 'region', 'aria-label': 'Answer', dataset: { source: 'none' } });
+    this.actions = el('div', { class: 'actions' });
+    this.diagnostics = el('div', { class: 'diagnostics' });
+    this.snippet = el('pre', { class: 'snippet', hidden: true });
+    this.scores = el('div', { class: 'scores-box' });
+    this.trace = el('ol', { class: 'trace', 'aria-label': 'Trace' });
+    const details = el('details', { class: 'trace-box' },
+      el('summary', {}, 'Trace and scores'), this.scores, this.trace);
+    this.node = el('article', { class: 'run-view', dataset: { runId, status: '' } },
+      this.head, el('details', { class: 'input-box' }, el('summary', {}, 'Input'), this.input),
+      this.stepper.node, this.answer, this.actions, this.snippet, this.diagnostics,
+      details);
+    this.artifacts = new Map();  // artifact_id -> {text, span, dirty}
+    this.final = false;
+    this.frame = 0;
+    this.events = null;
+    this.cursor = null;  // the last event id seen
+    this.ended = false;
+    this.detail = null;
+  }
+
+  async open() {
+    await this.refresh();
+    if (this.events === null && !this.closed) this.connect();
+  }
+
+  connect() {
+    // The browser resumes a dropped stream itself (Last-Event-ID). A stream it gave up on
+    // (a 503 while no front or daemon answered) is opened again here, after the cursor.
+    const after = this.cursor ? `?after=${encodeURIComponent(this.cursor)}` : '';
+    const events = new EventSource(`${API}/runs/${encodeURIComponent(this.runId)}/events${after}`);
+    this.events = events;
+    const on = (kind, handler) => events.addEventListener(kind, (e) => {
+      if (e.lastEventId) this.cursor = e.lastEventId;
+      handler(JSON.parse(e.data));
+    });
+    events.addEventListener('error', () => {
+      if (events.readyState !== EventSource.CLOSED || this.events !== events) return;
+      this.events = null;
+      this.retry = setTimeout(() => {
+        if (!this.closed && !this.ended) this.connect();
+      }, RETRY_MS);
+    });
+    on('run.phase', (d) => this.stepper.update(d));
+    on('output.delta', (d) => this.delta(d));
+    on('run.output', (d) => this.showFinal(d.parts || []));
+    on('trace', (d) => this.traceEvent(d));
+    on('run.status', (d) => {
+      this.setStatus(d.status);
+      if (TERMINAL.has(d.status)) {
+        this.ended = true;
+        this.disconnect();
+        if (!this.detail || !TERMINAL.has(this.detail.status)) {  // it ended while we watched
+          this.refresh();
+          this.app.runsChanged();
+        }
+      }
+    });
+  }
+
+  disconnect() {
+    if (this.events) this.events.close();
+    this.events = null;
+  }
+
+  close() {
+    this.closed = true;
+    clearTimeout(this.retry);
+    this.disconnect();
+    cancelAnimationFrame(this.frame);
+  }
+
+  // Deltas fold into their artifact; the DOM is written once per animation frame.
+  delta(d) {
+    if (this.final) return;
+    let artifact = this.artifacts.get(d.artifact_id);
+    if (!artifact) {
+      artifact = { text: '', span: el('span', { class: 'chunk' }), dirty: false };
+      this.artifacts.set(d.artifact_id, artifact);
+      if (this.answer.dataset.source !== 'stream') {
+        this.answer.replaceChildren();
+        this.answer.dataset.source = 'stream';
+      }
+      this.answer.append(artifact.span);
+    }
+    artifact.text = d.append === false ? d.text : artifact.text + d.text;
+    artifact.dirty = true;
+    if (!this.frame) this.frame = requestAnimationFrame(() => this.paint());
+  }
+
+  paint() {
+    this.frame = 0;
+    if (this.final) return;
+    for (const artifact of this.artifacts.values()) {
+      if (artifact.dirty) {
+        artifact.span.textContent = artifact.text;
+        artifact.dirty = false;
+      }
+    }
+  }
+
+  // The stored parts replace whatever streamed: the text never shows twice.
+  showFinal(parts) {
+    this.final = true;
+    this.artifacts.clear();
+    this.answer.replaceChildren(...parts.map(renderPart));
+    this.answer.dataset.source = 'final';
+  }
+
+  traceEvent(d) {
+    const what = d.type === 'evaluation.result'
+      ? `${d.evaluator}: ${d.score}${d.passStatus ? ` ${d.passStatus}` : ''}${d.reason ? ` (${d.reason})` : ''}`
+      : `${d.node || ''}`;
+    const item = el('li', { dataset: { type: d.type || '' } }, `${d.type || 'trace'} ${what}`);
+    if (d.type === 'node.start' && d.node) {
+      const where = button(`Where is ${d.node}?`, async () => where.replaceWith(await sourceTarget(d.node)));
+      item.append(' ', where);
+    }
+    this.trace.append(item);
+  }
+
+  renderScores(run) {
+    const scores = run.scores || [];
+    if (!scores.length) {
+      this.scores.replaceChildren(el('p', { class: 'hint' }, 'No evaluator scores.'));
+      return;
+    }
+    this.scores.replaceChildren(el('table', { class: 'scores' },
+      el('thead', {}, el('tr', {}, ['evaluator', 'score', 'passStatus', 'reason', 'node', 'duration']
+        .map((h) => el('th', {}, h)))),
+      el('tbody', {}, scores.map((s) => el('tr', {},
+        [s.evaluator, s.score, s.passStatus, s.reason, s.node, ms(s.duration_ms)]
+          .map((v) => el('td', {}, v === undefined || v === null ? '' : String(v))))))));
+  }
+
+  async copySnippet(kind) {
+    const doc = await call('GET', `/runs/${encodeURIComponent(this.runId)}/snippets`);
+    this.snippet.textContent = doc[kind];
+    this.snippet.hidden = false;
+    this.snippet.dataset.kind = kind;
+    try {
+      await navigator.clipboard.writeText(doc[kind]);
+      this.app.notice(`Copied the ${kind === 'curl' ? 'curl command' : 'Python script'}.`);
+    } catch {
+      this.app.notice('The clipboard refused; the snippet is shown below the actions.');
+    }
+  }
+
+  setStatus(status) {
+    this.node.dataset.status = status;
+    if (this.statusNode) this.statusNode.textContent = status;
+  }
+
+  async refresh() {
+    let run;
+    try {
+      run = await call('GET', `/runs/${encodeURIComponent(this.runId)}`);
+    } catch (error) {
+      this.app.notice(error.message);
+      return;
+    }
+    if (this.closed) return;
+    this.detail = run;
+    this.renderHead(run);
+    this.input.replaceChildren(...((run.input && run.input.parts) || []).map(renderPart));
+    this.setStatus(run.status);
+    this.renderActions(run);
+    this.renderScores(run);
+    if (TERMINAL.has(run.status)) {
+      this.showFinal(run.output || []);
+      this.renderDiagnostics(run);
+    }
+  }
+
+  renderHead(run) {
+    this.statusNode = el('span', { class: 'status', dataset: { status: run.status } }, run.status);
+    const summary = run.score_summary && run.score_summary.evaluators
+      ? el('span', { class: 'badge' },
+        `evaluator ${run.score_summary.evaluators} · fail ${run.score_summary.failed}`)
+      : null;
+    this.head.replaceChildren(
+      el('h2', {}, run.label ? run.label : run.id),
+      el('p', { class: 'facts' }, this.statusNode,
+        run.reason ? el('span', { class: 'reason' }, run.reason) : null,
+        run.duration_ms !== null ? el('span', { class: 'duration' }, ms(run.duration_ms)) : null,
+        summary,
+        run.rerun_of ? el('span', {}, `rerun of ${run.rerun_of}`) : null,
+        run.parent_run_id ? el('span', {}, `resumes ${run.parent_run_id}`) : null));
+  }
+
+  renderActions(run) {
+    const id = encodeURIComponent(run.id);
+    const items = [];
+    if (ACTIVE.has(run.status)) {
+      items.push(button('Cancel', () => this.act(() => call('DELETE', `/runs/${id}`))));
+    }
+    if (run.status === 'input_required' && !run.resumed_by) {
+      const answer = el('input', { 'aria-label': 'Your answer', class: 'answer-input' });
+      items.push(el('div', { class: 'resume' },
+        el('p', { class: 'question' }, question(run)), answer,
+        button('Resume', () => this.act(() => this.app.start(() => call('POST',
+          `/runs/${id}/resume`, { parts: [{ kind: 'text', text: answer.value }] }))))));
+    }
+    if (!ACTIVE.has(run.status)) {
+      items.push(button('Rerun', () => this.act(() => this.app.start(() => call('POST',
+        `/runs/${id}/rerun`, {})))), button('Edit and rerun', () => this.app.editRerun(run)));
+    }
+    const label = el('input', { 'aria-label': 'Run label', maxlength: 200 });
+    label.value = run.label || '';
+    items.push(label, button('Label', () => this.act(async () => {
+      await call('PATCH', `/runs/${id}`, { label: label.value || null });
+      await this.refresh();
+      this.app.runsChanged();
+    })),
+    button('Copy curl', () => this.act(() => this.copySnippet('curl'))),
+    button('Copy Python', () => this.act(() => this.copySnippet('python'))));
+    this.actions.replaceChildren(...items);
+  }
+
+  async act(action) {
+    try {
+      await action();
+    } catch (error) {
+      this.app.notice(error.message);
+    }
+  }
+
+  async renderDiagnostics(run) {
+    if (!run.error && run.status !== 'failed') {
+      this.diagnostics.replaceChildren();
+      return;
+    }
+    const error = run.error || {};
+    const box = el('section', { class: 'failure', 'aria-label': 'Diagnostics' },
+      el('h3', {}, `failed: ${run.reason || 'unknown reason'}`),
+      el('p', { class: 'message' }, error.message || ''));
+    if (run.recommended_run_command) {
+      const command = run.recommended_run_command;
+      box.append(el('p', {}, 'Run the Host by hand to see why: ', el('code', {}, command),
+        button('Copy command', () => navigator.clipboard.writeText(command))));
+    }
+    const tail = Array.isArray(error.log_tail) ? error.log_tail : await hostLogTail();
+    box.append(el('h4', {}, 'Host log tail'), el('pre', { class: 'log-tail' }, tail.join('\n')),
+      button('Host logs', () => this.app.showLogs()));
+    if (!this.closed) this.diagnostics.replaceChildren(box);
+  }
+}
+
+function question(run) {
+  const texts = (run.output || []).filter((p) => p.kind === 'text').map((p) => p.text);
+  return texts.length ? texts.join('\n') : 'The agent asks for input.';
+}
+
+// `/host/logs` pages forward from an offset: read the kept lines page by page (the ring is
+// bounded) and keep the last ones.
+async function hostLogTail() {
+  let tail = [];
+  let after = 0;
+  try {
+    for (let page = 0; page < 20; page += 1) {
+      const doc = await call('GET', `/host/logs?after=${after}&limit=5000`);
+      tail = tail.concat(doc.lines.map((line) => line.text)).slice(-LOG_TAIL_LINES);
+      if (doc.lines.length < 5000) break;
+      after = doc.next;
+    }
+  } catch {
+    // no tail is better than a broken diagnostics box
+  }
+  return tail;
+}

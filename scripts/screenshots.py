@@ -1,0 +1,118 @@
+"""Screenshots of the Playground page (scripts/screenshots): the run view, a failed run and
+a comparison, each in light and dark, at 1280×720, into docs/screenshots/."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from playwright.sync_api import expect, sync_playwright
+
+REPO = Path(__file__).resolve().parents[1]
+OUT = REPO / "docs" / "screenshots"
+CHROMIUM = os.environ.get("LLAMON_PLAYGROUND_CHROMIUM", "/usr/bin/chromium")
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+API = "/api/playground/v1"
+
+
+def start_up(workdir: Path) -> tuple[subprocess.Popen[str], str]:
+    project = workdir / "echo_agent"
+    shutil.copytree(REPO / "examples" / "echo_agent", project,
+                    ignore=shutil.ignore_patterns(".llamon", "__pycache__"))
+    env = {**os.environ, "LLAMON_PLAYGROUND_RUNTIME_DIR": str(workdir / "run")}
+    up = subprocess.Popen([str(REPO / ".venv" / "bin" / "llamon-playground"), "up", str(project),
+                           "--port", "0"], env=env, stdout=subprocess.PIPE, text=True)
+    assert up.stdout is not None
+    for line in up.stdout:
+        if line.startswith("open in a browser: "):
+            return up, line.split(": ", 1)[1].strip()
+    raise SystemExit(f"`up` ended without a URL (exit {up.wait()})")
+
+
+def api(url: str, token: str, method: str, path: str, body: Any = None) -> Any:
+    request = urllib.request.Request(f"{url}{API}{path}", method=method,
+                                     data=None if body is None else json.dumps(body).encode(),
+                                     headers={"Authorization": f"Bearer {token}",
+                                              "Content-Type": "application/json"})
+    with urllib.request.urlopen(request) as response:
+        return json.loads(response.read() or b"null")
+
+
+def finished(url: str, token: str, run_id: str) -> dict[str, Any]:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        run = api(url, token, "GET", f"/runs/{run_id}")
+        if run["status"] not in ("queued", "preparing", "running"):
+            return dict(run)
+        time.sleep(0.1)  # a script's poll, not a test's synchronisation
+    raise SystemExit(f"{run_id} did not finish")
+
+
+def history(url: str, token: str) -> dict[str, str]:
+    """A small history to look at: two comparable runs, a labelled one, a failed one."""
+    session = api(url, token, "POST", "/sessions", {"title": "tour of the page"})["id"]
+    runs: dict[str, str] = {}
+    for name, text in (("left", "stream hello from the Playground page"),
+                       ("right", "stream hello from the page, edited"),
+                       ("failed", "fail")):
+        run_id = api(url, token, "POST", f"/sessions/{session}/runs",
+                     {"parts": [{"kind": "text", "text": text}]})["run_id"]
+        finished(url, token, run_id)
+        runs[name] = run_id
+    api(url, token, "PATCH", f"/runs/{runs['right']}", {"label": "edited wording"})
+    return runs
+
+
+def shoot(browser: Any, login: str, url: str, runs: dict[str, str], scheme: str) -> None:
+    context = browser.new_context(viewport={"width": 1280, "height": 720}, color_scheme=scheme)
+    page = context.new_page()
+    page.goto(login)
+    page.goto(f"{url}/#{runs['right']}")
+    view = page.locator("article.run-view")
+    expect(view).to_have_attribute("data-status", "completed")
+    view.get_by_text("Trace and scores").click()
+    page.screenshot(path=OUT / f"run-{scheme}.png")
+    page.goto(f"{url}/#{runs['failed']}")
+    expect(view).to_have_attribute("data-status", "failed")
+    expect(view.locator(".log-tail")).not_to_have_text("")
+    page.screenshot(path=OUT / f"failed-{scheme}.png")
+    boxes = page.locator(".run-item input[type=checkbox]")
+    boxes.nth(2).check()
+    boxes.nth(1).check()
+    page.get_by_role("button", name="Compare", exact=True).click()
+    expect(page.locator("pre.diff")).to_be_visible()
+    page.screenshot(path=OUT / f"compare-{scheme}.png")
+    context.close()
+
+
+def main() -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    workdir = Path(tempfile.mkdtemp(prefix="lpshots", dir="/tmp"))
+    up, login = start_up(workdir)
+    try:
+        url, token = login.split("/?token=")
+        runs = history(url, token)
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+            for scheme in ("light", "dark"):
+                shoot(browser, login, url, runs, scheme)
+            browser.close()
+    finally:
+        up.send_signal(signal.SIGINT)  # `up` stops the daemon it started, Host included
+        up.wait(30)
+        shutil.rmtree(workdir, ignore_errors=True)
+    print("\n".join(str(p.relative_to(REPO)) for p in sorted(OUT.glob("*.png"))), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+"""History-wide tools in a real Chromium: bundles out and in, delete all, the Host panel, and
+a run ended by an outside edit. Their own module: they clear history and restart the Host."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from llamon_playground.common.contract import API_PREFIX
+from tests.browser.helpers import accept_dialogs, button, expect, send
+from tests.support.procs import Stack
+
+
+def test_export_then_import_a_bundle(page: Any, tmp_path: Path) -> None:
+    view = send(page, "stream bundle me")
+    expect(view).to_have_attribute("data-status", "completed")
+    sessions = page.locator(".session-item")
+    before = sessions.count()
+    asked = accept_dialogs(page)
+    with page.expect_download() as download:
+        button(page, "Export bundle").click()
+    assert "Anyone you give it to can read them all" in asked[0]  # the warning came first
+    saved = tmp_path / "bundle.json"
+    download.value.save_as(saved)
+    bundle = json.loads(saved.read_text())
+    assert bundle["format"] == "llamon.playground.bundle/1"
+    assert [r["label"] for r in bundle["runs"]] == [None]
+    page.get_by_label("Import bundle").set_input_files(saved)
+    expect(page.locator("#notice")).to_have_text("Imported 1 sessions and 1 runs.")
+    expect(sessions).to_have_count(before + 1)
+
+
+def test_an_invalid_bundle_shows_the_apis_error(page: Any) -> None:
+    page.get_by_label("Import bundle").set_input_files(files=[{
+        "name": "bad.json", "mimeType": "application/json",
+        "buffer": json.dumps({"format": "something/else"}).encode()}])
+    expect(page.locator("#notice")).to_contain_text("400 unsupported_bundle_format")
+
+
+def test_delete_all_history_says_what_goes(page: Any) -> None:
+    expect(send(page, "stream going away")).to_have_attribute("data-status", "completed")
+    expect(page.locator(".session-item").first).to_be_visible()
+    asked = accept_dialogs(page)
+    button(page, "Delete all history").click()
+    expect(page.locator(".session-item")).to_have_count(0)
+    assert asked and asked[0].startswith("Delete all history:") and " runs" in asked[0]
+
+
+def test_the_host_panel_stops_and_starts_the_host(page: Any) -> None:
+    badge = page.locator("#host-state")
+    expect(badge).to_have_attribute("data-state", "ready")
+    generation = int(badge.get_attribute("data-generation") or 0)
+    badge.click()
+    panel = page.get_by_role("region", name="Host")
+    expect(panel).to_contain_text("restarts")
+    button(page, "Stop Host").click()
+    expect(badge).to_have_attribute("data-state", "stopped")
+    button(page, "Start Host").click()
+    expect(badge).to_have_attribute("data-state", "ready")
+    expect(badge).to_have_attribute("data-generation", str(generation + 1))
+
+
+def test_an_outside_edit_ends_the_run_and_says_so(
+        page: Any, page_stack: tuple[Stack, str]) -> None:
+    stack, _ = page_stack
+    view = send(page, "slow")
+    expect(view.locator(".answer")).to_contain_text("tick 1 ")
+    agent = stack.project / "app" / "agent.py"
+    agent.write_text(agent.read_text() + "\n# edited outside the run\n")
+    expect(view).to_have_attribute("data-status", "failed", timeout=30_000)
+    expect(view.locator(".reason")).to_have_text("runtime_restarted")
+    expect(page.locator("#notice")).to_contain_text("runtime_restarted")
+
+
+def test_a_thousand_runs_render_only_the_visible_cards(page: Any, front_url: str) -> None:
+    view = send(page, "stream a template")
+    expect(view).to_have_attribute("data-status", "completed")
+    api = f"{front_url}{API_PREFIX}"
+    bundle = page.request.post(f"{api}/bundles/export",
+                               data={"run_ids": [view.get_attribute("data-run-id")]}).json()
+    template = bundle["runs"][0]
+    bundle["runs"] = [{**template, "id": f"run_{n:032x}", "label": f"copy {n}"}
+                      for n in range(1000)]
+    bundle["events"] = []
+    answer = page.request.post(f"{api}/bundles/import", data={"bundle": bundle})
+    assert answer.status == 201, answer.text()
+    session = next(iter(answer.json()["sessions"].values()))
+    page.reload()
+    page.locator(f".session-item[data-session-id='{session}']").click()
+    cards = page.locator(".run-card")
+    expect(cards.first.locator(".label")).to_have_text("copy 999")  # newest first
+    assert cards.count() < 60, cards.count()
+    page.locator("#run-list").evaluate("list => list.scrollTop = list.scrollHeight")
+    expect(page.locator(".run-card .label", has_text=re.compile(r"^copy 0$"))).to_be_visible()
+    assert cards.count() < 60, cards.count()
