@@ -180,6 +180,64 @@ async def test_sql_built_frames_match_python_frames(tmp_path: Path) -> None:
         await store.close()
 
 
+async def test_each_event_commits_with_its_frame_and_rows_without_one_replay_the_same(
+        tmp_path: Path) -> None:
+    """Replay copies the frame stored at commit; a row from before the frame column (NULL)
+    gets the same bytes built by the query, so a migrated history replays unchanged."""
+    from llamon_playground.daemon.store.event_log import frame
+    store = make_store(tmp_path)
+    await store.open()
+    try:
+        for n in range(5):
+            store.append_event("run_s", "output.delta", {"text": f"t{n} \"é\"", "n": n})
+        await store.write_with_events(lambda conn: None,
+                                      [("run_s", "run.status", {"status": "completed"})])
+        records = await store.events_after("run_s", 0)
+        stored, last, terminal = await store.frames_after("run_s", 0)
+        assert stored == b"".join(frame(r).data for r in records)
+        assert last == records[-1].seq and terminal is True
+        conn = sqlite3.connect(store_path(tmp_path))
+        frames = [f for (f,) in conn.execute(
+            "SELECT frame FROM events WHERE run_id = 'run_s' ORDER BY seq")]
+        assert frames == [frame(r).data for r in records]
+        conn.execute("UPDATE events SET frame = NULL WHERE run_id = 'run_s' AND seq % 2 = 0")
+        conn.commit()
+        conn.close()
+        assert await store.frames_after("run_s", 0) == (stored, last, True)
+    finally:
+        await store.close()
+
+
+async def test_a_second_version_database_gets_the_frame_column_and_replays_its_events(
+        tmp_path: Path) -> None:
+    from llamon_playground.daemon.store.database import split_sql
+    from llamon_playground.daemon.store.event_log import frame
+    from llamon_playground.daemon.store.migrations import MIGRATIONS
+    db = tmp_path / ".llamon/playground/playground.sqlite3"
+    db.parent.mkdir(parents=True)
+    conn = sqlite3.connect(db)
+    for script in MIGRATIONS[:2]:
+        for statement in split_sql(script):
+            conn.execute(statement)
+    conn.execute("PRAGMA user_version = 2")
+    conn.executemany("INSERT INTO events (seq, run_id, kind, payload, ts) VALUES (?, ?, ?, ?, 't')",
+                     [(1, "run_o", "output.delta", b'{"text":"a"}'),
+                      (2, "run_o", "run.status", b'{"status":"failed"}')])
+    conn.commit()
+    conn.close()
+    store = make_store(tmp_path)
+    await store.open()
+    try:
+        records = await store.events_after("run_o", 0)
+        assert await store.frames_after("run_o", 0) == (
+            b"".join(frame(r).data for r in records), 2, True)
+        store.append_event("run_o", "x.y", {})
+        await store.flush()
+        assert (await store.events_after("run_o", 2))[0].seq == 3
+    finally:
+        await store.close()
+
+
 async def test_a_first_version_database_migrates_forward_keeping_its_runs(
         tmp_path: Path) -> None:
     from llamon_playground.daemon.store.database import split_sql
