@@ -180,6 +180,36 @@ async def test_sql_built_frames_match_python_frames(tmp_path: Path) -> None:
         await store.close()
 
 
+async def test_a_stream_of_events_commits_once_per_interval_and_a_waiter_at_once(
+        tmp_path: Path) -> None:
+    """Token-by-token appends share a transaction per COMMIT_INTERVAL instead of paying one
+    commit (and its thread hand-offs) each; a write someone awaits does not wait for that."""
+    import time
+
+    from llamon_playground.daemon.store.database import COMMIT_INTERVAL
+    published: list[EventRecord] = []
+    store = make_store(tmp_path, published)
+    await store.open()
+    try:
+        await store.flush()
+        before = store.batches_committed
+        started = time.monotonic()
+        for n in range(100):
+            store.append_event("r", "output.delta", {"n": n})
+            await asyncio.sleep(0.002)  # a Host's pace: time for a commit between tokens
+        await store.flush()
+        elapsed = time.monotonic() - started
+        assert [r.as_dict()["n"] for r in published] == list(range(100))
+        # Without the interval this is about one batch per append.
+        assert store.batches_committed - before <= elapsed / COMMIT_INTERVAL + 3
+        store.append_event("r", "output.delta", {"n": 100})
+        store.append_event("r", "output.delta", {"n": 101})
+        assert await store.write(lambda conn: 7) == 7  # commits the queued events with it
+        assert published[-1].as_dict()["n"] == 101
+    finally:
+        await store.close()
+
+
 async def test_each_event_commits_with_its_frame_and_rows_without_one_replay_the_same(
         tmp_path: Path) -> None:
     """Replay copies the frame stored at commit; a row from before the frame column (NULL)
