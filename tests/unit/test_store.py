@@ -180,6 +180,20 @@ async def test_sql_built_frames_match_python_frames(tmp_path: Path) -> None:
         await store.close()
 
 
+def old_database(tmp_path: Path, version: int) -> sqlite3.Connection:
+    """A database as a daemon of schema `version` left it (no rows yet), opened."""
+    from llamon_playground.daemon.store.database import split_sql
+    from llamon_playground.daemon.store.migrations import MIGRATIONS
+    db = store_path(tmp_path)
+    db.parent.mkdir(parents=True)
+    conn = sqlite3.connect(db)
+    for script in MIGRATIONS[:version]:
+        for statement in split_sql(script):
+            conn.execute(statement)
+    conn.execute(f"PRAGMA user_version = {version}")
+    return conn
+
+
 async def test_a_stream_of_events_commits_once_per_interval_and_a_waiter_at_once(
         tmp_path: Path) -> None:
     """Token-by-token appends share a transaction per COMMIT_INTERVAL instead of paying one
@@ -240,16 +254,8 @@ async def test_each_event_commits_with_its_frame_and_rows_without_one_replay_the
 
 async def test_a_second_version_database_gets_the_frame_column_and_replays_its_events(
         tmp_path: Path) -> None:
-    from llamon_playground.daemon.store.database import split_sql
     from llamon_playground.daemon.store.event_log import frame
-    from llamon_playground.daemon.store.migrations import MIGRATIONS
-    db = tmp_path / ".llamon/playground/playground.sqlite3"
-    db.parent.mkdir(parents=True)
-    conn = sqlite3.connect(db)
-    for script in MIGRATIONS[:2]:
-        for statement in split_sql(script):
-            conn.execute(statement)
-    conn.execute("PRAGMA user_version = 2")
+    conn = old_database(tmp_path, 2)
     conn.executemany("INSERT INTO events (seq, run_id, kind, payload, ts) VALUES (?, ?, ?, ?, 't')",
                      [(1, "run_o", "output.delta", b'{"text":"a"}'),
                       (2, "run_o", "run.status", b'{"status":"failed"}')])
@@ -270,15 +276,9 @@ async def test_a_second_version_database_gets_the_frame_column_and_replays_its_e
 
 async def test_a_first_version_database_migrates_forward_keeping_its_runs(
         tmp_path: Path) -> None:
-    from llamon_playground.daemon.store.database import split_sql
     from llamon_playground.daemon.store.history import get_run
-    from llamon_playground.daemon.store.migrations import MIGRATIONS
-    db = tmp_path / ".llamon/playground/playground.sqlite3"
-    db.parent.mkdir(parents=True)
-    conn = sqlite3.connect(db)
-    for statement in split_sql(MIGRATIONS[0]):
-        conn.execute(statement)
-    conn.execute("PRAGMA user_version = 1")
+    db = store_path(tmp_path)
+    conn = old_database(tmp_path, 1)
     conn.execute("INSERT INTO sessions (id, context_id, created_at) VALUES ('ses_a', 'c', 't')")
     conn.execute("INSERT INTO runs (id, session_id, status, created_at, context_id, input, "
                  "label) VALUES ('run_a', 'ses_a', 'completed', 't', 'c', '{\"parts\": []}', "
