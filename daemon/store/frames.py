@@ -1,10 +1,10 @@
 """An event's SSE frame, built once when the event commits and stored beside it.
 
 Replay then copies stored bytes instead of building each frame again (building them was
-most of what a replay cost). Rows written before the frame column existed, or by a writer
-that does not fill it (a bundle's rows are renumbered on import), have NULL there; the
-replay query builds their frame in SQL with exactly the same bytes (a test holds the two
-builders together).
+most of what a replay cost). The writer thread, boot recovery and bundle import (whose
+rows are renumbered) all build it here. Rows written before the frame column existed have
+NULL there; the replay query builds theirs in SQL with exactly the same bytes (a test holds
+the two builders together).
 """
 
 from __future__ import annotations
