@@ -37,6 +37,7 @@ from llamon_playground.daemon.errors import BadRequest, Conflict, NotFound, Payl
 from llamon_playground.daemon.runs.state import ACTIVE_STATUSES, Reason, status_for
 from llamon_playground.daemon.store.blobs import BlobStore
 from llamon_playground.daemon.store.database import Store, utcnow
+from llamon_playground.daemon.store.frames import build_frame
 from llamon_playground.daemon.store.history import RUN_JSON_COLUMNS
 from llamon_playground.daemon.store.ids import new_context_id, new_run_id, new_session_id
 
@@ -322,6 +323,7 @@ def _write_rows(store: Store, conn: sqlite3.Connection, plan: ImportPlan) -> Non
     conn.executemany("INSERT INTO run_files (run_id, sha256) VALUES (?, ?)", plan.run_files)
     first = store.reserve_seqs(len(plan.events))
     conn.executemany(
-        "INSERT INTO events (seq, run_id, kind, payload, ts) VALUES (?, ?, ?, ?, ?)",
-        [(first + i, *event) for i, event in enumerate(plan.events)])
+        "INSERT INTO events (seq, run_id, kind, payload, ts, frame) VALUES (?, ?, ?, ?, ?, ?)",
+        [(first + i, run_id, kind, payload, ts, build_frame(first + i, run_id, kind, payload))
+         for i, (run_id, kind, payload, ts) in enumerate(plan.events)])
 

@@ -15,6 +15,7 @@ import orjson
 
 from llamon_playground.common.contract import TERMINAL_STATUSES
 from llamon_playground.daemon.store.database import EventRecord, EventRow
+from llamon_playground.daemon.store.frames import build_frame
 
 TERMINAL_VALUES = frozenset(s.value for s in TERMINAL_STATUSES)
 
@@ -33,9 +34,14 @@ def is_terminal(record: EventRecord) -> bool:
 
 
 def frame(record: EventRecord) -> Frame:
-    data = b"id: %d\nevent: %s\ndata: %s\n\n" % (
-        record.seq, record.kind.encode(), record.data_json())
+    data = build_frame(record.seq, record.run_id, record.kind, record.payload)
     return Frame(record.seq, data, is_terminal(record))
+
+
+def row_frame(row: EventRow) -> Frame:
+    """A committed row's frame, as the writer built it (no second build)."""
+    terminal = row[2] == "run.status" and orjson.loads(row[3]).get("status") in TERMINAL_VALUES
+    return Frame(row[0], row[5], terminal)
 
 
 class RunLog:
@@ -124,7 +130,7 @@ class EventHub:
         logs = self._logs
         for row in rows:
             if row[1] in logs:
-                by_run.setdefault(row[1], []).append(frame(EventRecord.from_row(row)))
+                by_run.setdefault(row[1], []).append(row_frame(row))
         for run_id, frames in by_run.items():
             log = self._logs[run_id]
             log.extend(frames)

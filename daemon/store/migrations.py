@@ -64,6 +64,11 @@ MIGRATIONS: list[str] = [
     ALTER TABLE runs ADD COLUMN code_fingerprint TEXT;
     CREATE INDEX runs_by_rerun_of ON runs(rerun_of);
     """,
+    # Each event's SSE frame, stored when it commits so a replay copies bytes. Rows from
+    # before keep NULL: the replay query builds theirs (the same bytes) as it reads them.
+    """
+    ALTER TABLE events ADD COLUMN frame BLOB;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

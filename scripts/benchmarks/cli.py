@@ -12,6 +12,8 @@ right next to it (the machines have 2 noisy cores, so absolute numbers drift bet
                         command spawned directly
   host_restart_warm     save -> Ready and -> first output.delta, generations forked from the
                         warm parent (and cold, warm_start = false)  vs  the same floor
+  live_stream           a long run of output.delta through the daemon and front (CPU per
+                        delta, rate)  vs  the same Host streaming straight to a client
   daemon_idle_cpu       idle daemon CPU, 10,000 watched files  vs  an idle sleeping Python
   daemon_rss            that daemon's RSS  vs  Python that imported the daemon's code
   sse_fanout_200        200 SSE clients on one run  vs  1 client's rate x 200

@@ -10,6 +10,7 @@ from pathlib import Path
 import orjson
 
 from llamon_playground.daemon.store.database import split_sql, utcnow
+from llamon_playground.daemon.store.frames import build_frame
 from llamon_playground.daemon.store.ids import new_run_id
 from llamon_playground.daemon.store.migrations import MIGRATIONS
 from scripts.benchmarks.stack import copy_example
@@ -18,6 +19,9 @@ from scripts.benchmarks.stack import copy_example
 EVENTS_DDL = "\n".join(stmt for stmt in split_sql(MIGRATIONS[0])
                        if stmt.startswith(("CREATE TABLE events", "CREATE INDEX events_")))
 INSERT_EVENT = "INSERT INTO events (seq, run_id, kind, payload, ts) VALUES (?, ?, ?, ?, ?)"
+# A run's rows as the daemon stores them: each with its SSE frame.
+INSERT_STORED_EVENT = ("INSERT INTO events (seq, run_id, kind, payload, ts, frame) "
+                       "VALUES (?, ?, ?, ?, ?, ?)")
 NO_WATCH = {"LLAMON_PLAYGROUND_WATCH": "0"}  # fixtures are written while no daemon runs
 
 
@@ -40,6 +44,7 @@ def insert_finished_run(db_path: Path, session_id: str, context_id: str, n: int)
         rows = [(first + i, run_id, "output.delta", delta, now) for i in range(n - 1)]
         rows.append((first + n - 1, run_id, "run.status", orjson.dumps({"status": "completed"}),
                      now))
+        rows = [(*row, build_frame(*row[:4])) for row in rows]
         stored_input = orjson.dumps({"parts": [{"kind": "text", "text": "bench"}],
                                      "metadata": {}, "changed_files": [],
                                      "revision": None}).decode()
@@ -49,7 +54,7 @@ def insert_finished_run(db_path: Path, session_id: str, context_id: str, n: int)
             "duration_ms, context_id, input, output) VALUES (?, ?, 'completed', ?, ?, ?, ?, ?, "
             "?, ?)", (run_id, session_id, now, now, now, 1.0, context_id, stored_input,
                       orjson.dumps([{"kind": "text", "text": "tok " * 10}]).decode()))
-        conn.executemany(INSERT_EVENT, rows)
+        conn.executemany(INSERT_STORED_EVENT, rows)
         conn.execute("COMMIT")
     finally:
         conn.close()
@@ -126,10 +131,11 @@ def build_history(db_path: Path, session_id: str, context_id: str, runs: int,
                 (run_id, session_id, created, created, ended, 2000.0, context_id, task_id,
                  stored_input, output, scores))
             events = run_events(task_id, deltas, text_total)
-            rows = [(seq + 1 + j, run_id, kind, payload, created)
+            rows = [(seq + 1 + j, run_id, kind, payload, created,
+                     build_frame(seq + 1 + j, run_id, kind, payload))
                     for j, (kind, payload) in enumerate(events)]
             seq += len(rows)
-            conn.executemany(INSERT_EVENT, rows)
+            conn.executemany(INSERT_STORED_EVENT, rows)
         conn.execute("COMMIT")
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:

@@ -242,6 +242,16 @@ async def test_stream_chunks_join_to_text(host: Host, session: aiohttp.ClientSes
     assert "llamon.playground" not in json.dumps(res)
 
 
+async def test_tokens_streams_n_chunks_of_one_artifact(
+        host: Host, session: aiohttp.ClientSession) -> None:
+    res = results(await stream_all(session, host.base_url + "/", send_streaming("tokens 250"), V1))
+    chunks = [r["artifactUpdate"] for r in res if "artifactUpdate" in r]
+    assert len(chunks) == 250 and len({c["artifact"]["artifactId"] for c in chunks}) == 1
+    assert chunks[-1]["lastChunk"] is True and sum("lastChunk" in c for c in chunks) == 1
+    assert joined_text(res) == "".join(f"t{n} " for n in range(250))
+    assert final_state(res) == "TASK_STATE_COMPLETED"
+
+
 async def test_plain_text_is_echoed(host: Host, session: aiohttp.ClientSession) -> None:
     res = results(await stream_all(session, host.base_url + "/", send_streaming("Hello there  world"), V1))
     assert joined_text(res) == "Hello there  world"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from llamon_playground.daemon.data.parts import parse_run_request
 from llamon_playground.daemon.errors import BadRequest, PayloadTooLarge
 from llamon_playground.daemon.store.blobs import BlobStore
 from llamon_playground.daemon.store.database import EventRecord, Store
+from llamon_playground.daemon.store.event_log import frame
 from llamon_playground.daemon.store.history import get_run
 
 
@@ -70,6 +72,11 @@ async def test_import_orders_parents_first_and_event_seqs_continue(
     child_event = (await s.events_after(mapping["runs"]["child"], 0))[0]
     assert child_event.as_dict() == {"seq": 3, "run_id": mapping["runs"]["child"],
                                      "kind": "run.status", "status": "completed"}
+    # Their frames are stored under the new seq and run id, as the daemon's own are.
+    conn = sqlite3.connect(s._settings.db_path)
+    stored = dict(conn.execute("SELECT seq, frame FROM events WHERE seq IN (2, 3)"))
+    conn.close()
+    assert stored == {e.seq: frame(e).data for e in imported}
     # The store's own appends continue after the imported rows, without a collision.
     s.append_event("run_after", "k", {})
     await s.flush()

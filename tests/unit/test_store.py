@@ -180,17 +180,105 @@ async def test_sql_built_frames_match_python_frames(tmp_path: Path) -> None:
         await store.close()
 
 
-async def test_a_first_version_database_migrates_forward_keeping_its_runs(
-        tmp_path: Path) -> None:
+def old_database(tmp_path: Path, version: int) -> sqlite3.Connection:
+    """A database as a daemon of schema `version` left it (no rows yet), opened."""
     from llamon_playground.daemon.store.database import split_sql
-    from llamon_playground.daemon.store.history import get_run
     from llamon_playground.daemon.store.migrations import MIGRATIONS
-    db = tmp_path / ".llamon/playground/playground.sqlite3"
+    db = store_path(tmp_path)
     db.parent.mkdir(parents=True)
     conn = sqlite3.connect(db)
-    for statement in split_sql(MIGRATIONS[0]):
-        conn.execute(statement)
-    conn.execute("PRAGMA user_version = 1")
+    for script in MIGRATIONS[:version]:
+        for statement in split_sql(script):
+            conn.execute(statement)
+    conn.execute(f"PRAGMA user_version = {version}")
+    return conn
+
+
+async def test_a_stream_of_events_commits_once_per_interval_and_a_waiter_at_once(
+        tmp_path: Path) -> None:
+    """Token-by-token appends share a transaction per COMMIT_INTERVAL instead of paying one
+    commit (and its thread hand-offs) each; a write someone awaits does not wait for that."""
+    import time
+
+    from llamon_playground.daemon.store.database import COMMIT_INTERVAL
+    published: list[EventRecord] = []
+    store = make_store(tmp_path, published)
+    await store.open()
+    try:
+        await store.flush()
+        before = store.batches_committed
+        started = time.monotonic()
+        for n in range(100):
+            store.append_event("r", "output.delta", {"n": n})
+            await asyncio.sleep(0.002)  # a Host's pace: time for a commit between tokens
+        await store.flush()
+        elapsed = time.monotonic() - started
+        assert [r.as_dict()["n"] for r in published] == list(range(100))
+        # Without the interval this is about one batch per append.
+        assert store.batches_committed - before <= elapsed / COMMIT_INTERVAL + 3
+        store.append_event("r", "output.delta", {"n": 100})
+        store.append_event("r", "output.delta", {"n": 101})
+        assert await store.write(lambda conn: 7) == 7  # commits the queued events with it
+        assert published[-1].as_dict()["n"] == 101
+    finally:
+        await store.close()
+
+
+async def test_each_event_commits_with_its_frame_and_rows_without_one_replay_the_same(
+        tmp_path: Path) -> None:
+    """Replay copies the frame stored at commit; a row from before the frame column (NULL)
+    gets the same bytes built by the query, so a migrated history replays unchanged."""
+    from llamon_playground.daemon.store.event_log import frame
+    store = make_store(tmp_path)
+    await store.open()
+    try:
+        for n in range(5):
+            store.append_event("run_s", "output.delta", {"text": f"t{n} \"é\"", "n": n})
+        await store.write_with_events(lambda conn: None,
+                                      [("run_s", "run.status", {"status": "completed"})])
+        records = await store.events_after("run_s", 0)
+        stored, last, terminal = await store.frames_after("run_s", 0)
+        assert stored == b"".join(frame(r).data for r in records)
+        assert last == records[-1].seq and terminal is True
+        conn = sqlite3.connect(store_path(tmp_path))
+        frames = [f for (f,) in conn.execute(
+            "SELECT frame FROM events WHERE run_id = 'run_s' ORDER BY seq")]
+        assert frames == [frame(r).data for r in records]
+        conn.execute("UPDATE events SET frame = NULL WHERE run_id = 'run_s' AND seq % 2 = 0")
+        conn.commit()
+        conn.close()
+        assert await store.frames_after("run_s", 0) == (stored, last, True)
+    finally:
+        await store.close()
+
+
+async def test_a_second_version_database_gets_the_frame_column_and_replays_its_events(
+        tmp_path: Path) -> None:
+    from llamon_playground.daemon.store.event_log import frame
+    conn = old_database(tmp_path, 2)
+    conn.executemany("INSERT INTO events (seq, run_id, kind, payload, ts) VALUES (?, ?, ?, ?, 't')",
+                     [(1, "run_o", "output.delta", b'{"text":"a"}'),
+                      (2, "run_o", "run.status", b'{"status":"failed"}')])
+    conn.commit()
+    conn.close()
+    store = make_store(tmp_path)
+    await store.open()
+    try:
+        records = await store.events_after("run_o", 0)
+        assert await store.frames_after("run_o", 0) == (
+            b"".join(frame(r).data for r in records), 2, True)
+        store.append_event("run_o", "x.y", {})
+        await store.flush()
+        assert (await store.events_after("run_o", 2))[0].seq == 3
+    finally:
+        await store.close()
+
+
+async def test_a_first_version_database_migrates_forward_keeping_its_runs(
+        tmp_path: Path) -> None:
+    from llamon_playground.daemon.store.history import get_run
+    db = store_path(tmp_path)
+    conn = old_database(tmp_path, 1)
     conn.execute("INSERT INTO sessions (id, context_id, created_at) VALUES ('ses_a', 'c', 't')")
     conn.execute("INSERT INTO runs (id, session_id, status, created_at, context_id, input, "
                  "label) VALUES ('run_a', 'ses_a', 'completed', 't', 'c', '{\"parts\": []}', "

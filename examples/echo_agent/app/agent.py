@@ -1,10 +1,11 @@
 """The echo agent's behaviours, as an a2a-sdk AgentExecutor.
 
 The first word of the first text part picks the behaviour (case-insensitive):
-``stream``, ``data``, ``replace``, ``ask``, ``slow``, ``fail``, ``refuse``, ``crash``;
-anything else is echoed back word by word. Each behaviour exists to exercise one thing a client
-(the llamon Playground) has to handle: chunked and replaced artifacts, non-text parts,
-input-required turns, cancellation, agent errors and a dying Host.
+``stream``, ``tokens``, ``data``, ``replace``, ``ask``, ``slow``, ``fail``, ``refuse``,
+``crash``; anything else is echoed back word by word. Each behaviour exists to exercise one
+thing a client (the llamon Playground) has to handle: chunked and replaced artifacts, non-text
+parts, input-required turns, cancellation, agent errors and a dying Host; ``tokens N`` streams
+N chunks, a long run for measuring the stream's cost per token.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import asyncio
 import os
 import re
 import sys
+from collections.abc import Iterable
 from typing import Any
 
 from a2a.helpers import new_data_part, new_raw_part, new_text_part, new_url_part
@@ -31,6 +33,8 @@ SLOW_TICKS = 60
 SLOW_INTERVAL_S = 0.5
 HELLO_FILE = b"hello from echo_agent\n"
 REPORT_URL = "https://example.invalid/report.pdf"
+MAX_TOKENS = 1_000_000
+DEFAULT_TOKENS = 100
 
 
 def first_text(message: Message | None) -> str:
@@ -72,6 +76,12 @@ def evaluations(text: str) -> list[dict[str, Any]]:
          "score": 1.0 if hello else 0.0, "passStatus": "pass" if hello else "fail",
          "reason": "the answer says hello" if hello else "no hello in the answer"},
     ]
+
+
+def token_count(rest: str) -> int:
+    """`tokens N`: N (a whole number, at most MAX_TOKENS); DEFAULT_TOKENS without one."""
+    word = rest.split()[0] if rest.split() else ""
+    return min(int(word), MAX_TOKENS) if word.isdigit() else DEFAULT_TOKENS
 
 
 def word_chunks(text: str) -> list[str]:
@@ -123,6 +133,11 @@ class EchoAgentExecutor(AgentExecutor):
                 await self._stream_text(updater, text)
                 await self._report(run_id, [{"type": "node.end", "node": "echo"},
                                             *evaluations(text)])
+                await updater.complete()
+            elif command == "tokens":
+                count = token_count(rest)
+                await self._stream_chunks(updater, (f"t{n} " for n in range(count)),
+                                          count=count)
                 await updater.complete()
             elif command == "data":
                 await self._send_report(updater, first_data(context.message))
@@ -190,14 +205,17 @@ class EchoAgentExecutor(AgentExecutor):
         await self._stream_chunks(updater, word_chunks(text) or [""])
 
     async def _stream_chunks(
-        self, updater: TaskUpdater, chunks: list[str], last: bool = True
+        self, updater: TaskUpdater, chunks: Iterable[str], last: bool = True,
+        count: int | None = None,
     ) -> None:
         """Send chunks of one artifact: the first without ``append``, later
         ones with it, the final one with ``lastChunk`` unless ``last`` is False
-        (a run that is about to break never finishes its artifact)."""
+        (a run that is about to break never finishes its artifact). ``count``:
+        how many ``chunks`` yields when it is not a list."""
         artifact_id = f"{updater.task_id}-echo"
+        total = len(chunks) if isinstance(chunks, list) else count
         for index, chunk in enumerate(chunks):
-            is_last = last and index == len(chunks) - 1
+            is_last = last and index == (total or 0) - 1
             await updater.add_artifact(
                 [new_text_part(chunk)],
                 artifact_id=artifact_id,

@@ -86,8 +86,8 @@ def build_card(port: int, versions: list[str],
                 id="echo",
                 name="Echo",
                 description=(
-                    "The first word picks the behaviour: stream, data, ask, slow, "
-                    "fail, crash; any other text is echoed back word by word."
+                    "The first word picks the behaviour: stream, tokens N, data, ask, "
+                    "slow, fail, crash; any other text is echoed back word by word."
                 ),
                 tags=["echo", "test"],
                 examples=["stream hello world", "data", "ask", "slow", "fail", "crash"],
