@@ -39,10 +39,11 @@ from llamon_playground.daemon.runs.state import Reason
 from llamon_playground.daemon.sd_notify import Notifier
 from llamon_playground.daemon.services import SERVICES, Services
 from llamon_playground.daemon.store.blobs import BlobStore
-from llamon_playground.daemon.store.database import EventRow, Store
+from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.event_log import EventHub
 from llamon_playground.daemon.store.project_events import ProjectEvents
 from llamon_playground.daemon.store.reconcile import reconcile_runs
+from llamon_playground.daemon.store.records import EventRow
 from llamon_playground.host_manager.crash_policy import CrashSettings
 from llamon_playground.host_manager.environment import ENV_MARKER, ENV_TREE
 from llamon_playground.host_manager.errors import HostUnavailable

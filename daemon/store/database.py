@@ -21,20 +21,19 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import aiosqlite
-import orjson
 
 from llamon_playground.common.config import Settings
-from llamon_playground.common.contract import TERMINAL_STATUSES
 from llamon_playground.daemon.errors import StoreError, UnsupportedDatabaseVersion
-from llamon_playground.daemon.store.frames import FRAME_SQL, build_frame
-from llamon_playground.daemon.store.migrations import MIGRATIONS, SCHEMA_VERSION
+from llamon_playground.daemon.store.faults import is_storage_fault
+from llamon_playground.daemon.store.frames import FRAMES_SQL, build_frame
+from llamon_playground.daemon.store.migrations import SCHEMA_VERSION, migrate, peek_user_version
 from llamon_playground.daemon.store.private import prepare_state
+from llamon_playground.daemon.store.records import EventRecord, EventRow, compact_json
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 WriteOp = Callable[[sqlite3.Connection], Any]
-EventRow = tuple[int, str, str, bytes, str, bytes]  # seq, run_id, kind, payload, ts, frame
 
 MAX_BATCH = 50_000  # bounds one transaction's latency under a flood
 RETRY_MIN = 0.05
@@ -54,41 +53,8 @@ INSERT_EVENTS = ("INSERT INTO events (seq, run_id, kind, payload, ts, frame) "
                  "VALUES (?, ?, ?, ?, ?, ?)")
 
 
-def compact_json(value: Any) -> bytes:
-    """orjson.dumps(), copied into a right-sized object before it is kept.
-
-    A bytes object straight from orjson keeps its oversized write buffer; holding many of
-    them (a queued batch of token deltas) costs a fresh large allocation per event and made
-    appends 7x slower (measured: 1.7 us vs 0.24 us per event).
-    """
-    return orjson.dumps(value).decode().encode()
-
-
 def utcnow() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-@dataclass(frozen=True, slots=True)
-class EventRecord:
-    seq: int
-    run_id: str
-    kind: str
-    payload: bytes  # a JSON object without seq/run_id/kind
-
-    @classmethod
-    def from_row(cls, row: EventRow) -> EventRecord:
-        return cls(row[0], row[1], row[2], row[3])
-
-    def data_json(self) -> bytes:
-        """The SSE `data:` JSON: seq, run_id and kind first, then the payload's fields."""
-        head = b'{"seq":%d,"run_id":"%s","kind":"%s"' % (
-            self.seq, self.run_id.encode(), self.kind.encode())
-        if self.payload == b"{}":
-            return head + b"}"
-        return head + b"," + self.payload[1:]
-
-    def as_dict(self) -> dict[str, Any]:
-        return orjson.loads(self.data_json())  # type: ignore[no-any-return]
 
 
 @dataclass(slots=True)
@@ -154,7 +120,7 @@ class Store:
         settings = self._settings
         db = str(settings.db_path)
         if settings.db_path.exists():
-            version = _peek_user_version(db)
+            version = peek_user_version(db)
             if version > SCHEMA_VERSION:
                 self.unsupported_version = version
                 raise UnsupportedDatabaseVersion(
@@ -183,7 +149,7 @@ class Store:
             conn.execute("PRAGMA synchronous=FULL")
             conn.execute("PRAGMA foreign_keys=ON")
             conn.execute(f"PRAGMA busy_timeout={int(self._settings.db_busy_timeout_ms)}")
-            _migrate(conn)
+            migrate(conn)
             next_seq = int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM events")
                            .fetchone()[0]) + 1
         except BaseException:
@@ -456,9 +422,8 @@ class Store:
 
     async def frames_after(self, run_id: str, after: int, limit: int = 2000
                            ) -> tuple[bytes, int, bool]:
-        """The SSE frames of the next `limit` events after `after`, built by SQLite in one
-        query (per-row Python work is what limits replay speed): (bytes, last seq, whether
-        the page holds the terminal run.status). Empty page: (b"", after, False)."""
+        """The stored SSE frames of the next `limit` events after `after`, joined in one
+        query: (bytes, last seq, whether the page holds the terminal run.status)."""
         rows = list(await self.reader.execute_fetchall(FRAMES_SQL, (run_id, after, limit)))
         data, last, terminal = rows[0] if rows else (None, 0, 0)
         if not data:
@@ -472,32 +437,6 @@ class Store:
         return [EventRecord(r[0], run_id, r[1], bytes(r[2])) for r in rows]
 
 
-TERMINAL_SQL = "(" + ", ".join(f"'{s.value}'" for s in sorted(TERMINAL_STATUSES)) + ")"
-# The stored frames of a page, in one query (per-row Python work is what limited replay);
-# a row without one (older than the column, or imported) has it built by FRAME_SQL.
-FRAMES_SQL = f"""
-SELECT CAST(group_concat(frame, '') AS BLOB), max(seq), max(terminal) FROM (
-  SELECT seq, COALESCE(frame, {FRAME_SQL}) AS frame,
-    CASE WHEN kind = 'run.status'
-         THEN json_extract(CAST(payload AS TEXT), '$.status') IN {TERMINAL_SQL}
-         ELSE 0 END AS terminal
-  FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?)
-"""
-
-
-# SQLite's primary result codes for a full, failing, locked or read-only disk.
-STORAGE_FAULT_CODES = frozenset({5, 6, 8, 10, 13, 14})
-
-
-def is_storage_fault(exc: BaseException) -> bool:
-    """Whether an op failed because of the storage (retry later), not because of itself."""
-    if isinstance(exc, OSError):
-        return True
-    code = getattr(exc, "sqlite_errorcode", None)
-    return isinstance(exc, sqlite3.OperationalError) and code is not None \
-        and code & 0xFF in STORAGE_FAULT_CODES
-
-
 async def _woken(event: asyncio.Event, timeout: float) -> bool:
     """Wait up to `timeout` for `event`; whether it was set."""
     try:
@@ -509,45 +448,4 @@ async def _woken(event: asyncio.Event, timeout: float) -> bool:
 
 
 def _noop(conn: sqlite3.Connection) -> None:
-    return None
-
-
-def _peek_user_version(path: str) -> int:
-    """Read user_version without writing anything (read-only, no journal changes)."""
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        return int(conn.execute("PRAGMA user_version").fetchone()[0])
-    finally:
-        conn.close()
-
-
-def _migrate(conn: sqlite3.Connection) -> None:
-    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
-    if version > SCHEMA_VERSION:
-        raise UnsupportedDatabaseVersion(f"database schema version {version} is too new")
-    for target in range(version, SCHEMA_VERSION):
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            for statement in split_sql(MIGRATIONS[target]):
-                conn.execute(statement)
-            conn.execute(f"PRAGMA user_version = {target + 1}")
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-
-
-def split_sql(script: str) -> list[str]:
-    """executescript() would COMMIT our transaction; run each statement ourselves instead."""
-    statements: list[str] = []
-    buf = ""
-    for line in script.splitlines(keepends=True):
-        if line.strip().startswith("--"):
-            continue
-        buf += line
-        if sqlite3.complete_statement(buf):
-            statements.append(buf.strip())
-            buf = ""
-    if buf.strip():
-        statements.append(buf.strip())
-    return statements
+    """A write that does nothing: awaiting it waits for everything queued before it."""

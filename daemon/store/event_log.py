@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import orjson
 
 from llamon_playground.common.contract import TERMINAL_STATUSES
-from llamon_playground.daemon.store.database import EventRecord, EventRow
 from llamon_playground.daemon.store.frames import build_frame
+from llamon_playground.daemon.store.records import EventRecord, EventRow
 
 TERMINAL_VALUES = frozenset(s.value for s in TERMINAL_STATUSES)
 

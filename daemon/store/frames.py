@@ -9,6 +9,8 @@ the two builders together).
 
 from __future__ import annotations
 
+from llamon_playground.common.contract import TERMINAL_STATUSES
+
 
 def build_frame(seq: int, run_id: str, kind: str, payload: bytes) -> bytes:
     """`id: seq`, `event: kind` and the `data:` JSON (seq, run_id and kind first, then the
@@ -28,3 +30,16 @@ FRAME_SQL = """printf('id: %d' || char(10) || 'event: %s' || char(10)
            seq, kind, seq, run_id, kind,
            CASE WHEN length(payload) = 2 THEN '}'
                 ELSE ',' || substr(CAST(payload AS TEXT), 2) END)"""
+
+
+TERMINAL_SQL = "(" + ", ".join(f"'{s.value}'" for s in sorted(TERMINAL_STATUSES)) + ")"
+# The stored frames of a page, in one query (per-row Python work is what limited replay);
+# a row without one (older than the column, or imported) has it built by FRAME_SQL.
+FRAMES_SQL = f"""
+SELECT CAST(group_concat(frame, '') AS BLOB), max(seq), max(terminal) FROM (
+  SELECT seq, COALESCE(frame, {FRAME_SQL}) AS frame,
+    CASE WHEN kind = 'run.status'
+         THEN json_extract(CAST(payload AS TEXT), '$.status') IN {TERMINAL_SQL}
+         ELSE 0 END AS terminal
+  FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?)
+"""

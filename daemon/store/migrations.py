@@ -1,6 +1,10 @@
-"""Forward-only schema migrations, indexed by PRAGMA user_version."""
+"""Forward-only schema migrations, indexed by PRAGMA user_version, and how they are applied."""
 
 from __future__ import annotations
+
+import sqlite3
+
+from llamon_playground.daemon.errors import UnsupportedDatabaseVersion
 
 # MIGRATIONS[i] upgrades a database at user_version i to i + 1. Never edit a shipped entry.
 MIGRATIONS: list[str] = [
@@ -72,3 +76,44 @@ MIGRATIONS: list[str] = [
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def peek_user_version(path: str) -> int:
+    """Read user_version without writing anything (read-only, no journal changes)."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return int(conn.execute("PRAGMA user_version").fetchone()[0])
+    finally:
+        conn.close()
+
+
+def migrate(conn: sqlite3.Connection) -> None:
+    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    if version > SCHEMA_VERSION:
+        raise UnsupportedDatabaseVersion(f"database schema version {version} is too new")
+    for target in range(version, SCHEMA_VERSION):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in split_sql(MIGRATIONS[target]):
+                conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {target + 1}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+
+def split_sql(script: str) -> list[str]:
+    """executescript() would COMMIT our transaction; run each statement ourselves instead."""
+    statements: list[str] = []
+    buf = ""
+    for line in script.splitlines(keepends=True):
+        if line.strip().startswith("--"):
+            continue
+        buf += line
+        if sqlite3.complete_statement(buf):
+            statements.append(buf.strip())
+            buf = ""
+    if buf.strip():
+        statements.append(buf.strip())
+    return statements

@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from llamon_playground.daemon.store.database import EventRecord, EventRow
+from llamon_playground.daemon.store.records import EventRecord, EventRow
 
 QUEUE_LIMIT = 1000
 

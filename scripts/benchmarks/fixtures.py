@@ -9,10 +9,10 @@ from pathlib import Path
 
 import orjson
 
-from llamon_playground.daemon.store.database import split_sql, utcnow
+from llamon_playground.daemon.store.database import utcnow
 from llamon_playground.daemon.store.frames import build_frame
 from llamon_playground.daemon.store.ids import new_run_id
-from llamon_playground.daemon.store.migrations import MIGRATIONS
+from llamon_playground.daemon.store.migrations import MIGRATIONS, split_sql
 from scripts.benchmarks.stack import copy_example
 
 # The daemon's own events table and index, taken from its first migration.

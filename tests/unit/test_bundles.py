@@ -22,9 +22,10 @@ from llamon_playground.daemon.data.json_depth import MAX_DEPTH
 from llamon_playground.daemon.data.parts import parse_run_request
 from llamon_playground.daemon.errors import BadRequest, PayloadTooLarge
 from llamon_playground.daemon.store.blobs import BlobStore
-from llamon_playground.daemon.store.database import EventRecord, Store
+from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.event_log import frame
 from llamon_playground.daemon.store.history import get_run
+from llamon_playground.daemon.store.records import EventRecord
 
 
 def bundle() -> dict[str, Any]:

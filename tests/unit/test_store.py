@@ -10,10 +10,11 @@ import pytest
 
 from llamon_playground.common.config import build_settings
 from llamon_playground.daemon.errors import StoreError, UnsupportedDatabaseVersion
-from llamon_playground.daemon.store.database import EventRecord, Store
+from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.history import create_session, insert_run
 from llamon_playground.daemon.store.migrations import SCHEMA_VERSION
 from llamon_playground.daemon.store.reconcile import reconcile_runs
+from llamon_playground.daemon.store.records import EventRecord
 from tests.support.waiting import eventually
 
 
@@ -182,8 +183,7 @@ async def test_sql_built_frames_match_python_frames(tmp_path: Path) -> None:
 
 def old_database(tmp_path: Path, version: int) -> sqlite3.Connection:
     """A database as a daemon of schema `version` left it (no rows yet), opened."""
-    from llamon_playground.daemon.store.database import split_sql
-    from llamon_playground.daemon.store.migrations import MIGRATIONS
+    from llamon_playground.daemon.store.migrations import MIGRATIONS, split_sql
     db = store_path(tmp_path)
     db.parent.mkdir(parents=True)
     conn = sqlite3.connect(db)
