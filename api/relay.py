@@ -70,7 +70,7 @@ async def relay(request: web.Request) -> web.StreamResponse:
             try:
                 body = await up.read()
             except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
-                return daemon_unavailable(f"the Playground daemon went away mid-answer: {exc}")
+                return daemon_unavailable(exc)  # it went away mid-answer
             return web.Response(status=up.status, reason=up.reason, headers=headers, body=body)
         response = web.StreamResponse(status=up.status, reason=up.reason, headers=headers)
         if up.content_length is not None:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import aiosqlite
 
@@ -373,10 +373,11 @@ class Store:
                 first = self._seq_cursor
                 self._seq_cursor += end - start
                 # Each frame is built once, here: stored for replay, published for live.
+                events = cast("list[tuple[str, str, bytes]]", batch[start:end])
                 segment: list[EventRow] = [
                     (seq, run_id, kind, payload, ts, build_frame(seq, run_id, kind, payload))
-                    for seq, (run_id, kind, payload)  # type: ignore[misc]
-                    in zip(range(first, self._seq_cursor), batch[start:end])]
+                    for seq, (run_id, kind, payload)
+                    in zip(range(first, self._seq_cursor), events)]
                 conn.executemany(INSERT_EVENTS, segment)
                 rows.extend(segment)
                 start = end

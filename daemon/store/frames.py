@@ -20,7 +20,7 @@ def build_frame(seq: int, run_id: str, kind: str, payload: bytes) -> bytes:
         return b'id: %d\nevent: %s\ndata: {"seq":%d,"run_id":"%s","kind":"%s"}\n\n' % (
             seq, k, seq, run_id.encode(), k)
     return b'id: %d\nevent: %s\ndata: {"seq":%d,"run_id":"%s","kind":"%s",%b\n\n' % (
-        seq, k, seq, run_id.encode(), k, memoryview(payload)[1:])
+        seq, k, seq, run_id.encode(), k, memoryview(payload)[1:])  # type: ignore[str-format]
 
 
 # The same bytes built by SQLite, for rows whose stored frame is NULL; printf() is about
