@@ -4,7 +4,6 @@ what was streamed is what is stored."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -12,18 +11,17 @@ import pytest
 from tests.support.api import TERMINAL, Api, SseEvent
 from tests.support.endings import assert_phases_close, folded_text, stored_text
 from tests.support.procs import Stack
+from tests.support.waiting import eventually
 
 ROUNDS = 8
 
 
 async def poll_until_terminal(api: Api, run_id: str, timeout: float = 60.0) -> dict[str, Any]:
     """A client with no SSE: GET the run back to back until its status is terminal."""
-    end = time.monotonic() + timeout
-    while True:
-        run = await api.run(run_id)
-        if run["status"] in TERMINAL:
-            return run
-        assert time.monotonic() < end, f"run {run_id} still {run['status']}"
+    run: dict[str, Any] = await eventually(lambda: api.run(run_id),
+                                           lambda r: r["status"] in TERMINAL,
+                                           f"run {run_id} to end", timeout, interval=0)
+    return run
 
 
 @pytest.mark.parametrize("text", ["stream a b c", "fail"])

@@ -7,7 +7,7 @@ seen, the chunked body decoded however the bytes are cut.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -18,6 +18,7 @@ from scripts.benchmarks.raw_http import (
     open_sse,
     read_sse_answer,
 )
+from tests.support.waiting import eventually
 
 HEAD = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
         b"Transfer-Encoding: chunked\r\n\r\n")
@@ -92,12 +93,6 @@ async def server() -> AsyncIterator[tuple[SseTarget, asyncio.Queue[bytes | None]
         parts.put_nowait(None)  # a test that failed half-way: let the answer end
 
 
-async def wait_until(predicate: Callable[[], bool]) -> None:
-    async with asyncio.timeout(10):
-        while not predicate():
-            await asyncio.sleep(0.001)
-
-
 async def test_the_reader_gets_every_id_in_order_and_the_terminal_status(
         server: tuple[SseTarget, asyncio.Queue[bytes | None]]) -> None:
     target, parts = server
@@ -105,7 +100,8 @@ async def test_the_reader_gets_every_id_in_order_and_the_terminal_status(
     for i in range(0, len(HEAD), 9):  # even the head comes in pieces
         parts.put_nowait(HEAD[i:i + 9])
     parts.put_nowait(chunk(FRAMES[0] + FRAMES[1][:5]))
-    await wait_until(lambda: reader.seqs == [1])
+    await eventually(lambda: asyncio.sleep(0, reader.seqs), lambda seqs: seqs == [1],
+                     "the first frame to be read", timeout=10, interval=0.001)
     parts.put_nowait(chunk(FRAMES[1][5:] + FRAMES[2] + FRAMES[3]) + b"0\r\n\r\n")
     parts.put_nowait(None)
     await asyncio.wait_for(reader.closed, 10)
