@@ -257,7 +257,13 @@ class HostSupervisor:
 
     async def _spawn_generation(self) -> Generation:
         number = self._starting()
-        port, token = free_port(), new_token()
+        try:
+            port = free_port()
+        except OSError as exc:  # out of descriptors or ports: a failed start, not a stuck one
+            self._crashed(was_ready=False, uptime=0.0)
+            raise HostUnavailable(f"could not find a free loopback port for the Host: {exc}",
+                                  self.logs.tail(LOG_TAIL)) from exc
+        token = new_token()
         # The fingerprint is taken while the Host starts; Ready waits for both.
         scan = asyncio.ensure_future(self._changes.fingerprint())
         try:

@@ -7,7 +7,10 @@ gives), so every start fails before anything is spawned.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
+import os
+import resource
 from pathlib import Path
 
 import pytest
@@ -155,3 +158,27 @@ def test_host_config_has_no_defaults_of_its_own(tmp_path: Path) -> None:
                    project_dir=tmp_path, command=_unresolvable, base_env={},
                    log_path=tmp_path / "host.log", record_path=tmp_path / "host.json",
                    capture_socket="/tmp/d.sock", rules=WatchRules(tmp_path))
+
+
+async def test_no_free_port_is_a_failed_start_not_a_stuck_one(tmp_path: Path) -> None:
+    # A real fault: the process may open no more descriptors, so the port probe's socket()
+    # fails with EMFILE, as it does for a daemon that runs out of them.
+    supervisor = HostSupervisor(host_config(tmp_path, limit=5, backoff_base=3600.0))
+    seen = watched(supervisor)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    try:
+        supervisor.config = dataclasses.replace(supervisor.config, command=lambda: ["true"])
+        lowest_free = os.dup(0)  # the descriptor the next socket() would get
+        os.close(lowest_free)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (lowest_free, hard))
+        try:
+            with pytest.raises(HostUnavailable) as failed:
+                await supervisor.ensure_ready()
+        finally:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        assert "free loopback port" in failed.value.message
+        assert seen == ["starting", "backoff"], "the state left `starting`"
+        await supervisor.stop()
+        assert supervisor.state == HostState.STOPPED
+    finally:
+        await supervisor.close()
