@@ -4,34 +4,24 @@ sleep as synchronisation).
 `eventually` awaits an async probe; `wait_for` calls a plain one from sync code (a fixture,
 a Stack starting its processes, which may run inside a test's event loop and so cannot
 start another). Both poll until `check` accepts the probe's answer and fail at the deadline
-with that answer in the message.
+with that answer in the message. `wait_for` and `Deadline` are the harness's (the benchmark
+uses them too).
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
+
+from llamon_playground.harness.waiting import Deadline, wait_for
+
+__all__ = ["Deadline", "eventually", "host_status", "wait_for", "watcher_settled"]
 
 if TYPE_CHECKING:
     from tests.support.api import Api
 
 T = TypeVar("T")
-
-
-class Deadline:
-    """`expired(last)` raises TimeoutError, naming what was awaited, once time is up."""
-
-    def __init__(self, timeout: float, what: str) -> None:
-        self.timeout = timeout
-        self.what = what
-        self._end = time.monotonic() + timeout
-
-    def check(self, last: Any) -> None:
-        if time.monotonic() > self._end:
-            raise TimeoutError(f"timed out after {self.timeout} s waiting for {self.what}: "
-                               f"{last!r}")
 
 
 async def eventually(probe: Callable[[], Awaitable[T]], check: Callable[[T], bool] = bool,
@@ -45,18 +35,6 @@ async def eventually(probe: Callable[[], Awaitable[T]], check: Callable[[T], boo
             return value
         deadline.check(value)
         await asyncio.sleep(interval)
-
-
-def wait_for(probe: Callable[[], T], timeout: float, what: str, interval: float = 0.02,
-             check: Callable[[T], bool] = bool) -> T:
-    """Call `probe` until `check` (by default: truthy) accepts its answer; return it."""
-    deadline = Deadline(timeout, what)
-    while True:
-        value = probe()
-        if check(value):
-            return value
-        deadline.check(value)
-        time.sleep(interval)
 
 
 async def host_status(api: Api, check: Callable[[dict[str, Any]], bool], what: str,

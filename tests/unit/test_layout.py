@@ -18,6 +18,7 @@ ROOT = "llamon_playground"
 ROOM_DIRS = {
     "common": REPO / ROOT / "common",
     "cli": REPO / ROOT / "cli",
+    "harness": REPO / ROOT / "harness",
     "daemon": REPO / "daemon",
     "api": REPO / "api",
     "host_manager": REPO / "host_manager",
@@ -29,8 +30,9 @@ MAY_IMPORT = {
     "daemon": {"common", "host_manager"},
     "api": {"common"},
     "cli": {"common", "host_manager", "daemon", "api"},
+    "harness": {"common", "cli"},  # outside the product: tests and the benchmark use it
 }
-BARE_NAMES = {"daemon", "api", "host_manager", "common", "cli"}
+BARE_NAMES = {"daemon", "api", "host_manager", "common", "cli", "harness"}
 MAX_MODULES_PER_FOLDER = 15
 
 

@@ -60,10 +60,11 @@ async def bench_daemon_idle(quick: bool, owned: Owned) -> list[Figure]:
         # References, started now so that they live through the same window.
         env = {k: v for k, v in os.environ.items()}
         secs = cfg.idle_s + 30
-        refs.append(Proc([sys.executable, "-c", f"import time; time.sleep({secs})"], REPO, env))
+        refs.append(Proc([sys.executable, "-c", f"import time; time.sleep({secs})"], env, None,
+                         REPO))
         refs.append(Proc([sys.executable, "-c",
                           f"import llamon_playground.daemon.app, time; print('ok', flush=True); "
-                          f"time.sleep({secs})"], REPO, env))
+                          f"time.sleep({secs})"], env, None, REPO))
         for ref in refs:
             owned.pids.add(ref.pid)
         await asyncio.sleep(0.7)  # the reference processes finish importing

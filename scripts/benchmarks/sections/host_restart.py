@@ -50,7 +50,7 @@ async def floor_once(stack: Stack, owned: Owned, log_path: Path) -> tuple[float,
     url = f"http://127.0.0.1:{port}{CARD}"
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as http:
         t0 = time.perf_counter()
-        proc = Proc([sys.executable, "-m", "app.host"], stack.project, env, log_path)
+        proc = Proc([sys.executable, "-m", "app.host"], env, log_path, stack.project)
         owned.pids.add(proc.pid)
         try:
             deadline = time.monotonic() + 30
