@@ -18,11 +18,14 @@ def test_trace_and_scores(page: Any) -> None:
     rows = view.locator("table.scores tbody tr")
     expect(rows).to_have_count(2)
     expect(rows.first).to_contain_text("word_count")
-    node = view.locator(".trace li[data-type='node.start']")
-    expect(node).to_contain_text("node.start echo")
+    node = view.locator(".timeline .trace-row[data-type='node.start']")
+    expect(node.locator(".row-label")).to_have_text("echo")
+    expect(node.locator(".bar")).to_have_attribute("data-state", "ended")
     node.get_by_role("button", name="Where is echo?").click()
     expect(node.locator(".source-target")).to_contain_text("no Flow graph")  # an Agent
-    expect(view.locator(".trace li[data-type='evaluation.result']")).to_have_count(2)
+    marks = view.locator(".timeline .trace-row[data-type='evaluation.result']")
+    expect(marks).to_have_count(2)
+    expect(marks.first).to_contain_text("word_count 2 · pass")
 
 
 def test_copy_curl_and_copy_python(page: Any, front_url: str) -> None:
