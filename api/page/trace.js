@@ -15,11 +15,14 @@ const MAX_DEPTH = 6;
 export class Trace {
   constructor() {
     this.rows = el('ol', { class: 'timeline-rows' });
-    this.scale = el('div', { class: 'timeline-scale', 'aria-hidden': 'true' });
+    this.scale = el('div', { class: 'timeline-scale' });
     this.detail = el('p', { class: 'timeline-detail hint' }, 'Focus or point at a bar for its times.');
     this.empty = el('p', { class: 'hint' }, 'No trace events.');
+    // The scale is the first row, so its ends line up with the tracks'.
+    this.rows.append(el('li', { class: 'trace-row scale-row', 'aria-hidden': 'true', hidden: true },
+      el('span'), this.scale));
     this.node = el('section', { class: 'timeline', 'aria-label': 'Trace' },
-      this.empty, this.scale, this.rows, this.detail);
+      this.empty, this.rows, this.detail);
     this.items = [];  // {kind: 'node'|'mark', start, end, open, name, event, bar, row}
     this.open = [];  // node items without their node.end yet, in start order
     this.run = null;
@@ -41,6 +44,7 @@ export class Trace {
     else if (d.type === 'node.end') this.endNode(d, at);
     else this.addMark(d, at);
     this.empty.hidden = true;
+    this.rows.firstChild.hidden = false;
     this.schedule();
   }
 
@@ -51,8 +55,9 @@ export class Trace {
     item.bar = button('', () => this.show(item), { class: 'bar', dataset: { node: name } });
     this.hover(item);
     const where = d.node ? button(`Where is ${name}?`, async () => where.replaceWith(await sourceTarget(name)), { class: 'where' }) : null;
+    item.took = el('span', { class: 'took' });
     item.row = el('li', { class: `trace-row depth-${depth}`, dataset: { type: 'node.start', node: name } },
-      el('span', { class: 'row-label' }, name),
+      el('span', { class: 'row-label' }, el('span', { class: 'node-name' }, name), ' ', item.took),
       el('div', { class: 'track' }, item.bar), where);
     this.open.push(item);
     this.items.push(item);
@@ -151,6 +156,7 @@ export class Trace {
       item.bar.dataset.state = item.end === null ? 'running' : 'ended';
       const running = item.end === null ? 'running, ' : '';
       item.bar.setAttribute('aria-label', `${item.name}, ${running}${ms(end - item.start)}`);
+      item.took.textContent = ms(end - item.start);
     }
     this.scale.replaceChildren(el('span', {}, '0'), el('span', {}, ms(total)));
     // A node still open while the run goes on: keep it growing with the clock.

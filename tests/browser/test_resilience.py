@@ -46,7 +46,7 @@ def test_nested_nodes_indent_and_an_open_node_grows_with_the_clock(
     expect(rows).to_have_count(2)
     expect(rows.nth(0)).to_have_class(re.compile(r"\bdepth-0\b"))
     expect(rows.nth(1)).to_have_class(re.compile(r"\bdepth-1\b"))  # started inside outer
-    expect(rows.nth(1).locator(".row-label")).to_have_text(XSS)  # a node name, as text
+    expect(rows.nth(1).locator(".node-name")).to_have_text(XSS)  # a node name, as text
     outer = rows.nth(0).locator(".bar")
     expect(outer).to_have_attribute("data-state", "running")
     expect(outer).to_have_accessible_name(re.compile(r"^outer, running, "))

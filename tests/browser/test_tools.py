@@ -19,7 +19,7 @@ def test_trace_and_scores(page: Any) -> None:
     expect(rows).to_have_count(2)
     expect(rows.first).to_contain_text("word_count")
     node = view.locator(".timeline .trace-row[data-type='node.start']")
-    expect(node.locator(".row-label")).to_have_text("echo")
+    expect(node.locator(".node-name")).to_have_text("echo")
     expect(node.locator(".bar")).to_have_attribute("data-state", "ended")
     node.get_by_role("button", name="Where is echo?").click()
     expect(node.locator(".source-target")).to_contain_text("no Flow graph")  # an Agent
