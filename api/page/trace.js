@@ -38,7 +38,9 @@ export class Trace {
   }
 
   add(d) {
-    const at = typeof d.ts === 'number' ? d.ts * 1000 : (this.last ?? Date.now());
+    // An event without a time (stored before events carried one) goes where the last one
+    // was, or at the run's start.
+    const at = typeof d.ts === 'number' ? d.ts * 1000 : (this.last ?? this.runStart() ?? Date.now());
     this.last = Math.max(this.last ?? at, at);
     if (d.type === 'node.start') this.startNode(d, at);
     else if (d.type === 'node.end') this.endNode(d, at);
@@ -116,10 +118,15 @@ export class Trace {
       + `, ${ms(end - item.start)}`;
   }
 
+  runStart() {
+    const run = this.run && Date.parse(this.run.started_at || this.run.created_at || '');
+    return Number.isFinite(run) ? run : null;
+  }
+
   origin() {
     const first = this.items.length ? Math.min(...this.items.map((i) => i.start)) : Date.now();
-    const run = this.run && Date.parse(this.run.started_at || '');
-    return Number.isFinite(run) ? Math.min(run, first) : first;
+    const run = this.runStart();
+    return run === null ? first : Math.min(run, first);
   }
 
   // Where the timeline ends: the run's end once it ended, else now (open nodes grow).
