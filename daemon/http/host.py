@@ -76,6 +76,10 @@ async def host_logs(request: web.Request) -> web.StreamResponse:
         return json_response({"lines": [ln.as_dict() for ln in lines], "overflow": overflow,
                               "next": lines[-1].offset + 1 if lines else after})
     cursor = max(after, resume_offset(request))
+    if cursor > s.host.logs.next_offset:
+        # No line has that offset yet: the cursor is from before the daemon restarted (each
+        # daemon numbers its lines from 0). Every line this one kept is new to the client.
+        cursor = 0
     response = await prepare_stream(request)
     try:
         while True:

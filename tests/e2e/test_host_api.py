@@ -8,6 +8,7 @@ import aiohttp
 
 from llamon_playground.common.contract import API_PREFIX
 from tests.support.api import Api, parse_sse
+from tests.support.procs import Stack
 
 P = API_PREFIX
 
@@ -124,3 +125,16 @@ async def test_a_follow_reconnect_resumes_after_its_last_event_id(api: Api) -> N
     assert await _log_offsets(api, 1, {"Last-Event-ID": "2"}, "&after=1") == [3]
     code, doc = await api.call("GET", "host/logs?follow=1", headers={"Last-Event-ID": "x"})
     assert code == 400 and doc["detail"]["error"] == "invalid_cursor"
+
+
+async def test_a_follow_cursor_from_before_a_daemon_restart_starts_over(api: Api,
+                                                                         daemon: Stack) -> None:
+    await api.ok("POST", "host/start")
+    for _ in range(2):
+        await api.ok("POST", "host/restart")
+    last = (await api.ok("GET", "host/logs?limit=5000"))["next"] - 1
+    assert last >= 2
+    daemon.start_daemon()  # the new daemon numbers its Host's lines from 0 again
+    await api.ok("POST", "host/start")
+    # A browser reconnecting after the restart still sends the old daemon's last id.
+    assert await _log_offsets(api, 1, {"Last-Event-ID": str(last)}) == [0]
