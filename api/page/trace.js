@@ -23,7 +23,7 @@ export class Trace {
       el('span'), this.scale));
     this.node = el('section', { class: 'timeline', 'aria-label': 'Trace' },
       this.empty, this.rows, this.detail);
-    this.items = [];  // {kind: 'node'|'mark', start, end, open, name, event, bar, row}
+    this.items = [];  // {kind: 'node'|'mark', name, start, end (null: open), event, bar, row}
     this.open = [];  // node items without their node.end yet, in start order
     this.run = null;
     this.frame = 0;
@@ -73,7 +73,6 @@ export class Trace {
     if (index < 0) return;  // an end without its start: nothing to pair it with
     const [item] = this.open.splice(index, 1);
     item.end = Math.max(at, item.start);
-    item.row.dataset.ended = 'true';
   }
 
   addMark(d, at) {
