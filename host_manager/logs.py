@@ -34,6 +34,11 @@ class HostLogs:
         self._file: IO[str] | None = None
         self._changed: asyncio.Event | None = None
 
+    @property
+    def next_offset(self) -> int:
+        """The offset the next line will get (offsets start at 0 with each daemon)."""
+        return self._next
+
     def append(self, generation: int, stream: str, text: str) -> None:
         line = LogLine(self._next, time.time(), generation, stream, text)
         self._next += 1

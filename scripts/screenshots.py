@@ -1,5 +1,12 @@
-"""Screenshots of the Playground page (scripts/screenshots): the run view, a failed run and
-a comparison, each in light and dark, at 1280×720, into docs/screenshots/."""
+"""Screenshots of the Playground page (scripts/screenshots): the run view, its trace
+timeline, a failed run and a comparison, each in light and dark, at 1280×720, into
+docs/screenshots/.
+
+The pictures show nothing of the machine they were taken on: everything runs in a temporary
+folder, and the failed run is one the agent fails itself with a message of its own
+(`refuse`), so its diagnostics hold that message and the Host's own log lines. (`fail`
+raises inside the agent: the SDK logs a traceback full of this machine's site-packages
+paths, which is right for a developer's Host log and wrong for a picture in the README.)"""
 
 from __future__ import annotations
 
@@ -64,7 +71,7 @@ def history(url: str, token: str) -> dict[str, str]:
     runs: dict[str, str] = {}
     for name, text in (("left", "stream hello from the Playground page"),
                        ("right", "stream hello from the page, edited"),
-                       ("failed", "fail")):
+                       ("failed", "refuse the request names no account")):
         run_id = api(url, token, "POST", f"/sessions/{session}/runs",
                      {"parts": [{"kind": "text", "text": text}]})["run_id"]
         finished(url, token, run_id)
@@ -82,6 +89,11 @@ def shoot(browser: Any, login: str, url: str, runs: dict[str, str], scheme: str)
     expect(view).to_have_attribute("data-status", "completed")
     view.get_by_text("Trace and scores").click()
     page.screenshot(path=OUT / f"run-{scheme}.png")
+    timeline = view.get_by_role("region", name="Trace")
+    timeline.locator(".bar").first.focus()  # its times show as text below the timeline
+    expect(timeline.locator(".timeline-detail")).to_contain_text("ended +")
+    timeline.scroll_into_view_if_needed()
+    page.screenshot(path=OUT / f"trace-{scheme}.png")
     page.goto(f"{url}/#{runs['failed']}")
     expect(view).to_have_attribute("data-status", "failed")
     expect(view.locator(".log-tail")).not_to_have_text("")

@@ -1,37 +1,52 @@
-// The Host logs panel: the kept lines, then live (`/host/logs?follow=1`). The route replays
-// from `after`, not from Last-Event-ID, so lines already shown are skipped by offset after a
-// reconnect; the panel keeps the newest MAX_LINES.
+// The Host logs panel: the kept lines, then live (`/host/logs?follow=1`). The browser's own
+// reconnect sends Last-Event-ID (the last line's offset) and the route resumes after it, so
+// no line shows twice. Opening the panel again, or reopening a stream the browser gave up
+// on (a 503 while no daemon answers), starts after the last line shown (`?after=`). The
+// panel keeps the newest MAX_LINES.
 import { API } from './api.js';
 import { button, el } from './dom.js';
 
 const MAX_LINES = 2000;
+const RETRY_MS = 2000;
 
 export class HostLogs {
   constructor(node) {
     this.node = node;
     this.events = null;
+    this.retry = 0;
     this.last = -1;
     this.list = el('pre', { class: 'log-lines' });
   }
 
   toggle() {
-    if (this.events) this.close();
-    else this.open();
+    if (this.node.hidden) this.open();
+    else this.close();
   }
 
   open() {
+    if (!this.node.hidden) return;  // already open and following
     this.node.hidden = false;
     this.node.replaceChildren(
       el('div', { class: 'panel-head' }, el('h2', {}, 'Host logs'), button('Close logs', () => this.close())),
       this.list);
+    this.connect();
+  }
+
+  connect() {
     const events = new EventSource(`${API}/host/logs?follow=1&after=${this.last + 1}`);
     this.events = events;
     events.addEventListener('log', (e) => this.line(JSON.parse(e.data)));
     events.addEventListener('log.overflow', () => this.list.append('… older lines were dropped\n'));
+    events.addEventListener('error', () => {
+      if (events.readyState !== EventSource.CLOSED || this.events !== events) return;
+      this.events = null;
+      this.retry = setTimeout(() => {
+        if (!this.node.hidden) this.connect();
+      }, RETRY_MS);
+    });
   }
 
   line(line) {
-    if (line.offset <= this.last) return;
     this.last = line.offset;
     const stick = this.list.scrollTop + this.list.clientHeight >= this.list.scrollHeight - 4;
     this.list.append(el('span', { class: `log ${line.stream}` },
@@ -41,6 +56,7 @@ export class HostLogs {
   }
 
   close() {
+    clearTimeout(this.retry);
     if (this.events) this.events.close();
     this.events = null;
     this.node.hidden = true;

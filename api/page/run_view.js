@@ -4,8 +4,8 @@
 import { ACTIVE, API, TERMINAL, call } from './api.js';
 import { button, el, ms } from './dom.js';
 import { renderPart } from './parts.js';
-import { sourceTarget } from './source.js';
 import { Stepper } from './stepper.js';
+import { Trace } from './trace.js';
 
 const LOG_TAIL_LINES = 20;
 const RETRY_MS = 2000;
@@ -22,9 +22,9 @@ export class RunView {
     this.diagnostics = el('div', { class: 'diagnostics' });
     this.snippet = el('pre', { class: 'snippet', hidden: true });
     this.scores = el('div', { class: 'scores-box' });
-    this.trace = el('ol', { class: 'trace', 'aria-label': 'Trace' });
+    this.trace = new Trace();
     const details = el('details', { class: 'trace-box' },
-      el('summary', {}, 'Trace and scores'), this.scores, this.trace);
+      el('summary', {}, 'Trace and scores'), this.scores, this.trace.node);
     this.node = el('article', { class: 'run-view', dataset: { runId, status: '' } },
       this.head, el('details', { class: 'input-box' }, el('summary', {}, 'Input'), this.input),
       this.stepper.node, this.answer, this.actions, this.snippet, this.diagnostics,
@@ -63,7 +63,7 @@ export class RunView {
     on('run.phase', (d) => this.stepper.update(d));
     on('output.delta', (d) => this.delta(d));
     on('run.output', (d) => this.showFinal(d.parts || []));
-    on('trace', (d) => this.traceEvent(d));
+    on('trace', (d) => this.trace.add(d));
     on('run.status', (d) => {
       this.setStatus(d.status);
       if (TERMINAL.has(d.status)) {
@@ -87,6 +87,7 @@ export class RunView {
     clearTimeout(this.retry);
     this.disconnect();
     cancelAnimationFrame(this.frame);
+    this.trace.close();
   }
 
   // Deltas fold into their artifact; the DOM is written once per animation frame.
@@ -124,18 +125,6 @@ export class RunView {
     this.artifacts.clear();
     this.answer.replaceChildren(...parts.map(renderPart));
     this.answer.dataset.source = 'final';
-  }
-
-  traceEvent(d) {
-    const what = d.type === 'evaluation.result'
-      ? `${d.evaluator}: ${d.score}${d.passStatus ? ` ${d.passStatus}` : ''}${d.reason ? ` (${d.reason})` : ''}`
-      : `${d.node || ''}`;
-    const item = el('li', { dataset: { type: d.type || '' } }, `${d.type || 'trace'} ${what}`);
-    if (d.type === 'node.start' && d.node) {
-      const where = button(`Where is ${d.node}?`, async () => where.replaceWith(await sourceTarget(d.node)));
-      item.append(' ', where);
-    }
-    this.trace.append(item);
   }
 
   renderScores(run) {
@@ -180,6 +169,7 @@ export class RunView {
     }
     if (this.closed) return;
     this.detail = run;
+    this.trace.setRun(run);
     this.renderHead(run);
     this.input.replaceChildren(...((run.input && run.input.parts) || []).map(renderPart));
     this.setStatus(run.status);

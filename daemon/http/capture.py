@@ -8,6 +8,7 @@ active run of that generation.
 from __future__ import annotations
 
 import math
+import time
 from typing import Any
 
 from aiohttp import web
@@ -43,6 +44,12 @@ def score_entry(event: dict[str, Any]) -> dict[str, Any]:
     return entry
 
 
+def is_time(value: object) -> bool:
+    """A `ts` the Host sent: Unix epoch seconds, a finite number."""
+    return (not isinstance(value, bool) and isinstance(value, (int, float))
+            and math.isfinite(value) and value >= 0)
+
+
 async def capture(request: web.Request) -> web.Response:
     s = request.app[SERVICES]
     header = request.headers.get("Authorization", "")
@@ -61,12 +68,18 @@ async def capture(request: web.Request) -> web.Response:
             or active.generation != gen.number):
         raise Conflict("captures are accepted only for the active run of this Host generation",
                        code="capture_not_active")
+    received = round(time.time(), 6)
     payloads: list[dict[str, Any]] = []
     scores: list[dict[str, Any]] = []
     for event in events:
         if not isinstance(event, dict) or not isinstance(event.get("type"), str):
             raise BadRequest("each event needs a string `type`", code="invalid_capture")
-        payloads.append({k: v for k, v in event.items() if k not in RESERVED_FIELDS})
+        payload = {k: v for k, v in event.items() if k not in RESERVED_FIELDS}
+        if not is_time(payload.get("ts")):
+            # The page draws the trace as a timeline: every event gets its time, the Host's
+            # own when it sent one (it may batch events), else the time it arrived here.
+            payload["ts"] = received
+        payloads.append(payload)
         if event["type"] == "evaluation.result":
             scores.append(score_entry(event))
     await s.store.open()

@@ -9,7 +9,7 @@ from aiohttp import web
 
 from llamon_playground.common.contract import API_PREFIX
 from llamon_playground.common.http_json import json_response
-from llamon_playground.daemon.errors import Conflict
+from llamon_playground.daemon.errors import BadRequest, Conflict
 from llamon_playground.daemon.http.sse import KEEPALIVE, prepare_stream
 from llamon_playground.daemon.http.util import int_query
 from llamon_playground.daemon.services import SERVICES, Services
@@ -75,8 +75,12 @@ async def host_logs(request: web.Request) -> web.StreamResponse:
         lines, overflow = s.host.logs.after(after, limit)
         return json_response({"lines": [ln.as_dict() for ln in lines], "overflow": overflow,
                               "next": lines[-1].offset + 1 if lines else after})
+    cursor = max(after, resume_offset(request))
+    if cursor > s.host.logs.next_offset:
+        # No line has that offset yet: the cursor is from before the daemon restarted (each
+        # daemon numbers its lines from 0). Every line this one kept is new to the client.
+        cursor = 0
     response = await prepare_stream(request)
-    cursor = after
     try:
         while True:
             lines, overflow = s.host.logs.after(cursor, MAX_LOG_LIMIT)
@@ -92,6 +96,18 @@ async def host_logs(request: web.Request) -> web.StreamResponse:
     except ConnectionError:
         pass
     return response
+
+
+def resume_offset(request: web.Request) -> int:
+    """Where a browser's reconnect resumes: the line after its Last-Event-ID (the offset of
+    the last line it got); 0 without the header. The route starts at the larger of this and
+    `?after=`, as a run's stream takes the larger cursor (docs/api.md, "Events (SSE)")."""
+    raw = request.headers.get("Last-Event-ID")
+    if raw is None or raw == "":
+        return 0
+    if not raw.isdigit() or len(raw) > 18:
+        raise BadRequest("Last-Event-ID must be a log line offset", code="invalid_cursor")
+    return int(raw) + 1
 
 
 async def project_events(request: web.Request) -> web.StreamResponse:

@@ -131,7 +131,9 @@ OPERATIONS: tuple[Op, ...] = (
        answer=ref("HostLogs"), errors=(400,),
        params=(Param("after", {"type": "string", "pattern": "^[0-9]{1,12}$"}),
                Param("limit", {"type": "string", "pattern": "^[0-9]{1,12}$"}),
-               Param("follow", {"enum": ["0", "1", "true", "false"]}))),
+               Param("follow", {"enum": ["0", "1", "true", "false"]}),
+               Param("Last-Event-ID", DIGITS, "header",
+                     description="with follow=1: resume after this line offset"))),
     Op("GET", "/events", "Project-wide events as SSE (Host state, active run); never ends",
        media=SSE),
 )

@@ -61,13 +61,16 @@ def browser() -> Iterator[Any]:
 @pytest.fixture(scope="module")
 def page_stack(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
                ) -> Iterator[tuple[Stack, str]]:
-    """The stack of the module's example project (`EXAMPLE` in the module; echo_agent)."""
+    """The stack of the module's example project (`EXAMPLE` in the module; echo_agent),
+    with the module's `PYPROJECT_EXTRA` lines (if any) added to its `[tool.llamon]`."""
     require_browser()
     runtime = short_tmpdir("lpb")
     example = getattr(request.module, "EXAMPLE", "echo_agent")
     project = Path(shutil.copytree(REPO / "examples" / example,
                                    tmp_path_factory.mktemp("browser") / example,
                                    ignore=shutil.ignore_patterns(".llamon", "__pycache__")))
+    pyproject = project / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text() + getattr(request.module, "PYPROJECT_EXTRA", ""))
     try:
         with stack_for(project, runtime) as stack:
             stack.start_daemon()

@@ -61,3 +61,18 @@ def accept_dialogs(page: Any) -> list[str]:
 
     page.once("dialog", accept)
     return asked
+
+
+def slow_run_streaming(page: Any, tick: int) -> tuple[Any, Any]:
+    """Send `slow` and wait until tick `tick` showed: (the run view, its answer)."""
+    view = send(page, "slow")
+    answer = view.locator(".answer")
+    expect(answer).to_contain_text(f"tick {tick} ")
+    return view, answer
+
+
+def ticks_once(text: str) -> int:
+    """`slow`'s ticks in `text` are 1, 2, 3, ... (none lost, none twice): how many."""
+    ticks = [int(n) for n in re.findall(r"tick (\d+) ", text)]
+    assert ticks == list(range(1, len(ticks) + 1)), text
+    return len(ticks)

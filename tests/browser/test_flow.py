@@ -7,7 +7,7 @@ import json
 import re
 from typing import Any
 
-from tests.browser.helpers import button, expect, send
+from tests.browser.helpers import XSS, button, expect, send
 
 EXAMPLE = "flow_project"
 
@@ -41,3 +41,47 @@ def test_text_that_is_not_an_object_is_not_sent(page: Any) -> None:
     button(page, "Send").click()
     expect(page.locator("#composer-hint")).to_have_text("data part: not a JSON object")
     assert page.locator("article.run-view").count() == 0
+
+
+def test_the_trace_is_a_timeline(page: Any) -> None:
+    csp: list[str] = []
+    page.on("console", lambda m: csp.append(m.text) if "Content Security Policy" in m.text
+            else None)
+    button(page, "approve: request").click()
+    draft = json.loads(page.get_by_label("Message").input_value())
+    draft.update(requestId=XSS, amount=5, requester={"name": "Ada"})
+    view = send(page, json.dumps(draft))
+    expect(view).to_have_attribute("data-status", "completed")
+    view.get_by_text("Trace and scores").click()
+    timeline = view.get_by_role("region", name="Trace")
+    bars = timeline.locator(".bar")
+    expect(bars).to_have_count(2)  # one bar per node, in the order they ran
+    assert [bars.nth(i).get_attribute("data-node") for i in range(2)] == ["approve", "notify"]
+    spans = [(int(bars.nth(i).get_attribute("data-start") or -1),
+              int(bars.nth(i).get_attribute("data-end") or -1)) for i in range(2)]
+    assert 0 <= spans[0][0] <= spans[0][1] <= spans[1][0] <= spans[1][1], spans
+    for i, name in enumerate(("approve", "notify")):
+        expect(bars.nth(i)).to_have_attribute("data-state", "ended")
+        expect(bars.nth(i)).to_have_accessible_name(re.compile(rf"^{name}, [\d.]+ m?s$"))
+    # Positions are set through CSSOM, which the CSP allows: nothing was refused.
+    assert bars.first.evaluate("b => getComputedStyle(b).getPropertyValue('--at')").endswith("%")
+    bars.first.focus()  # the bars are in the tab order; focus writes the times as text
+    detail = timeline.locator(".timeline-detail")
+    expect(detail).to_contain_text(re.compile(r"^approve: started \+[\d.]+ m?s .*ended \+"))
+    mark = timeline.locator(".mark")
+    expect(mark).to_have_count(1)
+    expect(mark).to_have_attribute("data-pass", "pass")
+    expect(timeline.locator(".trace-row[data-type='evaluation.result']")).to_contain_text(
+        "decided 1 · pass")
+    page.keyboard.press("Tab")  # approve's "Where is" button, then notify's bar
+    expect(timeline.get_by_role("button", name="Where is approve?")).to_be_focused()
+    page.keyboard.press("Tab")
+    expect(bars.nth(1)).to_be_focused()
+    expect(detail).to_contain_text("notify: started +")
+    mark.focus()
+    expect(detail).to_contain_text(f"(request {XSS}: approved)")  # the Host's text, as text
+    timeline.get_by_role("button", name="Where is approve?").click()
+    expect(timeline.locator(".source-target a")).to_have_text(
+        re.compile(r"^app/nodes\.py:\d+$"))
+    assert page.locator("img").count() == 0 and page.evaluate("window.__xss") is None
+    assert not csp, csp

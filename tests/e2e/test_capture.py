@@ -57,6 +57,9 @@ async def test_traces_and_scores_land_on_the_run(api: Api) -> None:
     traces = [e.data for e in await api.events(run["id"]) if e.event == "trace"]
     assert [t["type"] for t in traces] == ["node.start", "node.end", "evaluation.result",
                                            "evaluation.result"]
+    # The echo Host sends no times: each event carries the time it arrived, in order.
+    times = [t["ts"] for t in traces]
+    assert times == sorted(times) and times[0] > 1e9
     other = await api.wait_status(await api.start_run(session, "stream bye"))
     assert other["score_summary"] == {"evaluators": 2, "failed": 1}
     assert (await api.run(run["id"]))["scores"] == run["scores"], "scores stay on their run"

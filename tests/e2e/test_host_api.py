@@ -8,6 +8,7 @@ import aiohttp
 
 from llamon_playground.common.contract import API_PREFIX
 from tests.support.api import Api, parse_sse
+from tests.support.procs import Stack
 
 P = API_PREFIX
 
@@ -92,3 +93,48 @@ async def _events(resp: aiohttp.ClientResponse):  # type: ignore[no-untyped-def]
         elif not line.startswith(":"):
             name, _, value = line.partition(": ")
             fields[name] = value
+
+
+async def _log_offsets(api: Api, count: int, headers: dict[str, str], query: str = ""
+                       ) -> list[int]:
+    """The offsets of the first `count` lines a `follow=1` stream sends, then it is closed."""
+    offsets: list[int] = []
+    async with api.http.get(f"{P}/host/logs?follow=1{query}", headers=headers,
+                            timeout=aiohttp.ClientTimeout(total=30)) as resp:
+        assert resp.status == 200
+        async for event in parse_sse(resp):
+            assert event.event == "log" and event.id == event.data["offset"]
+            offsets.append(event.id)
+            if len(offsets) == count:
+                break
+    return offsets
+
+
+async def test_a_follow_reconnect_resumes_after_its_last_event_id(api: Api) -> None:
+    await api.ok("POST", "host/start")
+    for _ in range(3):  # a line per generation: four to page through
+        await api.ok("POST", "host/restart")
+    total = (await api.ok("GET", "host/logs?limit=5000"))["next"]
+    assert total >= 4
+    first = await _log_offsets(api, 2, {})
+    # The browser's reconnect: only Last-Event-ID, the id of the last line it got.
+    rest = await _log_offsets(api, total - 2, {"Last-Event-ID": str(first[-1])})
+    assert first + rest == list(range(total))  # no line twice, none missed
+    # With both, the larger cursor wins (a page's manual reopen sends ?after=).
+    assert await _log_offsets(api, 1, {"Last-Event-ID": "0"}, "&after=3") == [3]
+    assert await _log_offsets(api, 1, {"Last-Event-ID": "2"}, "&after=1") == [3]
+    code, doc = await api.call("GET", "host/logs?follow=1", headers={"Last-Event-ID": "x"})
+    assert code == 400 and doc["detail"]["error"] == "invalid_cursor"
+
+
+async def test_a_follow_cursor_from_before_a_daemon_restart_starts_over(api: Api,
+                                                                         daemon: Stack) -> None:
+    await api.ok("POST", "host/start")
+    for _ in range(2):
+        await api.ok("POST", "host/restart")
+    last = (await api.ok("GET", "host/logs?limit=5000"))["next"] - 1
+    assert last >= 2
+    daemon.start_daemon()  # the new daemon numbers its Host's lines from 0 again
+    await api.ok("POST", "host/start")
+    # A browser reconnecting after the restart still sends the old daemon's last id.
+    assert await _log_offsets(api, 1, {"Last-Event-ID": str(last)}) == [0]

@@ -134,3 +134,11 @@ async def test_the_composer_draft_runs_on_the_flow_host(api: Api) -> None:
     # The composer still answers from the source while the Host runs.
     again = await api.ok("GET", "composer-schema")
     assert again["host_ready"] is True and again["tabs"] == answer["tabs"]
+    # The Flow Host reports its nodes with its own times, then its evaluator.
+    traces = [e.data for e in await api.events(run_id) if e.event == "trace"]
+    assert [(t["type"], t.get("node")) for t in traces] == [
+        ("node.start", "escalate"), ("node.end", "escalate"), ("node.start", "notify"),
+        ("node.end", "notify"), ("evaluation.result", "notify")]
+    times = [t["ts"] for t in traces[:4]]
+    assert times == sorted(times) and len(set(times)) > 1  # the Host's, not one arrival
+    assert run["scores"][0]["evaluator"] == "decided" and run["scores"][0]["passStatus"] == "pass"

@@ -8,6 +8,7 @@ The Playground never imports any of this: it reads app/graph.py as source
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,6 +17,8 @@ START = "__start__"
 END = "__end__"
 
 NodeFunc = Callable[[dict[str, Any]], dict[str, Any]]
+# Receives NodeTracer-style events: {"type": "node.start" | "node.end", "node", "ts"}.
+Tracer = Callable[[dict[str, Any]], None]
 
 
 @dataclass(frozen=True)
@@ -66,12 +69,18 @@ class Graph:
                     return self.nodes[target], contract
         return None
 
-    def run(self, node_id: str, data: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
-        """Run from `node_id` along the edges until END: (visited node ids, last output)."""
+    def run(self, node_id: str, data: dict[str, Any], tracer: Tracer | None = None
+            ) -> tuple[list[str], dict[str, Any]]:
+        """Run from `node_id` along the edges until END: (visited node ids, last output).
+        `tracer` gets each node's start and end with its time (Unix epoch seconds)."""
         visited: list[str] = []
         current = node_id
         while current != END:
             visited.append(current)
+            if tracer is not None:
+                tracer({"type": "node.start", "node": current, "ts": time.time()})
             data = self.nodes[current].func(data)
+            if tracer is not None:
+                tracer({"type": "node.end", "node": current, "ts": time.time()})
             current = self.successor(current)
         return visited, data

@@ -7,7 +7,9 @@ behind the Playground's LoopbackGuard (loopback Host header, no cross-site Origi
 A message's first data part picks the start node: the first node connected from START with
 an input contract whose schema id equals ``data["schema"]``. The Flow runs along its edges
 and the task completes with one artifact: a text summary and the last node's output as a
-data part. Input no start node accepts is rejected.
+data part. Input no start node accepts is rejected. For a Playground request it reports
+each node's start and end (with their times) and one evaluator result, `decided`, back to
+the daemon over the capture channel.
 """
 
 from __future__ import annotations
@@ -38,7 +40,11 @@ from starlette.applications import Starlette
 
 from app.flowkit import Graph
 from app.graph import graph as approval_graph
-from llamon_playground.host_manager.capture_host import LoopbackGuard
+from llamon_playground.host_manager.capture_host import (
+    LoopbackGuard,
+    PlaygroundCapture,
+    open_envelope,
+)
 
 RPC_PATH = "/"
 
@@ -51,11 +57,25 @@ def first_data(message: Message | None) -> dict[str, Any] | None:
     return None
 
 
+def decided(result: dict[str, Any], last_node: str) -> dict[str, Any]:
+    """An evaluator over the Flow's result: did it reach a decision without a reviewer?"""
+    decision = str(result.get("decision", ""))
+    ok = decision not in ("", "needs_review")
+    return {"type": "evaluation.result", "evaluator": "decided", "score": 1.0 if ok else 0.0,
+            "passStatus": "pass" if ok else "fail", "node": last_node, "scope": "node",
+            "reason": f"request {result.get('requestId', '')}: {decision or 'no decision'}"}
+
+
 class FlowExecutor(AgentExecutor):
-    def __init__(self, graph: Graph) -> None:
+    def __init__(self, graph: Graph, capture: PlaygroundCapture | None = None) -> None:
         self._graph = graph
+        # The Playground's capture channel (None outside it): node traces and the evaluator
+        # result go back to the daemon for the run that sent the request.
+        self._capture = capture
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        # The reserved envelope is stripped before anything else sees metadata.
+        _, run_id = open_envelope(self._capture, context.metadata)
         updater = TaskUpdater(event_queue, context.task_id or "", context.context_id or "")
         if context.current_task is None:
             history = [context.message] if context.message is not None else []
@@ -72,7 +92,10 @@ class FlowExecutor(AgentExecutor):
                 f"send a data part whose schema is one of: {', '.join(schemas)}")]))
             return
         node, _contract = entry
-        visited, result = self._graph.run(node.id, data)
+        trace: list[dict[str, Any]] = []
+        visited, result = self._graph.run(node.id, data, trace.append)
+        if self._capture is not None and run_id is not None:
+            await self._capture.aemit(run_id, [*trace, decided(result, visited[-1])])
         summary = f"{' -> '.join(visited)}: {result.get('decision', 'done')}"
         await updater.add_artifact([new_text_part(summary), new_data_part(result)],
                                    name="result", last_chunk=True)
@@ -113,8 +136,9 @@ def main() -> None:
         sys.exit("LLAMON_HOST_PORT is required")
     port = int(port_raw)
     card = build_card(port, approval_graph)
-    handler = DefaultRequestHandler(agent_executor=FlowExecutor(approval_graph),
-                                    task_store=new_task_store(), agent_card=card)
+    executor = FlowExecutor(approval_graph, PlaygroundCapture.from_env())
+    handler = DefaultRequestHandler(agent_executor=executor, task_store=new_task_store(),
+                                    agent_card=card)
     app = Starlette(routes=[*create_agent_card_routes(card),
                             *create_jsonrpc_routes(handler, rpc_url=RPC_PATH)])
     print(f"flow_project starting on http://127.0.0.1:{port}", flush=True)
