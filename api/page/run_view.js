@@ -29,7 +29,8 @@ export class RunView {
       this.head, el('details', { class: 'input-box' }, el('summary', {}, 'Input'), this.input),
       this.stepper.node, this.answer, this.actions, this.snippet, this.diagnostics,
       details);
-    this.artifacts = new Map();  // artifact_id -> {text, span, dirty}
+    this.artifacts = new Map();  // artifact_id -> {span, pending, reset}
+    this.dirty = new Set();      // the artifacts with text not painted yet
     this.final = false;
     this.frame = 0;
     this.events = null;
@@ -71,7 +72,7 @@ export class RunView {
         this.disconnect();
         if (!this.detail || !TERMINAL.has(this.detail.status)) {  // it ended while we watched
           this.refresh();
-          this.app.runsChanged();
+          this.app.runsChanged(this.runId);
         }
       }
     });
@@ -86,42 +87,58 @@ export class RunView {
     this.closed = true;
     clearTimeout(this.retry);
     this.disconnect();
-    cancelAnimationFrame(this.frame);
+    this.stopPainting();
   }
 
-  // Deltas fold into their artifact; the DOM is written once per animation frame.
+  // Deltas collect per artifact until the next animation frame, which writes them to the
+  // DOM at once: however many deltas arrive, the answer changes once a frame, and a frame
+  // writes only what arrived since the last one (a text node appended, never the whole
+  // text again). Nothing keeps the deltas once painted.
   delta(d) {
     if (this.final) return;
     let artifact = this.artifacts.get(d.artifact_id);
     if (!artifact) {
-      artifact = { text: '', span: el('span', { class: 'chunk' }), dirty: false };
+      artifact = { span: el('span', { class: 'chunk' }), pending: '', reset: false };
       this.artifacts.set(d.artifact_id, artifact);
-      if (this.answer.dataset.source !== 'stream') {
-        this.answer.replaceChildren();
-        this.answer.dataset.source = 'stream';
-      }
-      this.answer.append(artifact.span);
     }
-    artifact.text = d.append === false ? d.text : artifact.text + d.text;
-    artifact.dirty = true;
+    if (d.append === false) {  // replaces what the artifact showed so far
+      artifact.pending = d.text;
+      artifact.reset = true;
+    } else {
+      artifact.pending += d.text;
+    }
+    this.dirty.add(artifact);
     if (!this.frame) this.frame = requestAnimationFrame(() => this.paint());
   }
 
   paint() {
     this.frame = 0;
     if (this.final) return;
-    for (const artifact of this.artifacts.values()) {
-      if (artifact.dirty) {
-        artifact.span.textContent = artifact.text;
-        artifact.dirty = false;
-      }
+    if (this.answer.dataset.source !== 'stream') {
+      this.answer.replaceChildren();
+      this.answer.dataset.source = 'stream';
     }
+    for (const artifact of this.dirty) {
+      if (!artifact.span.parentNode) this.answer.append(artifact.span);
+      if (artifact.reset) artifact.span.replaceChildren(artifact.pending);
+      else if (artifact.pending) artifact.span.append(artifact.pending);
+      artifact.pending = '';
+      artifact.reset = false;
+    }
+    this.dirty.clear();
   }
 
-  // The stored parts replace whatever streamed: the text never shows twice.
+  stopPainting() {
+    cancelAnimationFrame(this.frame);
+    this.frame = 0;
+    this.artifacts.clear();
+    this.dirty.clear();
+  }
+
+  // The stored parts replace whatever streamed, once: the text never shows twice.
   showFinal(parts) {
     this.final = true;
-    this.artifacts.clear();
+    this.stopPainting();
     this.answer.replaceChildren(...parts.map(renderPart));
     this.answer.dataset.source = 'final';
   }
@@ -186,7 +203,7 @@ export class RunView {
     this.renderActions(run);
     this.renderScores(run);
     if (TERMINAL.has(run.status)) {
-      this.showFinal(run.output || []);
+      if (!this.final) this.showFinal(run.output || []);  // run.output may have shown them
       this.renderDiagnostics(run);
     }
   }
@@ -229,7 +246,7 @@ export class RunView {
     items.push(label, button('Label', () => this.act(async () => {
       await call('PATCH', `/runs/${id}`, { label: label.value || null });
       await this.refresh();
-      this.app.runsChanged();
+      this.app.runsChanged(this.runId);
     })),
     button('Copy curl', () => this.act(() => this.copySnippet('curl'))),
     button('Copy Python', () => this.act(() => this.copySnippet('python'))));
