@@ -121,8 +121,10 @@ const app = {
     // The address keeps the open run: a reload (or a link) comes back to it.
     history.replaceState(null, '', `#${runId}`);
     await view.open();
-    if (view.detail && view.detail.session_id !== this.sessionId) {
-      await this.selectSession(view.detail.session_id);
+    // Another session's run, or a session just created by Send: its list is read anew.
+    const sessionId = view.detail && view.detail.session_id;
+    if (sessionId && (sessionId !== this.sessionId || sessionId !== this.runList.sessionId)) {
+      await this.selectSession(sessionId);
     } else {
       this.runList.setOpen(runId);
       if (!this.runList.has(runId)) await this.runList.refresh([runId]);

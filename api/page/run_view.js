@@ -119,9 +119,9 @@ export class RunView {
       this.answer.dataset.source = 'stream';
     }
     for (const artifact of this.dirty) {
-      if (!artifact.span.parentNode) this.answer.append(artifact.span);
       if (artifact.reset) artifact.span.replaceChildren(artifact.pending);
       else if (artifact.pending) artifact.span.append(artifact.pending);
+      if (!artifact.span.parentNode) this.answer.append(artifact.span);  // filled, then shown
       artifact.pending = '';
       artifact.reset = false;
     }
