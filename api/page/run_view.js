@@ -6,6 +6,7 @@ import { button, el, ms } from './dom.js';
 import { renderPart } from './parts.js';
 import { sourceTarget } from './source.js';
 import { Stepper } from './stepper.js';
+import { StreamedAnswer } from './stream_text.js';
 
 const LOG_TAIL_LINES = 20;
 const RETRY_MS = 2000;
@@ -29,14 +30,13 @@ export class RunView {
       this.head, el('details', { class: 'input-box' }, el('summary', {}, 'Input'), this.input),
       this.stepper.node, this.answer, this.actions, this.snippet, this.diagnostics,
       details);
-    this.artifacts = new Map();  // artifact_id -> {span, pending, reset}
-    this.dirty = new Set();      // the artifacts with text not painted yet
+    this.stream = new StreamedAnswer(this.answer);
     this.final = false;
-    this.frame = 0;
     this.events = null;
     this.cursor = null;  // the last event id seen
     this.ended = false;
     this.detail = null;
+    this.labelDraft = null;  // the label being typed, not sent yet
   }
 
   async open() {
@@ -87,58 +87,17 @@ export class RunView {
     this.closed = true;
     clearTimeout(this.retry);
     this.disconnect();
-    this.stopPainting();
+    this.stream.stop();
   }
 
-  // Deltas collect per artifact until the next animation frame, which writes them to the
-  // DOM at once: however many deltas arrive, the answer changes once a frame, and a frame
-  // writes only what arrived since the last one (a text node appended, never the whole
-  // text again). Nothing keeps the deltas once painted.
   delta(d) {
-    if (this.final) return;
-    let artifact = this.artifacts.get(d.artifact_id);
-    if (!artifact) {
-      artifact = { span: el('span', { class: 'chunk' }), pending: '', reset: false };
-      this.artifacts.set(d.artifact_id, artifact);
-    }
-    if (d.append === false) {  // replaces what the artifact showed so far
-      artifact.pending = d.text;
-      artifact.reset = true;
-    } else {
-      artifact.pending += d.text;
-    }
-    this.dirty.add(artifact);
-    if (!this.frame) this.frame = requestAnimationFrame(() => this.paint());
-  }
-
-  paint() {
-    this.frame = 0;
-    if (this.final) return;
-    if (this.answer.dataset.source !== 'stream') {
-      this.answer.replaceChildren();
-      this.answer.dataset.source = 'stream';
-    }
-    for (const artifact of this.dirty) {
-      if (artifact.reset) artifact.span.replaceChildren(artifact.pending);
-      else if (artifact.pending) artifact.span.append(artifact.pending);
-      if (!artifact.span.parentNode) this.answer.append(artifact.span);  // filled, then shown
-      artifact.pending = '';
-      artifact.reset = false;
-    }
-    this.dirty.clear();
-  }
-
-  stopPainting() {
-    cancelAnimationFrame(this.frame);
-    this.frame = 0;
-    this.artifacts.clear();
-    this.dirty.clear();
+    if (!this.final) this.stream.delta(d);
   }
 
   // The stored parts replace whatever streamed, once: the text never shows twice.
   showFinal(parts) {
     this.final = true;
-    this.stopPainting();
+    this.stream.stop();
     this.answer.replaceChildren(...parts.map(renderPart));
     this.answer.dataset.source = 'final';
   }
@@ -241,10 +200,13 @@ export class RunView {
       items.push(button('Rerun', () => this.act(() => this.app.start(() => call('POST',
         `/runs/${id}/rerun`, {})))), button('Edit and rerun', () => this.app.editRerun(run)));
     }
-    const label = el('input', { 'aria-label': 'Run label', maxlength: 200 });
-    label.value = run.label || '';
+    // What the person typed survives a redraw (the run ending while they type).
+    const label = el('input', { 'aria-label': 'Run label', maxlength: 200,
+      oninput: () => { this.labelDraft = label.value; } });
+    label.value = this.labelDraft ?? (run.label || '');
     items.push(label, button('Label', () => this.act(async () => {
       await call('PATCH', `/runs/${id}`, { label: label.value || null });
+      this.labelDraft = null;
       await this.refresh();
       this.app.runsChanged(this.runId);
     })),
