@@ -3,10 +3,11 @@ own scripts run (Playwright's init scripts are not subject to the page's CSP).
 
 `LONG_TASKS`: a `PerformanceObserver` for `longtask` entries (main-thread tasks over 50 ms)
 collecting into `window.__probe.longtasks`. `STREAM_WATCH`: counts what a run's stream
-delivers and what the page writes for it: every `output.delta` a run's `EventSource` receives,
-the run streams by `WeakRef` (so the probe itself keeps none alive), the batches of DOM
-mutations under an `.answer` and the text they wrote, and the animation frames. The bench installs only
-`LONG_TASKS`: the mutation observer's own work would be measured with the page's.
+delivers and what the page writes for it: every `output.delta` a run's `EventSource`
+receives, the run streams by `WeakRef` (so the probe itself keeps none alive), the batches
+of DOM mutations under an `.answer` and the text they wrote, and the animation frames. The
+bench installs only `LONG_TASKS`: the mutation observer's own work would be measured with
+the page's.
 """
 
 from __future__ import annotations
