@@ -1,5 +1,6 @@
-"""What the page's bench section and its speed tests install in the browser before the page's
-own scripts run (Playwright's init scripts are not subject to the page's CSP).
+"""The browser the page's bench section and browser tests drive, and what they install in it
+before the page's own scripts run (Playwright's init scripts are not subject to the page's
+CSP).
 
 `LONG_TASKS`: a `PerformanceObserver` for `longtask` entries (main-thread tasks over 50 ms)
 collecting into `window.__probe.longtasks`. `STREAM_WATCH`: counts what a run's stream
@@ -12,7 +13,25 @@ the page's.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
+
+# Debian's chromium (never a Playwright download), as the browser tests and the bench use it.
+CHROMIUM = Path(os.environ.get("LLAMON_PLAYGROUND_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+def missing_browser() -> str | None:
+    """Why the page cannot be driven here (Playwright or the browser missing), or None."""
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "playwright is not installed"
+    if not CHROMIUM.is_file():
+        return f"{CHROMIUM} is missing"
+    return None
 
 LONG_TASKS = r"""
 (() => {
@@ -96,6 +115,14 @@ async (timeoutMs) => {
   return { steps, loaded: Number(list.dataset.loaded), complete: atEnd(), maxCards };
 }
 """
+
+
+def copies(bundle: dict[str, Any], count: int) -> dict[str, Any]:
+    """An exported one-run bundle made into `count` copies of the run (ids of their own,
+    labelled `copy 0`... oldest first, no events): a long session to import."""
+    template = bundle["runs"][0]
+    return {**bundle, "events": [], "runs": [
+        {**template, "id": f"run_{n:032x}", "label": f"copy {n}"} for n in range(count)]}
 
 
 def longest(probe: dict[str, Any], since: float = 0.0) -> tuple[float, int]:

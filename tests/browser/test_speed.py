@@ -9,7 +9,7 @@ import re
 from typing import Any
 
 from llamon_playground.common.contract import API_PREFIX
-from scripts.benchmarks.page_probe import LONG_TASKS, SCROLL_TO_END, STREAM_WATCH
+from scripts.benchmarks.page_probe import LONG_TASKS, SCROLL_TO_END, STREAM_WATCH, copies
 from tests.browser.helpers import expect, send
 from tests.support.waiting import wait_for
 
@@ -25,11 +25,7 @@ def import_copies(page: Any, front_url: str, count: int) -> str:
     api = f"{front_url}{API_PREFIX}"
     bundle = page.request.post(f"{api}/bundles/export",
                                data={"run_ids": [view.get_attribute("data-run-id")]}).json()
-    template = bundle["runs"][0]
-    bundle["runs"] = [{**template, "id": f"run_{n:032x}", "label": f"copy {n}"}
-                      for n in range(count)]
-    bundle["events"] = []
-    answer = page.request.post(f"{api}/bundles/import", data={"bundle": bundle})
+    answer = page.request.post(f"{api}/bundles/import", data={"bundle": copies(bundle, count)})
     assert answer.status == 201, answer.text()
     return str(next(iter(answer.json()["sessions"].values())))
 

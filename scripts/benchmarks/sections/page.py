@@ -20,20 +20,23 @@ Skipped, with a note, without Playwright or the browser (`sudo apt-get install c
 
 from __future__ import annotations
 
-import os
 import statistics
-from pathlib import Path
 from typing import Any
 
 from llamon_playground.common.contract import API_PREFIX
 from scripts.benchmarks.figures import Figure, Target, log
 from scripts.benchmarks.live_run import open_live
 from scripts.benchmarks.owned import Owned
-from scripts.benchmarks.page_probe import LONG_TASKS, SCROLL_TO_END, longest
+from scripts.benchmarks.page_probe import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    LONG_TASKS,
+    SCROLL_TO_END,
+    copies,
+    longest,
+    missing_browser,
+)
 
-CHROMIUM = Path(os.environ.get("LLAMON_PLAYGROUND_CHROMIUM", "/usr/bin/chromium"))
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
 DELTAS = 10_000
 RUNS = 1_000
 TIMEOUT_MS = 120_000
@@ -50,16 +53,6 @@ FCP = """() => new Promise((resolve) => {
   new PerformanceObserver((list) => done(list.getEntries()))
     .observe({ type: 'paint', buffered: true });
 })"""
-
-
-def missing() -> str | None:
-    try:
-        import playwright.async_api  # noqa: F401
-    except ImportError:
-        return "Playwright for Python is not installed (scripts/setup)"
-    if not CHROMIUM.is_file():
-        return f"{CHROMIUM} is missing (sudo apt-get install chromium)"
-    return None
 
 
 async def first_paints(context: Any, url: str, loads: int) -> list[float]:
@@ -120,11 +113,8 @@ async def stream(page: Any, cdp: Any, reps: int) -> list[dict[str, Any]]:
 async def import_session(page: Any, api: str, template_run: str) -> str:
     bundle = await (await page.request.post(f"{api}/bundles/export",
                                             data={"run_ids": [template_run]})).json()
-    template = bundle["runs"][0]
-    bundle["runs"] = [{**template, "id": f"run_{n:032x}", "label": f"copy {n}"}
-                      for n in range(RUNS)]
-    bundle["events"] = []
-    answer = await page.request.post(f"{api}/bundles/import", data={"bundle": bundle})
+    answer = await page.request.post(f"{api}/bundles/import",
+                                     data={"bundle": copies(bundle, RUNS)})
     if answer.status != 201:
         raise RuntimeError(f"import answered {answer.status}: {await answer.text()}")
     return str(next(iter((await answer.json())["sessions"].values())))
@@ -152,8 +142,9 @@ async def scroll(page: Any, api: str, passes: int) -> list[dict[str, Any]]:
 
 
 async def bench_page(quick: bool, owned: Owned) -> list[Figure]:
-    why = missing()
+    why = missing_browser()
     if why:
+        why = f"{why} (`sudo apt-get install chromium`, `scripts/setup`)"
         log(f"page: skipped: {why}")
         return [Figure("page.first_paint", None, "ms", None, "skipped", None, {"skipped": why})]
     from playwright.async_api import async_playwright
@@ -166,7 +157,8 @@ async def bench_page(quick: bool, owned: Owned) -> list[Figure]:
         api = f"{url}{API_PREFIX}"
         loads, reps, passes = (3, 1, 2) if quick else (7, 3, 3)
         async with async_playwright() as playwright:
-            browser = await playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+            browser = await playwright.chromium.launch(executable_path=str(CHROMIUM),
+                                                       args=CHROMIUM_ARGS)
             try:
                 floor_context = await browser.new_context()  # no cookie: the 401 page
                 floor = await first_paints(floor_context, f"{url}/", loads)
