@@ -24,6 +24,8 @@ export class RunList {
     this.openId = null;
     this.window = '';
     this.frame = 0;
+    this.spacer = el('li', { class: 'run-spacer', 'aria-hidden': 'true' });
+    this.items = new Map();  // index -> {run, item}: the cards drawn
     node.addEventListener('scroll', () => this.schedule());
   }
 
@@ -101,7 +103,7 @@ export class RunList {
       const known = new Set(this.runs.map((run) => run.id));
       this.runs = this.runs.concat(doc.runs.filter((run) => !known.has(run.id)));
       this.cursor = doc.next_after;
-      this.redraw();
+      this.redraw(false);
     }, (error) => {
       if (epoch === this.epoch) this.reading = null;
       this.hooks.failed(error);
@@ -117,8 +119,11 @@ export class RunList {
     return this.runs.some((run) => run.id === runId);
   }
 
-  // Draw again even if the same rows are in view (a pick or the open run changed).
-  redraw() {
+  // Draw again even if the same rows are in view; `rebuild`: every card anew (a pick, the
+  // open run or the runs themselves changed), else the cards already drawn are kept (a
+  // page was added below them).
+  redraw(rebuild = true) {
+    if (rebuild) this.items.clear();
     this.window = '';
     this.node.dataset.loaded = String(this.runs.length);
     this.node.dataset.complete = this.cursor ? 'false' : 'true';
@@ -135,17 +140,42 @@ export class RunList {
     const window = `${first}:${last}:${count}`;
     if (window === this.window) return;
     this.window = window;
-    const spacer = el('li', { class: 'run-spacer', 'aria-hidden': 'true' });
-    spacer.style.height = `${count * ROW}px`;
-    const items = [];
-    for (let i = first; i < last; i += 1) items.push(this.card(this.runs[i], i, count));
-    this.node.replaceChildren(spacer, ...items);
+    this.spacer.style.height = `${count * ROW}px`;
+    // The set's size is known once every page is read (-1: not known yet, as ARIA says).
+    const setsize = this.cursor ? -1 : count;
+    // Cards still in the window stay (a scroll step adds and removes only the rows that
+    // came into or left it); the others go.
+    const kept = new Map();
+    for (const [index, entry] of this.items) {
+      if (index >= first && index < last && entry.run === this.runs[index]) kept.set(index, entry);
+    }
+    const top = kept.size ? Math.min(...kept.keys()) : last;
+    if (kept.size && Math.max(...kept.keys()) - top + 1 !== kept.size) kept.clear();  // a hole
+    if (!kept.size || this.spacer.parentNode !== this.node) {
+      kept.clear();
+      this.node.replaceChildren(this.spacer);
+    } else {
+      for (const [index, entry] of this.items) if (!kept.has(index)) entry.item.remove();
+    }
+    const above = [];
+    const below = [];
+    for (let i = first; i < last; i += 1) {
+      const entry = kept.get(i);
+      if (entry) {
+        entry.item.setAttribute('aria-setsize', setsize);
+        continue;
+      }
+      const item = this.card(this.runs[i], i, setsize);
+      kept.set(i, { run: this.runs[i], item });
+      (i < top ? above : below).push(item);
+    }
+    this.spacer.after(...above);
+    this.node.append(...below);
+    this.items = kept;
   }
 
-  card(run, index, count) {
-    // The set's size is known once every page is read (-1: not known yet, as ARIA says).
-    const item = el('li', { class: 'run-item', 'aria-posinset': index + 1,
-      'aria-setsize': this.cursor ? -1 : count },
+  card(run, index, setsize) {
+    const item = el('li', { class: 'run-item', 'aria-posinset': index + 1, 'aria-setsize': setsize },
     el('button', {
       type: 'button', class: 'run-card', onclick: () => this.hooks.open(run.id),
       'aria-current': run.id === this.openId ? 'true' : null,

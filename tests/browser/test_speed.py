@@ -53,6 +53,23 @@ def test_a_thousand_runs_are_read_a_page_at_a_time_as_the_list_scrolls(
     afters = [m.group(1) for m in cursors if m]
     assert len(afters) == 9 and len(set(afters)) == 9, reads  # each further page read once
 
+    # Back up a screen a frame: the cards keep their order in the DOM (as a screen reader
+    # and Tab go) while rows come in above them.
+    order = page.evaluate("""async () => {
+        const list = document.getElementById('run-list');
+        const orders = [];
+        while (list.scrollTop > 0) {
+          list.scrollTop -= list.clientHeight * 3;
+          await new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)));
+          const at = [...list.querySelectorAll('.run-item')].map((li) => Number(li.ariaPosInSet));
+          orders.push(at.every((n, i) => i === 0 || n === at[i - 1] + 1));
+        }
+        return orders;
+      }""")
+    assert order and all(order), order
+    expect(cards.first.locator(".label")).to_have_text("copy 999")
+    page.evaluate(SCROLL_TO_END, 60_000)
+
     # A run started elsewhere while the list is scrolled down comes in on top (by /events)
     # without moving the cards in view.
     started = page.request.post(f"{front_url}{API_PREFIX}/sessions/{session}/runs",
