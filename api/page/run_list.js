@@ -74,8 +74,8 @@ export class RunList {
       fresh.set(run.id, run);
     }
     if (epoch !== this.epoch) return;
-    const overlap = this.runs.some((run) => fresh.has(run.id));
-    if (this.runs.length && !overlap) {
+    const known = new Set(this.runs.map((run) => run.id));
+    if (known.size && doc.next_after && !doc.runs.some((run) => known.has(run.id))) {
       this.epoch += 1;  // a page in flight belongs to the list being replaced
       this.reading = null;
       this.runs = doc.runs;
@@ -84,7 +84,6 @@ export class RunList {
       this.redraw();
       return;
     }
-    const known = new Set(this.runs.map((run) => run.id));
     const added = doc.runs.filter((run) => !known.has(run.id));
     this.runs = added.concat(this.runs.map((run) => fresh.get(run.id) || run));
     if (!known.size) this.cursor = doc.next_after;

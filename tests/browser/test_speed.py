@@ -71,12 +71,19 @@ def test_a_thousand_runs_are_read_a_page_at_a_time_as_the_list_scrolls(
     page.evaluate(SCROLL_TO_END, 60_000)
 
     # A run started elsewhere while the list is scrolled down comes in on top (by /events)
-    # without moving the cards in view.
+    # without moving the cards in view; a change to a run far down reaches it too.
     started = page.request.post(f"{front_url}{API_PREFIX}/sessions/{session}/runs",
                                 data={"parts": [{"kind": "text", "text": "stream late"}]})
     assert started.status == 202, started.text()
     expect(run_list).to_have_attribute("data-loaded", "1001")
     expect(page.locator(".run-card .label", has_text=re.compile(r"^copy 0$"))).to_be_visible()
+    # A run far below the first page, labelled elsewhere, is read again on its own.
+    oldest = page.locator(".run-card", has=page.locator(
+        ".label", has_text=re.compile(r"^copy 0$"))).get_attribute("data-run-id")
+    labelled = page.request.patch(f"{front_url}{API_PREFIX}/runs/{oldest}",
+                                  data={"label": "the oldest"})
+    assert labelled.ok, labelled.text()
+    expect(page.locator(f".run-card[data-run-id='{oldest}'] .label")).to_have_text("the oldest")
     run_list.evaluate("list => { list.scrollTop = 0; }")
     expect(cards.first).to_have_attribute("data-run-id", started.json()["run_id"])
     assert cards.count() < MAX_CARDS, cards.count()
