@@ -22,6 +22,7 @@ const app = {
   runList: null,
   host: null,
   reloadTimer: 0,
+  changed: new Set(),  // run ids an event named since the last reload
 
   notice(text) {
     const notice = $('notice');
@@ -49,16 +50,11 @@ const app = {
     await this.loadRuns();
   },
 
+  // The picked session's first page of runs (the list reads further pages as it scrolls).
   async loadRuns() {
-    if (!this.sessionId) {
-      this.runList.show([], null);
-      return;
-    }
-    const runs = await all(`/sessions/${encodeURIComponent(this.sessionId)}/runs`, 'runs');
-    const openId = this.view && this.view.runId;
-    this.picked = this.picked.filter((id) => runs.some((run) => run.id === id));
+    await this.runList.load(this.sessionId, this.view && this.view.runId);
+    this.picked = this.picked.filter((id) => this.runList.has(id));
     this.updateCompare();
-    this.runList.show(runs.reverse(), openId);
   },
 
   pickBox(run) {
@@ -68,7 +64,8 @@ const app = {
       this.picked = this.picked.filter((id) => id !== run.id);
       if (box.checked) this.picked.push(run.id);
       if (this.picked.length > 2) this.picked.shift();
-      this.loadRuns().catch((e) => this.notice(e.message));
+      this.updateCompare();
+      this.runList.redraw();
     });
     return box;
   },
@@ -103,11 +100,15 @@ const app = {
     this.composer.editRerun(run);
   },
 
-  runsChanged() {
-    // Many events can arrive together (a run's status, its label): reload once for them.
+  runsChanged(runId) {
+    // Many events can arrive together (a run's status, its label): reload once for them,
+    // the list's first page and the changed runs the list holds further down.
+    if (runId) this.changed.add(runId);
     clearTimeout(this.reloadTimer);
     this.reloadTimer = setTimeout(() => {
-      this.loadRuns().catch((e) => this.notice(e.message));
+      const changed = [...this.changed];
+      this.changed.clear();
+      this.runList.refresh(changed).catch((e) => this.notice(e.message));
       this.loadSessions().catch((e) => this.notice(e.message));
     }, 100);
   },
@@ -120,10 +121,13 @@ const app = {
     // The address keeps the open run: a reload (or a link) comes back to it.
     history.replaceState(null, '', `#${runId}`);
     await view.open();
-    if (view.detail && view.detail.session_id !== this.sessionId) {
-      await this.selectSession(view.detail.session_id);
+    // Another session's run, or a session just created by Send: its list is read anew.
+    const sessionId = view.detail && view.detail.session_id;
+    if (sessionId && (sessionId !== this.sessionId || sessionId !== this.runList.sessionId)) {
+      await this.selectSession(sessionId);
     } else {
-      await this.loadRuns();
+      this.runList.setOpen(runId);
+      if (!this.runList.has(runId)) await this.runList.refresh([runId]);
     }
   },
 
@@ -173,9 +177,9 @@ const app = {
       if (d.reason === 'runtime_restarted') {
         this.notice(`A file changed outside the run: the Host restarted and ${d.run_id} ended (runtime_restarted).`);
       }
-      this.runsChanged();
+      this.runsChanged(d.run_id);
     });
-    on('run.updated', () => this.runsChanged());
+    on('run.updated', (d) => this.runsChanged(d.run_id));
     on('session.updated', () => this.runsChanged());
   },
 };
@@ -203,7 +207,8 @@ function wire() {
   });
   app.composer = composer;
   app.logs = new HostLogs($('host-logs'));
-  app.runList = new RunList($('run-list'), { open: (id) => app.openRun(id), pickBox: (run) => app.pickBox(run) });
+  app.runList = new RunList($('run-list'), { open: (id) => app.openRun(id),
+    pickBox: (run) => app.pickBox(run), failed: (error) => app.notice(error.message) });
   app.host = new HostPanel($('host-state'), $('host-body'), (text) => app.notice(text));
   $('export-bundle').addEventListener('click', guard(async () => {
     if (await exportBundle(app.sessionId)) app.notice('Bundle exported.');

@@ -5,6 +5,7 @@ import { ACTIVE, API, TERMINAL, call } from './api.js';
 import { button, el, ms } from './dom.js';
 import { renderPart } from './parts.js';
 import { Stepper } from './stepper.js';
+import { StreamedAnswer } from './stream_text.js';
 import { Trace } from './trace.js';
 
 const LOG_TAIL_LINES = 20;
@@ -29,13 +30,13 @@ export class RunView {
       this.head, el('details', { class: 'input-box' }, el('summary', {}, 'Input'), this.input),
       this.stepper.node, this.answer, this.actions, this.snippet, this.diagnostics,
       details);
-    this.artifacts = new Map();  // artifact_id -> {text, span, dirty}
+    this.stream = new StreamedAnswer(this.answer);
     this.final = false;
-    this.frame = 0;
     this.events = null;
     this.cursor = null;  // the last event id seen
     this.ended = false;
     this.detail = null;
+    this.labelDraft = null;  // the label being typed, not sent yet
   }
 
   async open() {
@@ -71,7 +72,7 @@ export class RunView {
         this.disconnect();
         if (!this.detail || !TERMINAL.has(this.detail.status)) {  // it ended while we watched
           this.refresh();
-          this.app.runsChanged();
+          this.app.runsChanged(this.runId);
         }
       }
     });
@@ -86,43 +87,18 @@ export class RunView {
     this.closed = true;
     clearTimeout(this.retry);
     this.disconnect();
-    cancelAnimationFrame(this.frame);
+    this.stream.stop();
     this.trace.close();
   }
 
-  // Deltas fold into their artifact; the DOM is written once per animation frame.
   delta(d) {
-    if (this.final) return;
-    let artifact = this.artifacts.get(d.artifact_id);
-    if (!artifact) {
-      artifact = { text: '', span: el('span', { class: 'chunk' }), dirty: false };
-      this.artifacts.set(d.artifact_id, artifact);
-      if (this.answer.dataset.source !== 'stream') {
-        this.answer.replaceChildren();
-        this.answer.dataset.source = 'stream';
-      }
-      this.answer.append(artifact.span);
-    }
-    artifact.text = d.append === false ? d.text : artifact.text + d.text;
-    artifact.dirty = true;
-    if (!this.frame) this.frame = requestAnimationFrame(() => this.paint());
+    if (!this.final) this.stream.delta(d);
   }
 
-  paint() {
-    this.frame = 0;
-    if (this.final) return;
-    for (const artifact of this.artifacts.values()) {
-      if (artifact.dirty) {
-        artifact.span.textContent = artifact.text;
-        artifact.dirty = false;
-      }
-    }
-  }
-
-  // The stored parts replace whatever streamed: the text never shows twice.
+  // The stored parts replace whatever streamed, once: the text never shows twice.
   showFinal(parts) {
     this.final = true;
-    this.artifacts.clear();
+    this.stream.stop();
     this.answer.replaceChildren(...parts.map(renderPart));
     this.answer.dataset.source = 'final';
   }
@@ -176,7 +152,7 @@ export class RunView {
     this.renderActions(run);
     this.renderScores(run);
     if (TERMINAL.has(run.status)) {
-      this.showFinal(run.output || []);
+      if (!this.final) this.showFinal(run.output || []);  // run.output may have shown them
       this.renderDiagnostics(run);
     }
   }
@@ -214,12 +190,15 @@ export class RunView {
       items.push(button('Rerun', () => this.act(() => this.app.start(() => call('POST',
         `/runs/${id}/rerun`, {})))), button('Edit and rerun', () => this.app.editRerun(run)));
     }
-    const label = el('input', { 'aria-label': 'Run label', maxlength: 200 });
-    label.value = run.label || '';
+    // What the person typed survives a redraw (the run ending while they type).
+    const label = el('input', { 'aria-label': 'Run label', maxlength: 200,
+      oninput: () => { this.labelDraft = label.value; } });
+    label.value = this.labelDraft ?? (run.label || '');
     items.push(label, button('Label', () => this.act(async () => {
       await call('PATCH', `/runs/${id}`, { label: label.value || null });
+      this.labelDraft = null;
       await this.refresh();
-      this.app.runsChanged();
+      this.app.runsChanged(this.runId);
     })),
     button('Copy curl', () => this.act(() => this.copySnippet('curl'))),
     button('Copy Python', () => this.act(() => this.copySnippet('python'))));

@@ -84,3 +84,13 @@ def int_query(request: web.Request, name: str, default: int, maximum: int,
                          code="invalid_query")
     return min(int(raw), maximum)
 
+
+def choice_query(request: web.Request, name: str, choices: tuple[str, ...]) -> str:
+    """A query parameter that is one of `choices` (the first when it is not given);
+    anything else is 400 invalid_query."""
+    raw = request.query.get(name)
+    if raw is None:
+        return choices[0]
+    if raw not in choices:
+        raise BadRequest(f"`{name}` must be one of {', '.join(choices)}", code="invalid_query")
+    return raw

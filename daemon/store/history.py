@@ -113,10 +113,20 @@ async def get_run(store: Store, run_id: str) -> dict[str, Any] | None:
     return run_to_dict(row) if row else None
 
 
-async def list_runs(store: Store, session_id: str, after: int = 0, limit: int = 100) -> Page:
-    rows, cursor = _page(await store.fetch_all(
-        "SELECT rowid AS _rowid, * FROM runs WHERE session_id = ? AND rowid > ? "
-        "ORDER BY rowid LIMIT ?", (session_id, after, limit + 1)), limit)
+async def list_runs(store: Store, session_id: str, after: int = 0, limit: int = 100,
+                    newest_first: bool = False) -> Page:
+    """A session's runs, oldest first; `newest_first` pages backwards (a history view shows
+    the newest run on top and reads older pages only when they are scrolled to). `after` is
+    the previous page's cursor either way; 0 starts at the first (or the newest) run."""
+    if newest_first:
+        sql = ("SELECT rowid AS _rowid, * FROM runs WHERE session_id = ? AND rowid < ? "
+               "ORDER BY rowid DESC LIMIT ?")
+        bound = after or 2**63 - 1
+    else:
+        sql = ("SELECT rowid AS _rowid, * FROM runs WHERE session_id = ? AND rowid > ? "
+               "ORDER BY rowid LIMIT ?")
+        bound = after
+    rows, cursor = _page(await store.fetch_all(sql, (session_id, bound, limit + 1)), limit)
     return [run_to_dict(r) for r in rows], cursor
 
 

@@ -26,6 +26,7 @@ from scripts.benchmarks.sections import (
     load_fanout,
     load_history,
     load_slow,
+    page,
 )
 
 SECTION_TIMEOUT_S = 300  # each section after the live trio, at most
@@ -61,6 +62,7 @@ AFTER_LIVE = (
     Section("slow_client", load_slow.bench_slow_client, ("slow_client",)),
     Section("compare_1mb", compare.bench_compare, ("compare_1mb",)),
     Section("import_health", import_health.bench_import_health, ("import_health",)),
+    Section("page", page.bench_page, ("page",)),
 )
 
 

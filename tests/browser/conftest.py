@@ -17,23 +17,11 @@ from typing import Any
 
 import pytest
 
+from scripts.benchmarks.page_probe import CHROMIUM, CHROMIUM_ARGS, missing_browser
 from tests.support.procs import REPO, Stack, short_tmpdir, stack_for
 
-CHROMIUM = Path(os.environ.get("LLAMON_PLAYGROUND_CHROMIUM", "/usr/bin/chromium"))
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
 HOW_TO_GET_IT = ("browser tests need Debian's chromium and Playwright for Python: "
                  "`sudo apt-get install chromium` and `scripts/setup`")
-
-
-def missing_browser() -> str | None:
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return "playwright is not installed"
-    if not CHROMIUM.is_file():
-        return f"{CHROMIUM} is missing"
-    return None
 
 
 def require_browser() -> None:

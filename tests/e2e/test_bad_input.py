@@ -137,6 +137,10 @@ async def test_lists_are_paged_in_creation_order(api: Api) -> None:
     await api.wait_status(runs[0])
     page = await api.ok("GET", f"sessions/{ids[0]}/runs?limit=1")
     assert [r["id"] for r in page["runs"]] == runs and page["next_after"] is None
+    page = await api.ok("GET", f"sessions/{ids[0]}/runs?order=newest")
+    assert [r["id"] for r in page["runs"]] == runs and page["next_after"] is None
+    code, doc = await api.call("GET", f"sessions/{ids[0]}/runs?order=sideways")
+    assert code == 400 and doc["detail"]["error"] == "invalid_query"
 
 
 @pytest.mark.parametrize("way_out", ["dir_link", "file_link", "fifo", "loop"])

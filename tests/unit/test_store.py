@@ -11,7 +11,7 @@ import pytest
 from llamon_playground.common.config import build_settings
 from llamon_playground.daemon.errors import StoreError, UnsupportedDatabaseVersion
 from llamon_playground.daemon.store.database import Store
-from llamon_playground.daemon.store.history import create_session, insert_run
+from llamon_playground.daemon.store.history import create_session, insert_run, list_runs
 from llamon_playground.daemon.store.migrations import SCHEMA_VERSION
 from llamon_playground.daemon.store.reconcile import reconcile_runs
 from llamon_playground.daemon.store.records import EventRecord
@@ -101,6 +101,34 @@ async def test_one_active_run_is_enforced_by_the_database_too(tmp_path: Path) ->
             await insert_run(store, {"id": "run_2", **row, "status": "queued"}, [])
         assert await reconcile_runs(store, "daemon_restarted") == ["run_1"]
         await insert_run(store, {"id": "run_3", **row}, [])
+    finally:
+        await store.close()
+
+
+async def test_a_sessions_runs_page_newest_first_as_well_as_oldest_first(
+        tmp_path: Path) -> None:
+    store = make_store(tmp_path)
+    await store.open()
+    try:
+        session = await create_session(store, "s", {})
+        other = await create_session(store, "other", {})
+        row = {"status": "completed", "created_at": "now", "context_id": "c",
+               "input": {"parts": []}}
+        for n in range(5):
+            await insert_run(store, {"id": f"run_{n}", "session_id": session["id"], **row}, [])
+            await insert_run(store, {"id": f"run_x{n}", "session_id": other["id"], **row}, [])
+
+        async def pages(newest_first: bool) -> list[list[str]]:
+            seen, after = [], 0
+            while True:
+                runs, cursor = await list_runs(store, session["id"], after, 2, newest_first)
+                seen.append([r["id"] for r in runs])
+                if cursor is None:
+                    return seen
+                after = int(cursor)
+
+        assert await pages(False) == [["run_0", "run_1"], ["run_2", "run_3"], ["run_4"]]
+        assert await pages(True) == [["run_4", "run_3"], ["run_2", "run_1"], ["run_0"]]
     finally:
         await store.close()
 
