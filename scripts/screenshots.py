@@ -24,11 +24,10 @@ from typing import Any
 
 from playwright.sync_api import expect, sync_playwright
 
+from llamon_playground.harness.browser import CHROMIUM, CHROMIUM_ARGS
+
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "docs" / "screenshots"
-CHROMIUM = os.environ.get("LLAMON_PLAYGROUND_CHROMIUM", "/usr/bin/chromium")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
 API = "/api/playground/v1"
 
 
@@ -115,7 +114,7 @@ def main() -> None:
         url, token = login.split("/?token=")
         runs = history(url, token)
         with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
             for scheme in ("light", "dark"):
                 shoot(browser, login, url, runs, scheme)
             browser.close()

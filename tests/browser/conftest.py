@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from scripts.benchmarks.page_probe import CHROMIUM, CHROMIUM_ARGS, missing_browser
+from llamon_playground.harness.browser import CHROMIUM, CHROMIUM_ARGS, missing_browser
 from tests.support.procs import REPO, Stack, short_tmpdir, stack_for
 
 HOW_TO_GET_IT = ("browser tests need Debian's chromium and Playwright for Python: "

@@ -9,7 +9,7 @@ import re
 from typing import Any
 
 from llamon_playground.common.contract import API_PREFIX
-from scripts.benchmarks.page_probe import LONG_TASKS, SCROLL_TO_END, STREAM_WATCH, copies
+from llamon_playground.harness.browser import LONG_TASKS, SCROLL_TO_END, STREAM_WATCH, copies
 from tests.browser.helpers import expect, send
 from tests.support.waiting import wait_for
 

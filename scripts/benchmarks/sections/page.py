@@ -24,10 +24,7 @@ import statistics
 from typing import Any
 
 from llamon_playground.common.contract import API_PREFIX
-from scripts.benchmarks.figures import Figure, Target, log
-from scripts.benchmarks.live_run import open_live
-from scripts.benchmarks.owned import Owned
-from scripts.benchmarks.page_probe import (
+from llamon_playground.harness.browser import (
     CHROMIUM,
     CHROMIUM_ARGS,
     LONG_TASKS,
@@ -36,6 +33,9 @@ from scripts.benchmarks.page_probe import (
     longest,
     missing_browser,
 )
+from scripts.benchmarks.figures import Figure, Target, log
+from scripts.benchmarks.live_run import open_live
+from scripts.benchmarks.owned import Owned
 
 DELTAS = 10_000
 RUNS = 1_000

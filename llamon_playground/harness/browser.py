@@ -1,6 +1,6 @@
-"""The browser the page's bench section and browser tests drive, and what they install in it
-before the page's own scripts run (Playwright's init scripts are not subject to the page's
-CSP).
+"""The browser the page's bench section, browser tests and screenshots drive, and what they
+install in it before the page's own scripts run (Playwright's init scripts are not subject
+to the page's CSP).
 
 `LONG_TASKS`: a `PerformanceObserver` for `longtask` entries (main-thread tasks over 50 ms)
 collecting into `window.__probe.longtasks`. `STREAM_WATCH`: counts what a run's stream
