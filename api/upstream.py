@@ -124,6 +124,8 @@ class Connection(asyncio.Protocol):
 
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
+        # Kept: asyncio.get_running_loop() costs a getpid() system call each time.
+        self._loop = asyncio.get_running_loop()
         self.lost = False
         self.used = 0  # exchanges begun on it: a reused one may have been closed under us
         self._head_buf = bytearray()
@@ -229,7 +231,7 @@ class Connection(asyncio.Protocol):
         """Wait while the socket's send buffer is full. A lost connection returns at once:
         what the daemon answered (or that it did not) tells the caller what happened."""
         while self._write_paused and not self.lost:
-            self._drain = asyncio.get_running_loop().create_future()
+            self._drain = self._loop.create_future()
             await self._drain
 
     async def head(self) -> Head:
@@ -314,7 +316,7 @@ class Connection(asyncio.Protocol):
         self.close()
 
     async def _wait(self) -> None:
-        self._waiter = asyncio.get_running_loop().create_future()
+        self._waiter = self._loop.create_future()
         try:
             await self._waiter
         finally:
