@@ -144,6 +144,9 @@ async def test_a_slow_download_holds_the_front_to_a_bounded_buffer(door_stack: S
     with raw_exchange(slow, request + b"Connection: close\r\n\r\n", rcvbuf=4096) as sock:
         answer = read_to_close(sock, 4096)
     assert answer.startswith(b"HTTP/1.1 200") and answer.endswith(payload[-4096:])
+    head = answer.partition(b"\r\n\r\n")[0].lower()
+    assert b"x-content-type-options: nosniff" in head  # the daemon's, relayed
+    assert b"content-security-policy: sandbox" in head
     assert len(answer.partition(b"\r\n\r\n")[2]) == len(payload)
     assert peak_rss(slow.proc.pid) - peak_before < len(payload) // 3
     # Leaving mid-answer: the front drops that connection to the daemon (it never goes
