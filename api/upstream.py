@@ -26,6 +26,7 @@ MAX_HEAD = 64 * 1024
 MAX_IDLE = 32  # idle connections kept; never more than the relays that ran at once
 CONNECT_TIMEOUT = 5.0
 NO_BODY_STATUSES = frozenset({204, 304})
+HEX_DIGITS = b"0123456789abcdefABCDEF"
 
 
 class UpstreamError(Exception):
@@ -51,11 +52,16 @@ class Head:
     chunked: bool
 
 
+def _digits(text: str) -> bool:
+    return text.isascii() and text.isdigit()  # isdigit alone takes "²" (latin-1 0xB2)
+
+
 def parse_head(raw: bytes) -> Head:
     """The status line and headers of an answer (no blank line at the end)."""
     lines = raw.decode("latin-1").split("\r\n")
     parts = lines[0].split(" ", 2)
-    if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not parts[1].isdigit():
+    if (len(parts) < 2 or not parts[0].startswith("HTTP/1.") or len(parts[1]) != 3
+            or not _digits(parts[1])):
         raise BadAnswer(f"not an HTTP/1.x status line: {lines[0]!r}")
     headers = []
     length: int | None = None
@@ -67,7 +73,7 @@ def parse_head(raw: bytes) -> Head:
         name, value = name.strip(), value.strip()
         lower = name.lower()
         if lower == "content-length":
-            if not value.isdigit():
+            if not _digits(value):
                 raise BadAnswer(f"bad Content-Length {value!r}")
             length = int(value)
         elif lower == "transfer-encoding":
@@ -108,10 +114,11 @@ class ChunkedEnd:
                 if not line:
                     return -pos  # the blank line after the last chunk: the end
                 continue
-            try:
-                length = int(line.split(b";", 1)[0], 16)
-            except ValueError:
-                raise BadAnswer(f"bad chunk size line {line!r}") from None
+            size_text = line.split(b";", 1)[0].rstrip()
+            # Hex digits only: int() would also take "-1", "0x1a" or "1_0".
+            if not size_text or size_text.strip(HEX_DIGITS):
+                raise BadAnswer(f"bad chunk size line {line!r}")
+            length = int(size_text, 16)
             if length == 0:
                 self._trailer = True
             else:
