@@ -50,6 +50,7 @@ class Head:
     headers: list[tuple[str, str]]
     length: int | None  # Content-Length; None when chunked or read to the close
     chunked: bool
+    keep_alive: bool  # HTTP/1.1 unless `Connection: close`; HTTP/1.0 only if it says so
 
 
 def _digits(text: str) -> bool:
@@ -66,6 +67,7 @@ def parse_head(raw: bytes) -> Head:
     headers = []
     length: int | None = None
     chunked = False
+    connection = ""
     for line in lines[1:]:
         name, sep, value = line.partition(":")
         if not sep:
@@ -78,10 +80,15 @@ def parse_head(raw: bytes) -> Head:
             length = int(value)
         elif lower == "transfer-encoding":
             chunked = value.lower().endswith("chunked")
+        elif lower == "connection":
+            connection = value.lower()
         headers.append((name, value))
     if chunked:
         length = None
-    return Head(int(parts[1]), parts[2] if len(parts) > 2 else "", headers, length, chunked)
+    keep_alive = (connection != "close" if parts[0] == "HTTP/1.1"
+                  else connection == "keep-alive")
+    return Head(int(parts[1]), parts[2] if len(parts) > 2 else "", headers, length, chunked,
+                keep_alive)
 
 
 class ChunkedEnd:
@@ -195,7 +202,7 @@ class Connection(asyncio.Protocol):
                 return
             data = bytes(self._head_buf[end + 4:])
             self._head_buf.clear()
-            if any(n.lower() == "connection" and v.lower() == "close" for n, v in head.headers):
+            if not head.keep_alive:
                 self._keep = False
             if not self._expect_body or head.status in NO_BODY_STATUSES or head.status < 200:
                 self._remaining = 0

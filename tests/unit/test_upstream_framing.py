@@ -43,8 +43,17 @@ def test_the_head_gives_status_headers_and_framing() -> None:
                       b"Content-Length: 12")
     assert (head.status, head.reason, head.length, head.chunked) == (404, "Not Found", 12, False)
     assert head.headers == [("Content-Type", "application/json"), ("Content-Length", "12")]
+    assert head.keep_alive
     chunked = parse_head(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 5")
     assert (chunked.length, chunked.chunked) == (None, True)  # chunked wins over a length
+
+
+@pytest.mark.parametrize(("raw", "keep"), [
+    (b"HTTP/1.1 200 OK\r\nConnection: close", False),
+    (b"HTTP/1.0 200 OK\r\nContent-Length: 0", False),  # an HTTP/1.0 answer closes...
+    (b"HTTP/1.0 200 OK\r\nConnection: keep-alive", True)])  # ...unless it says otherwise
+def test_which_answers_leave_their_connection_open(raw: bytes, keep: bool) -> None:
+    assert parse_head(raw).keep_alive is keep
 
 
 @pytest.mark.parametrize("raw", [b"SSH-2.0-x", b"HTTP/1.1 abc OK",
