@@ -8,7 +8,6 @@ import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-import aiohttp
 from aiohttp import web
 
 from llamon_playground.api.auth import TokenAuth
@@ -18,6 +17,7 @@ from llamon_playground.api.guard import bind_address, check_bind_address, url_na
 from llamon_playground.api.page import add_page_routes
 from llamon_playground.api.relay import UPSTREAM, relay
 from llamon_playground.api.token_store import TokenLease, acquire_token
+from llamon_playground.api.upstream import Pool
 from llamon_playground.common.config import Settings, project_key
 from llamon_playground.common.contract import API_PREFIX
 from llamon_playground.common.http_json import name_the_server
@@ -45,14 +45,11 @@ def make_front_app(settings: Settings, door: Door) -> web.Application:
     name_the_server(app)
 
     async def upstream_ctx(app: web.Application) -> AsyncIterator[None]:
-        # A fresh connection per failure: when the daemon restarts, the pool reconnects.
-        connector = aiohttp.UnixConnector(path=str(settings.socket_path), limit=0)
-        session = aiohttp.ClientSession(
-            connector=connector, base_url="http://daemon", auto_decompress=False,
-            timeout=aiohttp.ClientTimeout(total=None, sock_connect=5))
-        app[UPSTREAM] = session
+        # Kept-alive connections to the daemon; when it restarts, the pool reconnects.
+        pool = Pool(str(settings.socket_path))
+        app[UPSTREAM] = pool
         yield
-        await session.close()
+        pool.close()
 
     app.cleanup_ctx.append(upstream_ctx)
     add_page_routes(app)

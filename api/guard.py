@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 
 from aiohttp import web
@@ -55,6 +56,7 @@ def url_name(host: str) -> str:
     return f"[{address}]" if ":" in address else address
 
 
+@functools.cache  # one front has one port and one address: built once, not per request
 def allowed_hosts(port: int, bind: str = "127.0.0.1") -> frozenset[str]:
     """Our loopback names with our port, and the address we are bound to (127.0.0.2 too)."""
     names = {f"{name}:{port}" for name in (*HOST_NAMES, url_name(bind).lower())}

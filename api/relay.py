@@ -1,8 +1,11 @@
-"""Relays one request to the daemon's Unix socket, streaming both bodies.
+"""Relays one request to the daemon's Unix socket over a pooled connection (api/upstream.py).
 
-Nothing is buffered whole: the request body streams up, the answer streams down chunk by
-chunk (SSE included). A client that disconnects cancels this handler (handler_cancellation),
-which closes the upstream connection; the daemon never cancels a run for that.
+The request goes up as one write of its head and, when small, its body; a larger body
+streams up (a chunked one counted against its limit on the way). The answer comes back as
+the daemon's own bytes: a small one of known size in one write with its head, anything
+else (SSE, downloads) passed on as it arrives, its chunk framing untouched, at the pace the
+client reads. A client that disconnects cancels this handler (handler_cancellation), which
+closes the upstream connection; the daemon never cancels a run for that.
 
 Only named headers cross: the client's Authorization and Cookie (the front's token) never
 reach the daemon, and nothing like Access-Control-Allow-Origin comes back.
@@ -11,25 +14,35 @@ reach the daemon, and nothing like Access-Control-Allow-Origin comes back.
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
 
-import aiohttp
 import orjson
 from aiohttp import web
+from aiohttp.http_writer import StreamWriter
 
 from llamon_playground.api.door import DOOR
-from llamon_playground.api.limits import BodyTooLarge, body_limit, limited
+from llamon_playground.api.limits import body_limit, limited
+from llamon_playground.api.upstream import (
+    Connection,
+    Head,
+    Pool,
+    UpstreamClosed,
+    UpstreamError,
+)
 from llamon_playground.common.http_json import public_reason
 from llamon_playground.common.request_context import HEADER as REQUEST_ID_HEADER
 from llamon_playground.common.request_context import REQUEST_ID
 
 log = logging.getLogger(__name__)
 
-UPSTREAM = web.AppKey("upstream", aiohttp.ClientSession)
-REQUEST_HEADERS = ("Content-Type", "Accept", "Last-Event-ID", "Content-Length")
-RESPONSE_HEADERS = ("Content-Type", "Cache-Control", "Content-Disposition", "X-Accel-Buffering",
-                    "Location", "X-Content-Type-Options", "Content-Security-Policy", "Allow")
-
-
+UPSTREAM = web.AppKey("upstream", Pool)
+REQUEST_HEADERS = ("Content-Type", "Accept", "Last-Event-ID")
+RESPONSE_HEADERS = frozenset(name.lower() for name in (
+    "Content-Type", "Cache-Control", "Content-Disposition", "X-Accel-Buffering", "Location",
+    "X-Content-Type-Options", "Content-Security-Policy", "Allow"))
+# A request the daemon cannot have acted on twice: sent again when a kept-alive connection
+# turns out to have been closed under it (the daemon restarted, or timed it out).
+IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
 WHOLE_BODY_LIMIT = 256 * 1024
 
 
@@ -42,50 +55,117 @@ def daemon_unavailable(exc: BaseException) -> web.Response:
     return web.Response(status=503, body=orjson.dumps(body), content_type="application/json")
 
 
+def request_head(request: web.Request, framing: str) -> bytes:
+    # An HTTP/1.0 client gets an HTTP/1.0 answer from the daemon (not chunked): passed on
+    # as it is, like any other.
+    lines = [f"{request.method} {request.rel_url.raw_path_qs} HTTP/1.{request.version.minor}",
+             "Host: daemon", f"{REQUEST_ID_HEADER}: {request[REQUEST_ID]}"]
+    headers = request.headers
+    for name in REQUEST_HEADERS:
+        value = headers.get(name)
+        if value is not None:
+            lines.append(f"{name}: {value}")
+    if framing:
+        lines.append(framing)
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("utf-8", "surrogateescape")
+
+
 async def relay(request: web.Request) -> web.StreamResponse:
-    upstream = request.app[UPSTREAM]
-    headers = {h: request.headers[h] for h in REQUEST_HEADERS if h in request.headers}
-    headers[REQUEST_ID_HEADER] = request[REQUEST_ID]
-    data = None
+    body = b""
+    stream: AsyncIterator[bytes] | None = None
+    framing = ""
     if request.body_exists:
-        # A declared length was checked by the door; a chunked body is counted on the way.
-        data = request.content if request.content_length is not None else limited(
-            request.content, body_limit(request.app[DOOR].settings, request.method,
-                                        request.path))
+        length = request.content_length
+        if length is not None and length <= WHOLE_BODY_LIMIT:
+            body = await request.read()
+            framing = f"Content-Length: {len(body)}"
+        elif length is not None:  # checked against its limit by the door
+            stream, framing = request.content.iter_any(), f"Content-Length: {length}"
+        else:  # chunked: counted on the way
+            stream = limited(request.content, body_limit(request.app[DOOR].settings,
+                                                         request.method, request.path))
+            framing = "Transfer-Encoding: chunked"
+    pool = request.app[UPSTREAM]
     try:
-        up = await upstream.request(request.method, request.rel_url, headers=headers, data=data,
-                                    allow_redirects=False)
-    except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
-        if isinstance(exc.__cause__, BodyTooLarge):  # aiohttp wraps what the body raised
-            raise exc.__cause__ from None
+        conn, head = await _exchange(pool, request.method, request_head(request, framing) + body,
+                                     stream, chunked=length_unknown(request))
+    except (OSError, UpstreamClosed, TimeoutError) as exc:
         # Not reachable, or it died mid-request (reset, broken pipe, closed early).
         return daemon_unavailable(exc)
-    except (FileNotFoundError, ConnectionRefusedError) as exc:
-        return daemon_unavailable(exc)
     try:
-        headers = {name: up.headers[name] for name in RESPONSE_HEADERS if name in up.headers}
-        if up.content_length is not None and up.content_length <= WHOLE_BODY_LIMIT:
-            # A small answer of known size goes out as one write (headers and body together):
-            # each send is a syscall, and syscalls are most of a relayed request's cost.
+        answer = await _answer(request, conn, head)
+    except BaseException:
+        conn.close()  # cancelled (the client left) or failed: never back to the pool
+        raise
+    pool.release(conn)
+    return answer
+
+
+def length_unknown(request: web.Request) -> bool:
+    return request.body_exists and request.content_length is None
+
+
+async def _exchange(pool: Pool, method: str, first: bytes, stream: AsyncIterator[bytes] | None,
+                    chunked: bool) -> tuple[Connection, Head]:
+    conn = await pool.acquire()
+    try:
+        while True:
+            conn.begin(first, expect_body=method != "HEAD")
+            if stream is not None:
+                await _send_body(conn, stream, chunked)
             try:
-                body = await up.read()
-            except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
-                return daemon_unavailable(exc)  # it went away mid-answer
-            return web.Response(status=up.status, reason=up.reason, headers=headers, body=body)
-        response = web.StreamResponse(status=up.status, reason=up.reason, headers=headers)
-        if up.content_length is not None:
-            response.content_length = up.content_length
-        await response.prepare(request)
+                return conn, await conn.head()
+            except UpstreamClosed:
+                if conn.used == 1 or stream is not None or method not in IDEMPOTENT:
+                    raise
+                log.debug("a kept-alive connection to the daemon was closed; reconnecting")
+                conn.close()
+                conn = await pool.acquire(fresh=True)
+    except BaseException:
+        conn.close()
+        raise
+
+
+async def _send_body(conn: Connection, stream: AsyncIterator[bytes], chunked: bool) -> None:
+    async for chunk in stream:
+        if chunk:
+            conn.write(b"%x\r\n%s\r\n" % (len(chunk), chunk) if chunked else chunk)
+            await conn.drain()
+    if chunked:
+        conn.write(b"0\r\n\r\n")
+
+
+async def _answer(request: web.Request, conn: Connection, head: Head) -> web.StreamResponse:
+    headers = {name: value for name, value in head.headers
+               if name.lower() in RESPONSE_HEADERS}
+    if not head.chunked and (conn.complete or head.length is not None
+                             and head.length <= WHOLE_BODY_LIMIT):
+        # A small answer of known size (or none) goes out as one write, head and body
+        # together: each send is a syscall, and syscalls are most of a relayed request's cost.
         try:
-            async for chunk in up.content.iter_any():
-                await response.write(chunk)
-        except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError) as exc:
-            # The daemon went away mid-answer: end ours too, the client reconnects by cursor.
-            log.info("upstream broke during %s %s: %s", request.method, request.path, exc)
-            if request.transport is not None:
-                request.transport.close()
-            return response
-        await response.write_eof()
+            data = await conn.read_all()
+        except UpstreamClosed as exc:
+            return daemon_unavailable(exc)  # it went away mid-answer
+        return web.Response(status=head.status, reason=head.reason, headers=headers, body=data)
+    response = web.StreamResponse(status=head.status, reason=head.reason, headers=headers)
+    if head.length is not None:
+        response.content_length = head.length
+    writer = await response.prepare(request)
+    if head.chunked:
+        # The daemon's chunks go out as they came, framing included: nothing is decoded and
+        # encoded again. (The client speaks HTTP/1.1 here: an HTTP/1.0 one was relayed as
+        # HTTP/1.0, and the daemon answered it unchunked.)
+        if not isinstance(writer, StreamWriter) or not writer.chunked:
+            raise RuntimeError("a chunked answer for a client that takes no chunks")
+        writer.chunked = False
+    try:
+        while data := await conn.read():
+            await response.write(data)
+    except UpstreamError as exc:
+        # The daemon went away mid-answer: end ours too, the client reconnects by cursor.
+        log.info("upstream broke during %s %s: %s", request.method, request.path, exc)
+        if request.transport is not None:
+            request.transport.close()
         return response
-    finally:
-        up.release()
+    await response.write_eof()
+    return response

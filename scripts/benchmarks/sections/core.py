@@ -151,7 +151,7 @@ async def bench_sse(quick: bool, owned: Owned) -> list[Figure]:
         owned.close_stack(stack)
     return [Figure("sse_front_vs_direct", statistics.median(rates["front"]), "events/s",
                    statistics.median(rates["direct"]), "same replay from the daemon socket",
-                   Target("ratio", ">=", 0.9),
+                   Target("ratio", ">=", 0.95),
                    {"events": cfg.sse_events, "reps": cfg.sse_reps,
                     "front_rates": [round(x) for x in rates["front"]],
                     "direct_rates": [round(x) for x in rates["direct"]], "cpu": cpu})]
