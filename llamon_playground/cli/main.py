@@ -194,7 +194,8 @@ def build_parser() -> argparse.ArgumentParser:
                                      description="llamon Playground daemon and front")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     parser.add_argument("--log-json", action="store_true",
-                        help="log one JSON object per line (also LLAMON_PLAYGROUND_LOG_FORMAT=json)")
+                        help="log one JSON object per line "
+                             "(also LLAMON_PLAYGROUND_LOG_FORMAT=json)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     up = sub.add_parser("up", help="start or attach to the daemon, run the front in the foreground")

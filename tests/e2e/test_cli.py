@@ -14,8 +14,8 @@ from tests.support.procs import REPO, Proc, Stack, kill_tree, process_tree, wait
 
 
 def cli(stack: Stack, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "llamon_playground", *args], env=stack.env, cwd=REPO,
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run([sys.executable, "-m", "llamon_playground", *args], env=stack.env,
+                          cwd=REPO, capture_output=True, text=True, timeout=60)
 
 
 def test_status_without_daemon_exits_3(stack: Stack) -> None:

@@ -65,8 +65,8 @@ def test_host_logs_prints_and_follows_the_hosts_output(ctl: Stack) -> None:
     assert "echo_agent ready on http://127.0.0.1:" in ok(ctl, "host", "logs")
     lines = [orjson.loads(ln) for ln in ok(ctl, "host", "logs", opts=("--json",)).splitlines()]
     assert lines and all({"offset", "text", "generation"} <= set(ln) for ln in lines)
-    follow = Proc([sys.executable, "-m", "llamon_playground", "host", "logs", str(ctl.project), "-f"],
-                  ctl.env, ctl.runtime_base / "logs-f.log", REPO)
+    follow = Proc([sys.executable, "-m", "llamon_playground", "host", "logs", str(ctl.project),
+                   "-f"], ctl.env, ctl.runtime_base / "logs-f.log", REPO)
     try:
         before = wait_for(lambda: follow.output().count("echo_agent ready"), 30, "the backlog")
         ok(ctl, "host", "restart")  # a new generation prints its ready line: followed live
