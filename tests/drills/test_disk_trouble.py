@@ -244,14 +244,14 @@ async def test_small_disk_keeps_every_event_of_long_streams(small_disk_stack: St
                                                             scale) -> None:  # type: ignore[no-untyped-def]
     """400-word streams, one after another, on a 2 MiB state dir: the WAL is checkpointed
     so nothing stops being recorded and history is never degraded. (Each run keeps about
-    220 KB of history, its events' stored SSE frames included, and the WAL may reach 1 MiB
-    mid-stream, so four runs is what 2 MiB holds; history itself is not capped.)"""
+    180 KB of history, each event stored once as its SSE frame, and the WAL may reach 1 MiB
+    mid-stream, so five runs is what 2 MiB holds; history itself is not capped.)"""
     api = Api.for_socket(str(small_disk_stack.settings.socket_path))
     words = " ".join(f"word{i}" for i in range(400))
     received: dict[str, list[int]] = {}
     try:
         session = await api.session()
-        for _ in range(scale.n(3, 4)):
+        for _ in range(scale.n(3, 5)):
             run_id = await api.start_run(session, "stream " + words)
             events = await api.events(run_id)
             received[run_id] = [e.id for e in events]
