@@ -124,6 +124,11 @@ def migrate(conn: sqlite3.Connection) -> None:
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+    if version == 0:
+        # A new database went through every migration, and those that rebuild a table left
+        # its old pages free. A few pages, but a full disk then has room to checkpoint into
+        # that it would not have otherwise: give them back (instant on an empty file).
+        conn.execute("VACUUM")
 
 
 def split_sql(script: str) -> list[str]:
