@@ -33,8 +33,8 @@ async def test_open_is_lazy_and_sets_wal_and_version(tmp_path: Path) -> None:
         conn = sqlite3.connect(tmp_path / ".llamon/playground/playground.sqlite3")
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
-        # No page left free by the migrations that rebuild a table (the disk drill relies
-        # on a full disk staying full: a free page is room to checkpoint into).
+        # No migration leaves a free page behind in a new file (a full disk would have room
+        # to checkpoint into, which the disk drill does not expect).
         assert conn.execute("PRAGMA freelist_count").fetchone()[0] == 0
         conn.close()
     finally:
