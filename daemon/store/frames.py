@@ -38,6 +38,14 @@ def frame_data(frame: bytes) -> bytes:
     return frame[frame.index(b"\ndata: ") + 7:-2]
 
 
+def payload_json(frame: bytes) -> bytes:
+    """The payload's compact JSON (what was appended), cut from the data JSON: the fields
+    after `"kind":"..."` (neither the run id nor the kind holds a quote)."""
+    data = frame_data(frame)
+    rest = data[data.index(b'"', data.index(b'"kind":"') + 8) + 1:]
+    return b"{}" if rest == b"}" else b"{" + rest[1:]
+
+
 def frame_payload(frame: bytes) -> dict[str, Any]:
     """The event's own fields, without the seq, run_id and kind the data JSON leads with."""
     doc: dict[str, Any] = orjson.loads(frame_data(frame))

@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from llamon_playground.daemon.store.frames import frame_data, frame_payload
+from llamon_playground.daemon.store.frames import frame_data, payload_json
 
 EventRow = tuple[int, str, str, str, bytes]  # seq, run_id, kind, ts, frame
 
@@ -40,6 +40,7 @@ class EventRecord:
     def as_dict(self) -> dict[str, Any]:
         return orjson.loads(self.data_json())  # type: ignore[no-any-return]
 
-    def payload(self) -> dict[str, Any]:
-        """The event's own fields (without seq, run_id and kind)."""
-        return frame_payload(self.frame)
+    @property
+    def payload(self) -> bytes:
+        """The event's own fields (without seq, run_id and kind), as compact JSON."""
+        return payload_json(self.frame)

@@ -182,7 +182,7 @@ async def test_each_event_is_stored_once_as_its_frame_and_read_back_from_it(
         store.append_event("other", "x.y", {"n": 1})
         await store.flush()
         records = await store.events_after("run_f", 0)
-        assert [r.payload() for r in records] == payloads
+        assert [r.payload for r in records] == [compact_json(p) for p in payloads]
         assert [r.as_dict() for r in records] == [
             {"seq": r.seq, "run_id": "run_f", "kind": k, **p}
             for r, k, p in zip(records, kinds, payloads)]
@@ -252,6 +252,27 @@ async def test_a_stream_of_events_commits_once_per_interval_and_a_waiter_at_once
         await store.close()
 
 
+async def test_the_project_stream_sends_a_run_status_as_its_stored_frame(
+        tmp_path: Path) -> None:
+    """The project-wide stream's run.status frame is the stored one: the same bytes it used
+    to build from the event's fields."""
+    from llamon_playground.daemon.store.project_events import ProjectEvents, sse_frame
+    events = ProjectEvents()
+    queue = events.subscribe()
+    store = Store(build_settings(tmp_path, {"LLAMON_PLAYGROUND_RUNTIME_DIR": str(tmp_path)}),
+                  on_commit=events.committed)
+    await store.open()
+    try:
+        store.append_event("run_p", "output.delta", {"text": "x"})
+        store.append_event("run_p", "run.status", {"status": "completed", "note": "é \""})
+        await store.flush()
+        record = (await store.events_after("run_p", 1))[0]
+        assert queue.get_nowait() == sse_frame("run.status", record.as_dict(), record.seq)
+        assert queue.empty()
+    finally:
+        await store.close()
+
+
 OLD_PAYLOADS = [("output.delta", b'{"text":"a \\"\\u00e9\\" \xe4\xb8\x96"}'), ("x.y", b"{}"),
                 ("run.status", b'{"status":"failed","reason":"host_exited"}')]
 
@@ -276,8 +297,8 @@ async def test_an_older_database_keeps_each_event_once_as_its_frame_and_replays_
     await store.open()
     try:
         assert await store.frames_after("run_o", 0) == (want, 3, True)
-        assert [(r.kind, r.payload()) for r in await store.events_after("run_o", 0)] == [
-            (kind, orjson.loads(payload)) for kind, payload in OLD_PAYLOADS]
+        assert [(r.kind, orjson.loads(r.payload)) for r in await store.events_after("run_o", 0)
+                ] == [(kind, orjson.loads(payload)) for kind, payload in OLD_PAYLOADS]
         store.append_event("run_o", "x.y", {})
         await store.flush()
         assert (await store.events_after("run_o", 3))[0].seq == 4
