@@ -247,7 +247,7 @@ async def test_small_disk_keeps_every_event_of_long_streams(small_disk_stack: St
                                                             scale) -> None:  # type: ignore[no-untyped-def]
     """400-word streams, one after another, on a 2 MiB state dir: the WAL is checkpointed
     so nothing stops being recorded and history is never degraded. (Each run keeps about
-    180 KB of history, each event stored once as its SSE frame, and the WAL may reach 1 MiB
+    170 KB of history, each event stored once as its SSE frame, and the WAL may reach 1 MiB
     mid-stream, so five runs is what 2 MiB holds; history itself is not capped.)"""
     api = Api.for_socket(str(small_disk_stack.settings.socket_path))
     words = " ".join(f"word{i}" for i in range(400))
