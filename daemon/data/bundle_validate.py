@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +38,9 @@ RUN_KEYS = {"id", "session_id", "status", "created_at", "context_id", "parent_ru
             "duration_ms", "generation", "input", "output", "error", "scores",
             "score_summary", "edited", "edited_fields", *RUN_TEXT_COLUMNS}
 EVENT_KEYS = {"seq", "run_id", "kind", "payload", "ts"}
+# An event's kind names its SSE event and is written into its stored frame as it is: no
+# newline, quote or backslash may break either (the daemon's own kinds look like this).
+EVENT_KIND_RE = re.compile(r"[A-Za-z0-9_.-]+")
 PART_KEYS = {"kind", "text", "data", "sha256", "size", "name", "mime", "source", "uri",
              "availability", "replay", "status", "reason", "code", "message"}
 STATUSES = {s.value for s in RunStatus}
@@ -298,6 +302,9 @@ def _check_event(event: dict[str, Any], where: str, run_ids: set[str]) -> None:
         raise bad("dangling_reference", f"run {event.get('run_id')!r} is not in the bundle",
                   f"{where}.run_id")
     _text(event, "kind", where, required=True, max_chars=100)
+    if not EVENT_KIND_RE.fullmatch(event["kind"]):
+        raise bad("invalid_bundle", "must be ASCII letters, digits, '.', '_' or '-'",
+                  f"{where}.kind")
     _text(event, "ts", where)
     if not isinstance(event.get("payload", {}), dict):
         raise bad("invalid_bundle", "must be an object", f"{where}.payload")

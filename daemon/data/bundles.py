@@ -37,7 +37,12 @@ from llamon_playground.daemon.errors import BadRequest, Conflict, NotFound, Payl
 from llamon_playground.daemon.runs.state import ACTIVE_STATUSES, Reason, status_for
 from llamon_playground.daemon.store.blobs import BlobStore
 from llamon_playground.daemon.store.database import Store, utcnow
-from llamon_playground.daemon.store.frames import build_frame
+from llamon_playground.daemon.store.frames import (
+    EVENT_COLUMNS_IN_DATA,
+    INSERT_EVENTS,
+    build_frame,
+    frame_payload,
+)
 from llamon_playground.daemon.store.history import RUN_JSON_COLUMNS
 from llamon_playground.daemon.store.ids import new_context_id, new_run_id, new_session_id
 
@@ -52,8 +57,6 @@ RUN_COLUMNS = ("id", "session_id", "status", "reason", "created_at", "started_at
                "recommended_run_command", "label", "note", "edited_fields", "code_fingerprint",
                "a2a_version")
 ACTIVE_VALUES = frozenset(s.value for s in ACTIVE_STATUSES)
-# Keys the events table keeps in columns; a payload must not repeat them (SSE merges them).
-EVENT_COLUMNS_IN_DATA = ("seq", "run_id", "kind")
 IN_CHUNK = 500  # ids per `IN (...)`: far below SQLite's variable limit
 
 
@@ -95,7 +98,7 @@ def _export_sync(db_path: Path, blobs: BlobStore, session_ids: list[str] | None,
             {*(session_ids or []), *(r["session_id"] for r in runs)})
         sessions = _rows(conn, "sessions", "id", wanted_sessions)
         events = sorted((e for chunk in _chunks([r["id"] for r in runs]) for e in conn.execute(
-            f"SELECT seq, run_id, kind, payload, ts FROM events WHERE run_id IN "
+            f"SELECT seq, run_id, kind, ts, frame FROM events WHERE run_id IN "
             f"({_marks(chunk)})", chunk)), key=lambda e: int(e["seq"]))
         conn.execute("COMMIT")
     finally:
@@ -104,7 +107,7 @@ def _export_sync(db_path: Path, blobs: BlobStore, session_ids: list[str] | None,
     return {"format": BUNDLE_FORMAT, "exported_at": utcnow(), "privacy_warning": PRIVACY_WARNING,
             "sessions": [_session_doc(s) for s in sessions], "runs": run_docs,
             "events": [{"seq": e["seq"], "run_id": e["run_id"], "kind": e["kind"],
-                        "payload": orjson.loads(e["payload"]), "ts": e["ts"]} for e in events],
+                        "payload": frame_payload(e["frame"]), "ts": e["ts"]} for e in events],
             "blobs": _export_blobs(blobs, run_docs)}
 
 
@@ -322,8 +325,7 @@ def _write_rows(store: Store, conn: sqlite3.Connection, plan: ImportPlan) -> Non
         f"VALUES ({', '.join(':' + c for c in RUN_COLUMNS)})", plan.runs)
     conn.executemany("INSERT INTO run_files (run_id, sha256) VALUES (?, ?)", plan.run_files)
     first = store.reserve_seqs(len(plan.events))
-    conn.executemany(
-        "INSERT INTO events (seq, run_id, kind, payload, ts, frame) VALUES (?, ?, ?, ?, ?, ?)",
-        [(first + i, run_id, kind, payload, ts, build_frame(first + i, run_id, kind, payload))
-         for i, (run_id, kind, payload, ts) in enumerate(plan.events)])
+    conn.executemany(INSERT_EVENTS, [
+        (first + i, run_id, kind, ts, build_frame(first + i, run_id, kind, payload))
+        for i, (run_id, kind, payload, ts) in enumerate(plan.events)])
 

@@ -16,16 +16,15 @@ import logging
 import sqlite3
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import aiosqlite
 
 from llamon_playground.common.config import Settings
 from llamon_playground.daemon.errors import StoreError, UnsupportedDatabaseVersion
-from llamon_playground.daemon.store.faults import is_storage_fault
-from llamon_playground.daemon.store.frames import FRAMES_SQL, build_frame
+from llamon_playground.daemon.store.batch import Batches, Item, OpResult, PendingOp, WriteOp
+from llamon_playground.daemon.store.frames import FRAMES_SQL
 from llamon_playground.daemon.store.migrations import SCHEMA_VERSION, migrate, peek_user_version
 from llamon_playground.daemon.store.private import prepare_state
 from llamon_playground.daemon.store.records import EventRecord, EventRow, compact_json
@@ -33,7 +32,6 @@ from llamon_playground.daemon.store.records import EventRecord, EventRow, compac
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-WriteOp = Callable[[sqlite3.Connection], Any]
 
 MAX_BATCH = 50_000  # bounds one transaction's latency under a flood
 RETRY_MIN = 0.05
@@ -49,33 +47,10 @@ IDLE_CHECKPOINT = 1.0
 # hand-offs per token (measured: ~250 us of daemon CPU a delta). The first event after a
 # quiet spell, and any write someone waits for, still commit at once.
 COMMIT_INTERVAL = 0.01
-INSERT_EVENTS = ("INSERT INTO events (seq, run_id, kind, payload, ts, frame) "
-                 "VALUES (?, ?, ?, ?, ?, ?)")
 
 
 def utcnow() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-@dataclass(slots=True)
-class _PendingOp:
-    op: WriteOp
-    future: asyncio.Future[Any] | None  # None: submitted, nobody waits (failures are logged)
-    # Events that commit in the op's own savepoint: both land or neither does.
-    events: list[tuple[str, str, bytes]] = field(default_factory=list)
-    # Kept and retried while history is degraded (as events are), never failed for it.
-    durable: bool = False
-    # Called on the loop right after the commit, before any waiter or subscriber hears of it.
-    then: Callable[[], None] | None = None
-
-    @property
-    def retried(self) -> bool:
-        return self.future is None or self.durable
-
-
-# An event waiting for the writer: (run_id, kind, payload).
-_Item = tuple[str, str, bytes] | _PendingOp
-_OpResult = tuple[_PendingOp, Any, Exception | None]  # the op, its value, its own failure
 
 
 class Store:
@@ -91,13 +66,12 @@ class Store:
         self._conn: sqlite3.Connection | None = None  # the writer's; used on its thread only
         self._executor: ThreadPoolExecutor | None = None
         self._reader: aiosqlite.Connection | None = None
-        self._items: list[_Item] = []
+        self._items: list[Item] = []
         self._wake = asyncio.Event()
         self._urgent = asyncio.Event()  # a queued write has a waiter: commit without lingering
         self._writer_task: asyncio.Task[None] | None = None
         self._open_lock = asyncio.Lock()
-        self._next_seq = 1  # both owned by the writer thread once open
-        self._seq_cursor = 1
+        self._batches = Batches()  # owned by the writer thread once open
         self.unsupported_version: int | None = None
         self.write_failures = 0
         self.batches_committed = 0
@@ -129,7 +103,7 @@ class Store:
         prepare_state(settings)  # 0700 / 0600 whatever the umask
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="store-writer")
         try:
-            self._next_seq = await self._on_writer(self._open_writer, db)
+            self._batches.next_seq = await self._on_writer(self._open_writer, db)
             reader = await aiosqlite.connect(db, isolation_level=None)
             await reader.execute("PRAGMA busy_timeout=5000")
             reader.row_factory = sqlite3.Row
@@ -193,7 +167,7 @@ class Store:
 
     def submit(self, op: WriteOp) -> None:
         """Queue a write nobody waits for (it still commits in order with everything else)."""
-        self._items.append(_PendingOp(op, None))
+        self._items.append(PendingOp(op, None))
         self._wake.set()
 
     async def write(self, op: Callable[[sqlite3.Connection], T]) -> T:
@@ -202,7 +176,7 @@ class Store:
         if self._writer_task is None:
             raise StoreError("store is not open")
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        self._items.append(_PendingOp(op, future))
+        self._items.append(PendingOp(op, future))
         self._urgent.set()
         self._wake.set()
         return await future
@@ -218,7 +192,7 @@ class Store:
             raise StoreError("store is not open")
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         encoded = [(run_id, kind, compact_json(payload)) for run_id, kind, payload in events]
-        self._items.append(_PendingOp(op, future, encoded, durable=True, then=then))
+        self._items.append(PendingOp(op, future, encoded, durable=True, then=then))
         self._urgent.set()
         self._wake.set()
         return await future
@@ -259,7 +233,7 @@ class Store:
         self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     async def _write_loop(self) -> None:
-        retry: list[_Item] = []
+        retry: list[Item] = []
         delay = RETRY_MIN
         loop = asyncio.get_running_loop()
         last_commit = -COMMIT_INTERVAL
@@ -287,7 +261,7 @@ class Store:
             else:
                 delay = RETRY_MIN
 
-    async def _commit(self, batch: list[_Item]) -> list[_Item]:
+    async def _commit(self, batch: list[Item]) -> list[Item]:
         """Commit one batch; on a write failure return its events, to be retried."""
         try:
             rows, results = await self._on_writer(self._commit_on_thread, batch, utcnow())
@@ -299,11 +273,11 @@ class Store:
                 self.degraded = True
                 self._on_degraded(error)
             for item in batch:
-                if isinstance(item, _PendingOp) and not item.retried \
+                if isinstance(item, PendingOp) and not item.retried \
                         and item.future is not None and not item.future.done():
                     item.future.set_exception(error)
             # Events, row updates nobody waits for and durable writes stay, in their order.
-            return [item for item in batch if not isinstance(item, _PendingOp) or item.retried]
+            return [item for item in batch if not isinstance(item, PendingOp) or item.retried]
         if self.degraded:
             log.warning("history writes work again")
             self.degraded = False
@@ -330,80 +304,19 @@ class Store:
         Only from inside a write op (on the writer thread): the seq counter belongs to the
         transaction in progress and goes back if it rolls back.
         """
-        first = self._seq_cursor
-        self._seq_cursor += count
-        return first
+        return self._batches.reserve_seqs(count)
 
-    def _commit_on_thread(self, batch: list[_Item], ts: str
-                          ) -> tuple[list[EventRow], list[_OpResult]]:
-        """On the writer thread: the whole transaction in one go. The seq counter lives
-        here too, so ops and appends draw from it in commit order."""
-        conn = self._conn
-        assert conn is not None
-        rows: list[EventRow] = []
-        results: list[_OpResult] = []
-        self._seq_cursor = self._next_seq
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            start, n = 0, len(batch)
-            while start < n:
-                item = batch[start]
-                if type(item) is _PendingOp:
-                    conn.execute("SAVEPOINT op")
-                    cursor = self._seq_cursor
-                    try:
-                        value = item.op(conn)
-                        own = self.insert_events(conn, item.events, ts)
-                    except Exception as exc:  # the op's own failure rolls back only that op
-                        conn.execute("ROLLBACK TO op")
-                        conn.execute("RELEASE op")
-                        self._seq_cursor = cursor
-                        if is_storage_fault(exc):
-                            raise  # the disk, not the op: the whole batch is retried
-                        results.append((item, None, exc))
-                    else:
-                        conn.execute("RELEASE op")
-                        rows.extend(own)
-                        results.append((item, value, None))
-                    start += 1
-                    continue
-                end = start + 1
-                while end < n and type(batch[end]) is not _PendingOp:
-                    end += 1
-                first = self._seq_cursor
-                self._seq_cursor += end - start
-                # Each frame is built once, here: stored for replay, published for live.
-                events = cast("list[tuple[str, str, bytes]]", batch[start:end])
-                segment: list[EventRow] = [
-                    (seq, run_id, kind, payload, ts, build_frame(seq, run_id, kind, payload))
-                    for seq, (run_id, kind, payload)
-                    in zip(range(first, self._seq_cursor), events)]
-                conn.executemany(INSERT_EVENTS, segment)
-                rows.extend(segment)
-                start = end
-            conn.execute("COMMIT")
-        except BaseException:
-            try:
-                conn.execute("ROLLBACK")
-            except sqlite3.Error:
-                pass
-            raise
-        self._next_seq = self._seq_cursor
-        return rows, results
+    def _commit_on_thread(self, batch: list[Item], ts: str
+                          ) -> tuple[list[EventRow], list[OpResult]]:
+        assert self._conn is not None
+        return self._batches.commit(self._conn, batch, ts)
 
     def insert_events(self, conn: sqlite3.Connection, events: list[tuple[str, str, bytes]],
                       ts: str) -> list[EventRow]:
         """Insert events from inside a write op (on the writer thread), seqs in commit order.
         Those an op inserts itself are not published (boot recovery has no subscribers);
         the events given to write_with_events are."""
-        if not events:
-            return []
-        first = self.reserve_seqs(len(events))
-        rows: list[EventRow] = [
-            (first + i, run_id, kind, payload, ts, build_frame(first + i, run_id, kind, payload))
-            for i, (run_id, kind, payload) in enumerate(events)]
-        conn.executemany(INSERT_EVENTS, rows)
-        return rows
+        return self._batches.insert_events(conn, events, ts)
 
     # -- reads ------------------------------------------------------------------------------
 
@@ -433,7 +346,7 @@ class Store:
 
     async def events_after(self, run_id: str, after: int, limit: int = 2000) -> list[EventRecord]:
         rows = await self.reader.execute_fetchall(
-            "SELECT seq, kind, payload FROM events WHERE run_id = ? AND seq > ? "
+            "SELECT seq, kind, frame FROM events WHERE run_id = ? AND seq > ? "
             "ORDER BY seq LIMIT ?", (run_id, after, limit))
         return [EventRecord(r[0], run_id, r[1], bytes(r[2])) for r in rows]
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import orjson
 
 from llamon_playground.common.contract import TERMINAL_STATUSES
-from llamon_playground.daemon.store.frames import build_frame
+from llamon_playground.daemon.store.frames import frame_data
 from llamon_playground.daemon.store.records import EventRecord, EventRow
 
 TERMINAL_VALUES = frozenset(s.value for s in TERMINAL_STATUSES)
@@ -27,21 +27,19 @@ class Frame:
     terminal: bool
 
 
-def is_terminal(record: EventRecord) -> bool:
-    if record.kind != "run.status":
-        return False
-    return orjson.loads(record.payload).get("status") in TERMINAL_VALUES
+def is_terminal(kind: str, frame: bytes) -> bool:
+    """Whether this is the run.status event that ends its run (read from the frame's data)."""
+    return kind == "run.status" and \
+        orjson.loads(frame_data(frame)).get("status") in TERMINAL_VALUES
 
 
 def frame(record: EventRecord) -> Frame:
-    data = build_frame(record.seq, record.run_id, record.kind, record.payload)
-    return Frame(record.seq, data, is_terminal(record))
+    return Frame(record.seq, record.frame, is_terminal(record.kind, record.frame))
 
 
 def row_frame(row: EventRow) -> Frame:
     """A committed row's frame, as the writer built it (no second build)."""
-    terminal = row[2] == "run.status" and orjson.loads(row[3]).get("status") in TERMINAL_VALUES
-    return Frame(row[0], row[5], terminal)
+    return Frame(row[0], row[4], is_terminal(row[2], row[4]))
 
 
 class RunLog:

@@ -1,15 +1,24 @@
-"""An event's SSE frame, built once when the event commits and stored beside it.
+"""An event's SSE frame: built once when the event commits, and the only copy of it stored.
 
-Replay then copies stored bytes instead of building each frame again (building them was
-most of what a replay cost). The writer thread, boot recovery and bundle import (whose
-rows are renumbered) all build it here. Rows written before the frame column existed have
-NULL there; the replay query builds theirs in SQL with exactly the same bytes (a test holds
-the two builders together).
+Replay copies stored bytes instead of building each frame again (building them was most of
+what a replay cost). The frame's `data:` line is the event's whole JSON (seq, run_id and kind
+first, then the payload's fields), so the payload is not kept beside it: whoever needs the
+event's fields reads them from that line, in Python (`frame_data`) or in SQL (`DATA_SQL`).
+The writer thread, boot recovery and bundle import (whose rows are renumbered) all build
+frames here.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+import orjson
+
 from llamon_playground.common.contract import TERMINAL_STATUSES
+
+INSERT_EVENTS = "INSERT INTO events (seq, run_id, kind, ts, frame) VALUES (?, ?, ?, ?, ?)"
+# The keys the frame's data JSON leads with (columns too); a payload never repeats them.
+EVENT_COLUMNS_IN_DATA = ("seq", "run_id", "kind")
 
 
 def build_frame(seq: int, run_id: str, kind: str, payload: bytes) -> bytes:
@@ -23,23 +32,38 @@ def build_frame(seq: int, run_id: str, kind: str, payload: bytes) -> bytes:
         seq, k, seq, run_id.encode(), k, memoryview(payload)[1:])  # type: ignore[str-format]
 
 
-# The same bytes built by SQLite, for rows whose stored frame is NULL; printf() is about
-# twice as fast as chains of || here.
-FRAME_SQL = """printf('id: %d' || char(10) || 'event: %s' || char(10)
-           || 'data: {"seq":%d,"run_id":"%s","kind":"%s"%s' || char(10) || char(10),
-           seq, kind, seq, run_id, kind,
-           CASE WHEN length(payload) = 2 THEN '}'
-                ELSE ',' || substr(CAST(payload AS TEXT), 2) END)"""
+def frame_data(frame: bytes) -> bytes:
+    """The frame's `data:` JSON, the event's fields. The lines before it are `id:` and
+    `event:` (neither holds a newline) and the frame ends with the blank line."""
+    return frame[frame.index(b"\ndata: ") + 7:-2]
 
+
+def payload_json(frame: bytes) -> bytes:
+    """The payload's compact JSON (what was appended), cut from the data JSON: the fields
+    after `"kind":"..."` (neither the run id nor the kind holds a quote)."""
+    data = frame_data(frame)
+    rest = data[data.index(b'"', data.index(b'"kind":"') + 8) + 1:]
+    return b"{}" if rest == b"}" else b"{" + rest[1:]
+
+
+def frame_payload(frame: bytes) -> dict[str, Any]:
+    """The event's own fields, without the seq, run_id and kind the data JSON leads with."""
+    doc: dict[str, Any] = orjson.loads(frame_data(frame))
+    for key in EVENT_COLUMNS_IN_DATA:
+        del doc[key]
+    return doc
+
+
+# The data JSON of a row's frame, as SQL text: it starts after `id: <seq>\nevent: <kind>\n
+# data: ` (19 bytes besides seq and kind); the blank line after it is JSON whitespace.
+DATA_SQL = "CAST(substr(frame, length(seq) + length(CAST(kind AS BLOB)) + 20) AS TEXT)"
+STATUS_SQL = f"json_extract({DATA_SQL}, '$.status')"
 
 TERMINAL_SQL = "(" + ", ".join(f"'{s.value}'" for s in sorted(TERMINAL_STATUSES)) + ")"
-# The stored frames of a page, in one query (per-row Python work is what limited replay);
-# a row without one (older than the column, or imported) has it built by FRAME_SQL.
+# The stored frames of a page, in one query (per-row Python work is what limited replay).
 FRAMES_SQL = f"""
 SELECT CAST(group_concat(frame, '') AS BLOB), max(seq), max(terminal) FROM (
-  SELECT seq, COALESCE(frame, {FRAME_SQL}) AS frame,
-    CASE WHEN kind = 'run.status'
-         THEN json_extract(CAST(payload AS TEXT), '$.status') IN {TERMINAL_SQL}
-         ELSE 0 END AS terminal
+  SELECT seq, frame,
+    CASE WHEN kind = 'run.status' THEN {STATUS_SQL} IN {TERMINAL_SQL} ELSE 0 END AS terminal
   FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?)
 """

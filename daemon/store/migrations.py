@@ -73,6 +73,21 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE events ADD COLUMN frame BLOB;
     """,
+    # Each event stored once, as its frame: the frame's data: line is the event's JSON, so
+    # the payload column only doubled history's size. Rows without a frame get theirs built
+    # here, with the same bytes the daemon builds (a test holds the two together). Dropping
+    # the column rewrites the rows in place: the file does not grow, as a copy of the table
+    # would make it (by the new table's size, measured: 372 MB became 629 MB for 1M events).
+    """
+    UPDATE events SET frame = CAST(printf(
+            'id: %d' || char(10) || 'event: %s' || char(10)
+            || 'data: {"seq":%d,"run_id":"%s","kind":"%s"%s' || char(10) || char(10),
+            seq, kind, seq, run_id, kind,
+            CASE WHEN length(payload) = 2 THEN '}'
+                 ELSE ',' || substr(CAST(payload AS TEXT), 2) END) AS BLOB)
+        WHERE frame IS NULL;
+    ALTER TABLE events DROP COLUMN payload;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from llamon_playground.daemon.store.records import EventRecord, EventRow
+from llamon_playground.daemon.store.records import EventRow
 
 QUEUE_LIMIT = 1000
 
@@ -55,8 +55,7 @@ class ProjectEvents:
             return
         for row in rows:
             if row[2] == "run.status":
-                record = EventRecord.from_row(row)
-                self._send(sse_frame("run.status", record.as_dict(), record.seq))
+                self._send(row[4])  # its stored frame is this stream's frame too
 
     def close_all(self) -> None:
         for queue in list(self._subscribers):

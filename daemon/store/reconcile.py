@@ -13,6 +13,7 @@ import orjson
 from llamon_playground.common.contract import TERMINAL_STATUSES, RunStatus
 from llamon_playground.daemon.runs.state import status_for
 from llamon_playground.daemon.store.database import Store, utcnow
+from llamon_playground.daemon.store.frames import STATUS_SQL, frame_payload
 from llamon_playground.daemon.store.history import run_update_op
 
 log = logging.getLogger(__name__)
@@ -50,11 +51,11 @@ class RunEvents:
     @classmethod
     def read(cls, conn: sqlite3.Connection, run_id: str) -> RunEvents:
         found = cls()
-        for kind, payload, ts in conn.execute(
-                "SELECT kind, payload, ts FROM events WHERE run_id = ? AND kind IN "
+        for kind, frame, ts in conn.execute(
+                "SELECT kind, frame, ts FROM events WHERE run_id = ? AND kind IN "
                 "('run.status', 'run.output', 'run.phase', 'output.delta') ORDER BY seq",
                 (run_id,)):
-            body = orjson.loads(payload)
+            body = frame_payload(frame)
             if kind == "run.status":
                 found.last_status, found.last_status_ts = body, ts
             elif kind == "run.output":
@@ -139,8 +140,8 @@ async def reconcile_runs(store: Store, reason: str) -> list[str]:
     def op(conn: sqlite3.Connection) -> list[str]:
         runs = conn.execute(
             "SELECT r.id, r.status, r.reason, r.error, r.output, "
-            "(SELECT json_extract(CAST(e.payload AS TEXT), '$.status') FROM events e "
-            " WHERE e.run_id = r.id AND e.kind = 'run.status' ORDER BY e.seq DESC LIMIT 1) "
+            f"(SELECT {STATUS_SQL} FROM events "
+            " WHERE run_id = r.id AND kind = 'run.status' ORDER BY seq DESC LIMIT 1) "
             "AS last FROM runs r").fetchall()
         repaired = []
         for run in runs:

@@ -1,4 +1,4 @@
-"""A stored event: its row, its record, and the compact JSON its payload is kept as."""
+"""A stored event: its row, its record, and the compact JSON its payload is encoded as."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ from typing import Any
 
 import orjson
 
-EventRow = tuple[int, str, str, bytes, str, bytes]  # seq, run_id, kind, payload, ts, frame
+from llamon_playground.daemon.store.frames import frame_data, payload_json
+
+EventRow = tuple[int, str, str, str, bytes]  # seq, run_id, kind, ts, frame
 
 
 def compact_json(value: Any) -> bytes:
@@ -25,19 +27,20 @@ class EventRecord:
     seq: int
     run_id: str
     kind: str
-    payload: bytes  # a JSON object without seq/run_id/kind
+    frame: bytes  # the stored SSE frame; its data: line is the event's JSON
 
     @classmethod
     def from_row(cls, row: EventRow) -> EventRecord:
-        return cls(row[0], row[1], row[2], row[3])
+        return cls(row[0], row[1], row[2], row[4])
 
     def data_json(self) -> bytes:
         """The SSE `data:` JSON: seq, run_id and kind first, then the payload's fields."""
-        head = b'{"seq":%d,"run_id":"%s","kind":"%s"' % (
-            self.seq, self.run_id.encode(), self.kind.encode())
-        if self.payload == b"{}":
-            return head + b"}"
-        return head + b"," + self.payload[1:]
+        return frame_data(self.frame)
 
     def as_dict(self) -> dict[str, Any]:
         return orjson.loads(self.data_json())  # type: ignore[no-any-return]
+
+    @property
+    def payload(self) -> bytes:
+        """The event's own fields (without seq, run_id and kind), as compact JSON."""
+        return payload_json(self.frame)

@@ -10,18 +10,16 @@ from pathlib import Path
 import orjson
 
 from llamon_playground.daemon.store.database import utcnow
-from llamon_playground.daemon.store.frames import build_frame
+from llamon_playground.daemon.store.frames import INSERT_EVENTS, build_frame
 from llamon_playground.daemon.store.ids import new_run_id
 from llamon_playground.daemon.store.migrations import MIGRATIONS, split_sql
 from scripts.benchmarks.stack import copy_example
 
-# The daemon's own events table and index, taken from its first migration.
+# The daemon's first events table and index (one JSON payload per row, no frame), taken from
+# its first migration: the raw sqlite3 baseline that appends are measured against.
 EVENTS_DDL = "\n".join(stmt for stmt in split_sql(MIGRATIONS[0])
                        if stmt.startswith(("CREATE TABLE events", "CREATE INDEX events_")))
 INSERT_EVENT = "INSERT INTO events (seq, run_id, kind, payload, ts) VALUES (?, ?, ?, ?, ?)"
-# A run's rows as the daemon stores them: each with its SSE frame.
-INSERT_STORED_EVENT = ("INSERT INTO events (seq, run_id, kind, payload, ts, frame) "
-                       "VALUES (?, ?, ?, ?, ?, ?)")
 NO_WATCH = {"LLAMON_PLAYGROUND_WATCH": "0"}  # fixtures are written while no daemon runs
 
 
@@ -41,10 +39,11 @@ def insert_finished_run(db_path: Path, session_id: str, context_id: str, n: int)
         conn.execute("PRAGMA foreign_keys=ON")
         first = int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM events").fetchone()[0]) + 1
         delta = orjson.dumps({"text": "tok ", "artifact_id": "bench-echo"})
-        rows = [(first + i, run_id, "output.delta", delta, now) for i in range(n - 1)]
-        rows.append((first + n - 1, run_id, "run.status", orjson.dumps({"status": "completed"}),
-                     now))
-        rows = [(*row, build_frame(*row[:4])) for row in rows]
+        events = [("output.delta", delta)] * (n - 1) + [
+            ("run.status", orjson.dumps({"status": "completed"}))]
+        # A run's rows as the daemon stores them: each event once, as its SSE frame.
+        rows = [(first + i, run_id, kind, now, build_frame(first + i, run_id, kind, payload))
+                for i, (kind, payload) in enumerate(events)]
         stored_input = orjson.dumps({"parts": [{"kind": "text", "text": "bench"}],
                                      "metadata": {}, "changed_files": [],
                                      "revision": None}).decode()
@@ -54,7 +53,7 @@ def insert_finished_run(db_path: Path, session_id: str, context_id: str, n: int)
             "duration_ms, context_id, input, output) VALUES (?, ?, 'completed', ?, ?, ?, ?, ?, "
             "?, ?)", (run_id, session_id, now, now, now, 1.0, context_id, stored_input,
                       orjson.dumps([{"kind": "text", "text": "tok " * 10}]).decode()))
-        conn.executemany(INSERT_STORED_EVENT, rows)
+        conn.executemany(INSERT_EVENTS, rows)
         conn.execute("COMMIT")
     finally:
         conn.close()
@@ -131,11 +130,11 @@ def build_history(db_path: Path, session_id: str, context_id: str, runs: int,
                 (run_id, session_id, created, created, ended, 2000.0, context_id, task_id,
                  stored_input, output, scores))
             events = run_events(task_id, deltas, text_total)
-            rows = [(seq + 1 + j, run_id, kind, payload, created,
+            rows = [(seq + 1 + j, run_id, kind, created,
                      build_frame(seq + 1 + j, run_id, kind, payload))
                     for j, (kind, payload) in enumerate(events)]
             seq += len(rows)
-            conn.executemany(INSERT_STORED_EVENT, rows)
+            conn.executemany(INSERT_EVENTS, rows)
         conn.execute("COMMIT")
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:

@@ -6,6 +6,8 @@ import json
 import sqlite3
 from pathlib import Path
 
+from llamon_playground.daemon.store.frames import frame_payload
+
 ACTIVE = ("queued", "preparing", "running")
 
 
@@ -42,16 +44,16 @@ def check_rows_match_events(conn: sqlite3.Connection) -> None:
     for run_id, status, reason, output in conn.execute(
             f"SELECT id, status, reason, output FROM runs WHERE status NOT IN {ACTIVE}"):
         ending = conn.execute(
-            "SELECT payload FROM events WHERE run_id = ? AND kind = 'run.status' "
+            "SELECT frame FROM events WHERE run_id = ? AND kind = 'run.status' "
             "ORDER BY seq DESC LIMIT 1", (run_id,)).fetchone()
         if ending is None:
             continue  # an imported run may carry no events at all
-        last = json.loads(ending[0])
+        last = frame_payload(ending[0])
         assert (last["status"], last.get("reason")) == (status, reason), (run_id, last, status)
         parts = conn.execute(
-            "SELECT payload FROM events WHERE run_id = ? AND kind = 'run.output' "
+            "SELECT frame FROM events WHERE run_id = ? AND kind = 'run.output' "
             "ORDER BY seq DESC LIMIT 1", (run_id,)).fetchone()
-        streamed = json.loads(parts[0])["parts"] if parts else []
+        streamed = frame_payload(parts[0])["parts"] if parts else []
         assert streamed == json.loads(output), (run_id, streamed, output)
 
 

@@ -18,6 +18,7 @@ import orjson
 from tests.e2e.data_support import b64, finished_run, inline_file, post_big, sha, snapshot, text
 from tests.support.api import Api
 from tests.support.procs import Stack
+from tests.support.waiting import eventually
 
 Bundle = dict[str, Any]
 MIB = 1024 * 1024
@@ -93,6 +94,9 @@ TAMPERING: list[tuple[str, Callable[[Bundle], None], int, str]] = [
     ("data part not an object", lambda b: b["runs"][0]["input"]["parts"].append(
         {"kind": "data", "data": [1]}), 400, "invalid_bundle"),
     ("unknown status", lambda b: b["runs"][0].update(status="paused"), 400, "invalid_bundle"),
+    # An event's kind goes into its stored SSE frame as it is: no line break or quote.
+    ("event kind breaking its frame", lambda b: b["events"][0].update(
+        kind='run.status\ndata: "x'), 400, "invalid_bundle"),
     ("duplicate run id", lambda b: b["runs"].append(copy.deepcopy(b["runs"][0])), 400,
      "invalid_bundle"),
     ("parent cycle", cycle, 400, "invalid_bundle"),
@@ -192,6 +196,11 @@ async def test_a_bundle_of_too_many_values_is_413_before_it_is_parsed(direct: Ap
     413 comes from the bytes, so the daemon's peak memory stays a small multiple of them."""
     await direct.session()
     assert daemon.daemon is not None
+    # The idle writer checkpoints that write a second later: the snapshot comes after it
+    # (else a slow import makes the checkpoint look like a write of its own).
+    wal = daemon.settings.db_path.with_name(daemon.settings.db_path.name + "-wal")
+    await eventually(lambda: asyncio.sleep(0, wal.exists() and wal.stat().st_size),
+                     lambda size: not size, "the idle WAL checkpoint")
     before, peak_before = snapshot(daemon), peak_rss(daemon.daemon.pid)
     raw = (b'{"format":"llamon.playground.bundle/1","sessions":[],"runs":[],"blobs":{},'
            b'"events":[' + b",".join([b"{}"] * 2_000_001) + b"]}")

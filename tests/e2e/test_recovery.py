@@ -118,7 +118,7 @@ async def test_daemon_sigterm_mid_run_interrupts_with_studio_shutdown(slow_stack
         await api.close()
     status, reason = db_rows(slow_stack, f"SELECT status, reason FROM runs WHERE id='{run_id}'")[0]
     assert (status, reason) == ("interrupted", "studio_shutdown")
-    last = db_rows(slow_stack, f"SELECT kind, payload FROM events WHERE run_id='{run_id}' "
+    last = db_rows(slow_stack, f"SELECT kind, frame FROM events WHERE run_id='{run_id}' "
                                "ORDER BY seq DESC LIMIT 1")[0]
     assert last[0] == "run.status" and b'"interrupted"' in last[1]
     gone, alive = psutil.wait_procs(hosts, timeout=10)

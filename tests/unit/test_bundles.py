@@ -23,7 +23,7 @@ from llamon_playground.daemon.data.parts import parse_run_request
 from llamon_playground.daemon.errors import BadRequest, PayloadTooLarge
 from llamon_playground.daemon.store.blobs import BlobStore
 from llamon_playground.daemon.store.database import Store
-from llamon_playground.daemon.store.event_log import frame
+from llamon_playground.daemon.store.frames import build_frame
 from llamon_playground.daemon.store.history import get_run
 from llamon_playground.daemon.store.records import EventRecord
 
@@ -77,7 +77,8 @@ async def test_import_orders_parents_first_and_event_seqs_continue(
     conn = sqlite3.connect(s._settings.db_path)
     stored = dict(conn.execute("SELECT seq, frame FROM events WHERE seq IN (2, 3)"))
     conn.close()
-    assert stored == {e.seq: frame(e).data for e in imported}
+    assert stored == {e.seq: build_frame(e.seq, e.run_id, "run.status",
+                                         b'{"status":"completed"}') for e in imported}
     # The store's own appends continue after the imported rows, without a collision.
     s.append_event("run_after", "k", {})
     await s.flush()

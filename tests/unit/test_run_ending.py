@@ -23,6 +23,7 @@ from llamon_playground.daemon.runs.output import OutputCollector
 from llamon_playground.daemon.runs.state import Reason, RunStatus
 from llamon_playground.daemon.store.blobs import BlobStore
 from llamon_playground.daemon.store.database import Store
+from llamon_playground.daemon.store.frames import STATUS_SQL, frame_payload
 from llamon_playground.daemon.store.history import (
     create_session,
     get_run,
@@ -51,7 +52,7 @@ class CommitWatch(Store):
         for run_id, status, ended_at, output in self._conn.execute(
                 "SELECT id, status, ended_at, output FROM runs").fetchall():
             last = self._conn.execute(
-                "SELECT json_extract(CAST(payload AS TEXT), '$.status') FROM events "
+                f"SELECT {STATUS_SQL} FROM events "
                 "WHERE run_id = ? AND kind = 'run.status' ORDER BY seq DESC LIMIT 1",
                 (run_id,)).fetchone()
             self.seen.append((status, ended_at, last[0] if last else None, output))
@@ -108,11 +109,11 @@ async def test_no_commit_shows_a_half_ended_run_and_the_lock_frees_at_that_commi
         try:
             row = conn.execute("SELECT status, ended_at, output FROM runs WHERE id = ?",
                                (run.run_id,)).fetchone()
-            last = conn.execute("SELECT payload FROM events WHERE run_id = ? ORDER BY seq "
+            last = conn.execute("SELECT frame FROM events WHERE run_id = ? ORDER BY seq "
                                 "DESC LIMIT 1", (run.run_id,)).fetchone()
         finally:
             conn.close()
-        seen_at_release.append((*row, orjson.loads(last[0])["status"]))
+        seen_at_release.append((*row, frame_payload(last[0])["status"]))
 
     run = await new_run(store, journal, [])
     run._on_end = on_end  # noqa: SLF001 - the manager's release, observed

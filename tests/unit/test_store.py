@@ -6,6 +6,7 @@ import asyncio
 import sqlite3
 from pathlib import Path
 
+import orjson
 import pytest
 
 from llamon_playground.common.config import build_settings
@@ -32,6 +33,9 @@ async def test_open_is_lazy_and_sets_wal_and_version(tmp_path: Path) -> None:
         conn = sqlite3.connect(tmp_path / ".llamon/playground/playground.sqlite3")
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        # No migration leaves a free page behind in a new file (a full disk would have room
+        # to checkpoint into, which the disk drill does not expect).
+        assert conn.execute("PRAGMA freelist_count").fetchone()[0] == 0
         conn.close()
     finally:
         await store.close()
@@ -48,7 +52,7 @@ async def test_appends_are_group_committed_in_order_and_published_after_commit(
         await store.flush()
         assert [r.seq for r in published] == list(range(1, 5001))
         rows = await store.events_after("run_a", 0, limit=10000)
-        assert [r.payload for r in rows] == [r.payload for r in published]
+        assert [r.frame for r in rows] == [r.frame for r in published]
         assert rows[0].as_dict() == {"seq": 1, "run_id": "run_a", "kind": "output.delta",
                                      "text": "t0"}
         # 5000 appends queued without awaiting went into a handful of transactions.
@@ -187,24 +191,48 @@ def _noop(conn: sqlite3.Connection) -> None:
     return None
 
 
-async def test_sql_built_frames_match_python_frames(tmp_path: Path) -> None:
-    from llamon_playground.daemon.store.event_log import frame
+async def test_each_event_is_stored_once_as_its_frame_and_read_back_from_it(
+        tmp_path: Path) -> None:
+    """The frame built at commit is the only copy of an event: replay joins the stored
+    frames, and the event's fields (history, recovery, bundles) are read from its data line
+    (in Python and in SQL) exactly as they were appended."""
+    from llamon_playground.daemon.store.frames import STATUS_SQL, build_frame, frame_payload
+    from llamon_playground.daemon.store.records import compact_json
     store = make_store(tmp_path)
     await store.open()
     try:
-        payloads = [{}, {"text": "héllo \"quoted\" 世界\n"}, {"status": "running"},
-                    {"nested": {"a": [1, 2.5, None, True]}}, {"status": "completed"}]
-        for i, payload in enumerate(payloads):
-            store.append_event("run_f", "run.status" if "status" in payload else "x.y", payload)
+        payloads = [{}, {"text": "héllo \"quoted\" 世界\n\\", "data:": "\n\ndata: x"},
+                    {"status": "running"}, {"nested": {"a": [1, 2.5, None, True]}},
+                    {"status": "completed", "reason": None}]
+        kinds = ["run.status" if "status" in p else "x.y" for p in payloads]
+        for kind, payload in zip(kinds, payloads):
+            store.append_event("run_f", kind, payload)
         store.append_event("other", "x.y", {"n": 1})
         await store.flush()
         records = await store.events_after("run_f", 0)
+        assert [r.payload for r in records] == [compact_json(p) for p in payloads]
+        assert [r.as_dict() for r in records] == [
+            {"seq": r.seq, "run_id": "run_f", "kind": k, **p}
+            for r, k, p in zip(records, kinds, payloads)]
+        built = [build_frame(r.seq, "run_f", k, compact_json(p))
+                 for r, k, p in zip(records, kinds, payloads)]
         data, last, terminal = await store.frames_after("run_f", 0)
-        assert data == b"".join(frame(r).data for r in records)
+        assert data == b"".join(built)
         assert last == records[-1].seq and terminal is True
         data, last, terminal = await store.frames_after("run_f", 0, limit=3)
-        assert data == b"".join(frame(r).data for r in records[:3]) and terminal is False
+        assert data == b"".join(built[:3]) and terminal is False
         assert await store.frames_after("run_f", records[-1].seq) == (b"", records[-1].seq, False)
+        conn = sqlite3.connect(store_path(tmp_path))
+        try:
+            assert [c[1] for c in conn.execute("PRAGMA table_info(events)")] == [
+                "seq", "run_id", "kind", "ts", "frame"]
+            assert [frame_payload(f) for (f,) in conn.execute(
+                "SELECT frame FROM events WHERE run_id = 'run_f' ORDER BY seq")] == payloads
+            assert [s for (s,) in conn.execute(
+                f"SELECT {STATUS_SQL} FROM events WHERE run_id = 'run_f' ORDER BY seq")] == [
+                None, None, "running", None, "completed"]
+        finally:
+            conn.close()
     finally:
         await store.close()
 
@@ -252,54 +280,66 @@ async def test_a_stream_of_events_commits_once_per_interval_and_a_waiter_at_once
         await store.close()
 
 
-async def test_each_event_commits_with_its_frame_and_rows_without_one_replay_the_same(
+async def test_the_project_stream_sends_a_run_status_as_its_stored_frame(
         tmp_path: Path) -> None:
-    """Replay copies the frame stored at commit; a row from before the frame column (NULL)
-    gets the same bytes built by the query, so a migrated history replays unchanged."""
-    from llamon_playground.daemon.store.event_log import frame
-    store = make_store(tmp_path)
+    """The project-wide stream's run.status frame is the stored one: the same bytes it used
+    to build from the event's fields."""
+    from llamon_playground.daemon.store.project_events import ProjectEvents, sse_frame
+    events = ProjectEvents()
+    queue = events.subscribe()
+    store = Store(build_settings(tmp_path, {"LLAMON_PLAYGROUND_RUNTIME_DIR": str(tmp_path)}),
+                  on_commit=events.committed)
     await store.open()
     try:
-        for n in range(5):
-            store.append_event("run_s", "output.delta", {"text": f"t{n} \"é\"", "n": n})
-        await store.write_with_events(lambda conn: None,
-                                      [("run_s", "run.status", {"status": "completed"})])
-        records = await store.events_after("run_s", 0)
-        stored, last, terminal = await store.frames_after("run_s", 0)
-        assert stored == b"".join(frame(r).data for r in records)
-        assert last == records[-1].seq and terminal is True
-        conn = sqlite3.connect(store_path(tmp_path))
-        frames = [f for (f,) in conn.execute(
-            "SELECT frame FROM events WHERE run_id = 'run_s' ORDER BY seq")]
-        assert frames == [frame(r).data for r in records]
-        conn.execute("UPDATE events SET frame = NULL WHERE run_id = 'run_s' AND seq % 2 = 0")
-        conn.commit()
-        conn.close()
-        assert await store.frames_after("run_s", 0) == (stored, last, True)
+        store.append_event("run_p", "output.delta", {"text": "x"})
+        store.append_event("run_p", "run.status", {"status": "completed", "note": "é \""})
+        await store.flush()
+        record = (await store.events_after("run_p", 1))[0]
+        assert queue.get_nowait() == sse_frame("run.status", record.as_dict(), record.seq)
+        assert queue.empty()
     finally:
         await store.close()
 
 
-async def test_a_second_version_database_gets_the_frame_column_and_replays_its_events(
-        tmp_path: Path) -> None:
-    from llamon_playground.daemon.store.event_log import frame
-    conn = old_database(tmp_path, 2)
-    conn.executemany("INSERT INTO events (seq, run_id, kind, payload, ts) VALUES (?, ?, ?, ?, 't')",
-                     [(1, "run_o", "output.delta", b'{"text":"a"}'),
-                      (2, "run_o", "run.status", b'{"status":"failed"}')])
+OLD_PAYLOADS = [("output.delta", b'{"text":"a \\"\\u00e9\\" \xe4\xb8\x96"}'), ("x.y", b"{}"),
+                ("run.status", b'{"status":"failed","reason":"host_exited"}')]
+
+
+@pytest.mark.parametrize("version", [2, 3])
+async def test_an_older_database_keeps_each_event_once_as_its_frame_and_replays_the_same(
+        tmp_path: Path, version: int) -> None:
+    """Version 2 kept payloads only; version 3 kept each payload and (for rows written by a
+    version-3 daemon) its frame. Either is rebuilt into frame-only rows that replay the
+    same bytes the daemon builds, whatever the row had."""
+    from llamon_playground.daemon.store.frames import build_frame
+    conn = old_database(tmp_path, version)
+    rows = [(seq, "run_o", kind, payload) for seq, (kind, payload) in enumerate(OLD_PAYLOADS, 1)]
+    conn.executemany("INSERT INTO events (seq, run_id, kind, payload, ts) "
+                     "VALUES (?, ?, ?, ?, 't')", rows)
+    if version == 3:  # a row the version-3 daemon framed itself; the others have NULL
+        conn.execute("UPDATE events SET frame = ? WHERE seq = 1", (build_frame(*rows[0]),))
     conn.commit()
     conn.close()
+    want = b"".join(build_frame(*row) for row in rows)
     store = make_store(tmp_path)
     await store.open()
     try:
-        records = await store.events_after("run_o", 0)
-        assert await store.frames_after("run_o", 0) == (
-            b"".join(frame(r).data for r in records), 2, True)
+        assert await store.frames_after("run_o", 0) == (want, 3, True)
+        assert [(r.kind, orjson.loads(r.payload)) for r in await store.events_after("run_o", 0)
+                ] == [(kind, orjson.loads(payload)) for kind, payload in OLD_PAYLOADS]
         store.append_event("run_o", "x.y", {})
         await store.flush()
-        assert (await store.events_after("run_o", 2))[0].seq == 3
+        assert (await store.events_after("run_o", 3))[0].seq == 4
     finally:
         await store.close()
+    conn = sqlite3.connect(store_path(tmp_path))
+    try:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert "payload" not in {c[1] for c in conn.execute("PRAGMA table_info(events)")}
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert [r[1] for r in conn.execute("PRAGMA index_list(events)")] == ["events_by_run"]
+    finally:
+        conn.close()
 
 
 async def test_a_first_version_database_migrates_forward_keeping_its_runs(

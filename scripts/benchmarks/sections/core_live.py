@@ -20,6 +20,7 @@ from typing import Any
 import aiohttp
 import orjson
 
+from llamon_playground.daemon.store.frames import frame_payload
 from scripts.benchmarks.client import (
     COMPLETED,
     P,
@@ -287,18 +288,18 @@ def server_timeline(db_path: Path, run_id: str) -> dict[str, Any]:
     conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
     try:
         created = conn.execute("SELECT created_at FROM runs WHERE id = ?", (run_id,)).fetchone()[0]
-        rows = conn.execute("SELECT seq, kind, payload, ts FROM events WHERE run_id = ? "
+        rows = conn.execute("SELECT seq, kind, frame, ts FROM events WHERE run_id = ? "
                             "ORDER BY seq", (run_id,)).fetchall()
     finally:
         conn.close()
     out = []
     seen_delta = False
-    for seq, kind, payload, ts in rows:
+    for seq, kind, frame, ts in rows:
         if kind == "output.delta":
             if seen_delta:
                 continue
             seen_delta = True
-        doc = orjson.loads(payload)
+        doc = frame_payload(frame)
         what = kind + ":" + ",".join(str(doc[k]) for k in ("phase", "state", "status")
                                      if k in doc)
         out.append({"seq": seq, "event": what, "ms_after_created": round(ms(ts) - ms(created))})

@@ -42,7 +42,7 @@ async def bench_history(quick: bool, owned: Owned) -> list[Figure]:
         last_kinds = conn.execute(
             "SELECT COUNT(*) FROM (SELECT MAX(seq) AS last FROM events GROUP BY run_id) x "
             "JOIN events e ON e.seq = x.last WHERE e.kind = 'run.status' "
-            "AND CAST(e.payload AS TEXT) LIKE '%\"status\":\"completed\"%'").fetchone()[0]
+            "AND CAST(e.frame AS TEXT) LIKE '%\"status\":\"completed\"%'").fetchone()[0]
     finally:
         conn.close()
     log(f"history_1m: wrote {counts} in {build_s:.1f} s "
@@ -145,7 +145,7 @@ def sqlite_read(db_path: Path, run_id: str) -> tuple[float, list[int]]:
     try:
         t0 = time.perf_counter()
         seqs = [row[0] for row in conn.execute(
-            "SELECT seq, kind, payload FROM events WHERE run_id = ? ORDER BY seq", (run_id,))]
+            "SELECT seq, kind, frame FROM events WHERE run_id = ? ORDER BY seq", (run_id,))]
         elapsed = time.perf_counter() - t0
     finally:
         conn.close()

@@ -1,0 +1,125 @@
+"""One batch of queued writes as one transaction, on the writer thread.
+
+Event appends and write ops commit in the order they were queued; each op (with the events
+it brings) runs in its own savepoint, so its own failure rolls back only its part. The seq
+counter lives here, so ops and appends draw from it in commit order, and it goes back with
+whatever rolls back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from llamon_playground.daemon.store.faults import is_storage_fault
+from llamon_playground.daemon.store.frames import INSERT_EVENTS, build_frame
+from llamon_playground.daemon.store.records import EventRow
+
+WriteOp = Callable[[sqlite3.Connection], Any]
+
+
+@dataclass(slots=True)
+class PendingOp:
+    op: WriteOp
+    future: asyncio.Future[Any] | None  # None: submitted, nobody waits (failures are logged)
+    # Events that commit in the op's own savepoint: both land or neither does.
+    events: list[tuple[str, str, bytes]] = field(default_factory=list)
+    # Kept and retried while history is degraded (as events are), never failed for it.
+    durable: bool = False
+    # Called on the loop right after the commit, before any waiter or subscriber hears of it.
+    then: Callable[[], None] | None = None
+
+    @property
+    def retried(self) -> bool:
+        return self.future is None or self.durable
+
+
+# An event waiting for the writer: (run_id, kind, payload).
+Item = tuple[str, str, bytes] | PendingOp
+OpResult = tuple[PendingOp, Any, Exception | None]  # the op, its value, its own failure
+
+
+class Batches:
+    """The writer thread's side of the store: commits batches, numbers events."""
+
+    def __init__(self) -> None:
+        self.next_seq = 1
+        self._cursor = 1
+
+    def reserve_seqs(self, count: int) -> int:
+        """The first of `count` event seqs, for a write op that inserts events itself.
+
+        Only from inside a write op (on the writer thread): the seq counter belongs to the
+        transaction in progress and goes back if it rolls back.
+        """
+        first = self._cursor
+        self._cursor += count
+        return first
+
+    def commit(self, conn: sqlite3.Connection, batch: list[Item], ts: str
+               ) -> tuple[list[EventRow], list[OpResult]]:
+        """The whole transaction in one go: the committed event rows and each op's result."""
+        rows: list[EventRow] = []
+        results: list[OpResult] = []
+        self._cursor = self.next_seq
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            start, n = 0, len(batch)
+            while start < n:
+                item = batch[start]
+                if type(item) is PendingOp:
+                    conn.execute("SAVEPOINT op")
+                    cursor = self._cursor
+                    try:
+                        value = item.op(conn)
+                        own = self.insert_events(conn, item.events, ts)
+                    except Exception as exc:  # the op's own failure rolls back only that op
+                        conn.execute("ROLLBACK TO op")
+                        conn.execute("RELEASE op")
+                        self._cursor = cursor
+                        if is_storage_fault(exc):
+                            raise  # the disk, not the op: the whole batch is retried
+                        results.append((item, None, exc))
+                    else:
+                        conn.execute("RELEASE op")
+                        rows.extend(own)
+                        results.append((item, value, None))
+                    start += 1
+                    continue
+                end = start + 1
+                while end < n and type(batch[end]) is not PendingOp:
+                    end += 1
+                first = self._cursor
+                self._cursor += end - start
+                # Each frame is built once, here: stored for replay, published for live.
+                events = cast("list[tuple[str, str, bytes]]", batch[start:end])
+                segment: list[EventRow] = [
+                    (seq, run_id, kind, ts, build_frame(seq, run_id, kind, payload))
+                    for seq, (run_id, kind, payload) in zip(range(first, self._cursor), events)]
+                conn.executemany(INSERT_EVENTS, segment)
+                rows.extend(segment)
+                start = end
+            conn.execute("COMMIT")
+        except BaseException:
+            try:
+                conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+            raise
+        self.next_seq = self._cursor
+        return rows, results
+
+    def insert_events(self, conn: sqlite3.Connection, events: list[tuple[str, str, bytes]],
+                      ts: str) -> list[EventRow]:
+        """Insert events inside the transaction in progress, seqs in commit order."""
+        if not events:
+            return []
+        first = self.reserve_seqs(len(events))
+        rows: list[EventRow] = [
+            (first + i, run_id, kind, ts, build_frame(first + i, run_id, kind, payload))
+            for i, (run_id, kind, payload) in enumerate(events)]
+        conn.executemany(INSERT_EVENTS, rows)
+        return rows
