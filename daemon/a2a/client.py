@@ -26,7 +26,7 @@ CARD_PATH = "/.well-known/agent-card.json"
 # came cost a wake-up, a recv, aiohttp's parsing and a round of the loop per token (about
 # a third of the daemon's CPU a delta). A frame after a quiet spell is read at once; one
 # in a fast stream waits at most this long, well under the store's commit interval.
-READ_PACE = 0.003
+READ_PACE = 0.005
 METHODS = {
     V1: {"stream": "SendStreamingMessage", "cancel": "CancelTask"},
     "0.3": {"stream": "message/stream", "cancel": "tasks/cancel"},
