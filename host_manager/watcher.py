@@ -21,6 +21,8 @@ from llamon_playground.host_manager.fingerprint import IGNORED_DIRS, WatchRules
 
 log = logging.getLogger(__name__)
 
+RETRY_MAX = 5.0  # between attempts to watch when the folders keep failing to be watched
+
 
 @dataclass(frozen=True)
 class QuietPeriod:
@@ -86,7 +88,8 @@ class ProjectWatcher:
             # (debounce) while changes keep coming: under the shortest quiet period, so a
             # continuous storm reaches us as batches closer together than the quiet period.
             changes = watchfiles.awatch(*sorted(folders), watch_filter=self._noticed, step=10,
-                                        debounce=30, stop_event=stop, recursive=False)
+                                        debounce=30, stop_event=stop, recursive=False,
+                                        ignore_permission_denied=True)
             # Its first step puts the OS watches in place, then waits in a thread.
             pending: asyncio.Future[set[tuple[watchfiles.Change, str]] | None] = \
                 asyncio.ensure_future(anext(changes, None))
@@ -117,8 +120,8 @@ class ProjectWatcher:
             except OSError as exc:  # a folder went away between the walk and the watch
                 failures += 1
                 log.debug("watching again: %s", exc)
-                if failures > 1:
-                    await asyncio.sleep(0.05)
+                if failures > 1:  # not a race: do not spin on it
+                    await asyncio.sleep(min(RETRY_MAX, 0.05 * 2 ** failures))
             finally:
                 stop.set()  # the watching thread returns within a step
                 if not pending.done():
