@@ -132,9 +132,11 @@ async def _read_sse(resp: aiohttp.ClientResponse) -> AsyncIterator[list[A2AEvent
         frames = parser.feed(chunk)
         if frames:
             yield [_event(frame) for frame in frames]
-        if transport is not None and not transport.is_closing():
+        if resp.connection is not None and transport is not None \
+                and not transport.is_closing():
             # The kernel keeps what comes meanwhile (aiohttp's own flow control pauses the
-            # parser too, which is not what is wanted here).
+            # parser too, which is not what is wanted here). A response already read to its
+            # end has given its connection back to the pool: that one is left alone.
             transport.pause_reading()
             try:
                 await asyncio.sleep(READ_PACE)
