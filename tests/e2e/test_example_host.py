@@ -516,3 +516,36 @@ def test_example_task_stores_do_not_copy_the_task_per_event(example: str) -> Non
     out = subprocess.run([PYTHON, "-c", STORE_PROBE], cwd=REPO / "examples" / example,
                          capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == "kept"
+
+
+FOLD_PROBE = """
+import json
+from a2a.helpers import new_data_part
+from a2a.types import Task
+from app.task_store import fold_last_chunk, join_text_parts
+from google.protobuf.json_format import MessageToDict
+
+task = Task(id="t1", context_id="c1")
+parts = task.artifacts.add(artifact_id="a1").parts
+parts.add(text="a ")
+parts.add(text="b ")
+fold_last_chunk(task, block=3)       # "a " is under 3 characters: folded
+parts.add(text="c ")
+fold_last_chunk(task, block=3)       # "a b " is not: kept apart
+parts.add(text="md", media_type="text/markdown")
+parts.append(new_data_part({"k": 1}))
+parts.add(text="x ")
+parts.add(text="y ").metadata.update({"m": 1})
+parts.add(text="z ")
+parts.add(text="!")
+join_text_parts(task)
+print(json.dumps(MessageToDict(task)["artifacts"][0]["parts"]))
+"""
+
+
+def test_the_task_store_folds_only_plain_text_of_one_kind() -> None:
+    out = subprocess.run([PYTHON, "-c", FOLD_PROBE], cwd=EXAMPLE_DIR, capture_output=True,
+                         text=True, timeout=60, check=True)
+    assert json.loads(out.stdout) == [
+        {"text": "a b c "}, {"text": "md", "mediaType": "text/markdown"}, {"data": {"k": 1}},
+        {"text": "x "}, {"text": "y ", "metadata": {"m": 1}}, {"text": "z !"}]
