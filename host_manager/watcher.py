@@ -1,7 +1,8 @@
 """Watches the project's Host-relevant files and reports each burst of changes once.
 
-watchfiles does the OS-level watching; its filter drops .venv/, .git/, __pycache__/ and
-the other tool folders before we are woken. A burst of saves is grouped until it has been
+watchfiles does the OS-level watching, of each project folder on its own: .venv/, .git/,
+__pycache__/, the history under .llamon/ and the other tool folders are not watched at all
+(their writes never wake us). A burst of saves is grouped until it has been
 quiet for a while, then reported once (see QuietPeriod). A folder that appears is scanned:
 a file written into it before the OS watch covered it is reported too.
 """
@@ -19,6 +20,8 @@ import watchfiles
 from llamon_playground.host_manager.fingerprint import IGNORED_DIRS, WatchRules
 
 log = logging.getLogger(__name__)
+
+RETRY_MAX = 5.0  # between attempts to watch when the folders keep failing to be watched
 
 
 @dataclass(frozen=True)
@@ -68,24 +71,87 @@ class ProjectWatcher:
             await asyncio.gather(reader, return_exceptions=True)
 
     async def _read(self) -> None:
-        root = str(self._rules.project_dir)
-        # watchfiles yields 20 ms (step) after the last change, and at least every 40 ms
-        # (debounce) while changes keep coming: under the shortest quiet period, so a
-        # continuous storm reaches us as batches closer together than the quiet period.
+        """Watch every folder of the project except the tool folders, each on its own
+        (not one recursive watch of the root): the history under .llamon/ is written with
+        every streamed token, and a recursive watch woke us (and watchfiles' threads) on
+        each of those writes only to filter them out. A folder that appears is added by
+        watching afresh: the new set of folders is walked, watched, then walked again, so
+        a folder made in between is never missed, and the files already in new folders
+        are reported."""
         loop = asyncio.get_running_loop()
-        async for changes in watchfiles.awatch(root, watch_filter=self._noticed, step=10,
-                                               debounce=30, stop_event=self._stop,
-                                               recursive=True):
-            rels: set[str] = set()
-            for change, path in changes:
-                if change == watchfiles.Change.added and os.path.isdir(path):
-                    # `mkdir -p d && echo x > d/c.md`: c.md may predate the folder's watch.
-                    if self._rules.may_hold_watched(path):
-                        rels |= await asyncio.to_thread(self._rules.watched_under, path)
-                elif (rel := self._rules.relative(path)) is not None:
-                    if self._rules.is_watched(rel):
-                        rels.add(rel)
-            self._queue.put_nowait((loop.time(), rels))
+        watched: set[str] = set()
+        failures = 0
+        while not self._stop.is_set():
+            folders = await asyncio.to_thread(self._folders)
+            stop = asyncio.Event()  # this watch's own: a restart must not stop the next one
+            # watchfiles yields 20 ms (step) after the last change, and at least every 40 ms
+            # (debounce) while changes keep coming: under the shortest quiet period, so a
+            # continuous storm reaches us as batches closer together than the quiet period.
+            changes = watchfiles.awatch(*sorted(folders), watch_filter=self._noticed, step=10,
+                                        debounce=30, stop_event=stop, recursive=False,
+                                        ignore_permission_denied=True)
+            # Its first step puts the OS watches in place, then waits in a thread.
+            pending: asyncio.Future[set[tuple[watchfiles.Change, str]] | None] = \
+                asyncio.ensure_future(anext(changes, None))
+            try:
+                await asyncio.sleep(0)
+                if pending.done() and pending.exception() is not None:
+                    raise pending.exception()  # type: ignore[misc]
+                after = await asyncio.to_thread(self._folders)
+                new = (folders | after) - watched if watched else after - folders
+                if new:
+                    rels: set[str] = set()
+                    for folder in sorted(new):
+                        rels |= await asyncio.to_thread(self._rules.watched_under, folder)
+                    self._queue.put_nowait((loop.time(), rels))
+                watched = folders
+                if after - folders:
+                    continue  # made while the watch started: watch again, with it
+                failures = 0
+                while True:
+                    batch = await pending
+                    if batch is None:
+                        return  # stopped
+                    rels, grown = await self._relative(batch)
+                    self._queue.put_nowait((loop.time(), rels))
+                    if grown:
+                        break  # a new folder: watch afresh, with it
+                    pending = asyncio.ensure_future(anext(changes, None))
+            except OSError as exc:  # a folder went away between the walk and the watch
+                failures += 1
+                log.debug("watching again: %s", exc)
+                if failures > 1:  # not a race: do not spin on it
+                    await asyncio.sleep(min(RETRY_MAX, 0.05 * 2 ** failures))
+            finally:
+                stop.set()  # the watching thread returns within a step
+                if not pending.done():
+                    pending.cancel()
+                await asyncio.gather(pending, return_exceptions=True)
+                await changes.aclose()
+
+    def _folders(self) -> set[str]:
+        """The project folder and every folder under it outside the tool folders."""
+        found = {self._root}
+        for dirpath, dirnames, _ in os.walk(self._root):
+            dirnames[:] = [d for d in dirnames if d not in IGNORED_DIRS]
+            found.update(os.path.join(dirpath, d) for d in dirnames)
+        return found
+
+    async def _relative(self, changes: set[tuple[watchfiles.Change, str]]
+                        ) -> tuple[set[str], bool]:
+        """The watched files among `changes`, and whether a folder to watch appeared."""
+        rels: set[str] = set()
+        grown = False
+        for change, path in changes:
+            if change == watchfiles.Change.added and os.path.isdir(path):
+                # `mkdir -p d && echo x > d/c.md`: c.md may predate the folder's watch.
+                if self._rules.may_hold_watched(path):
+                    rels |= await asyncio.to_thread(self._rules.watched_under, path)
+                    grown = True
+            elif (rel := self._rules.relative(path)) is not None:
+                if self._rules.is_watched(rel):
+                    rels.add(rel)
+        return rels, grown
 
     async def _dispatch(self) -> None:
         began = last = -float("inf")

@@ -27,7 +27,7 @@ class Interface:
     version: str
 
 
-@dataclass
+@dataclass(slots=True)
 class WirePart:
     """A part as the Host sent it, before the daemon stores it."""
 
@@ -40,7 +40,7 @@ class WirePart:
     mime: str | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class A2AEvent:
     """One streamed frame: a task snapshot, status update, artifact chunk, message or error."""
 
@@ -141,14 +141,14 @@ def build_message(parts: list[dict[str, Any]], version: str, context_id: str,
 def parse_part(raw: Any) -> WirePart | None:
     if not isinstance(raw, dict):
         return None
+    if "text" in raw:  # first: every streamed token is one (a 0.3 text part too)
+        return WirePart("text", text=str(raw["text"]))
     kind = raw.get("kind")
     if kind == "file" and isinstance(raw.get("file"), dict):  # 0.3
         f = raw["file"]
         return WirePart("file", raw=_b64(f.get("bytes")), uri=f.get("uri"), name=f.get("name"),
                         mime=f.get("mimeType"))
     name, mime = raw.get("filename"), raw.get("mediaType")
-    if "text" in raw:
-        return WirePart("text", text=str(raw["text"]))
     if "data" in raw:
         return WirePart("data", data=raw["data"])
     if "raw" in raw:
@@ -168,7 +168,12 @@ def _b64(value: Any) -> bytes | None:
 
 
 def _parts(raw: Any) -> list[WirePart]:
-    return [p for p in (parse_part(x) for x in (raw or [])) if p is not None]
+    parts = []
+    for x in raw or ():
+        part = parse_part(x)
+        if part is not None:
+            parts.append(part)
+    return parts
 
 
 def _status_parts(status: Any) -> list[WirePart]:

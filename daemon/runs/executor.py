@@ -185,9 +185,10 @@ class RunExecutor:
                 stall.run(lambda: run.stop(Reason.HOST_UNRESPONSIVE)))
             try:
                 self._host.note_serving()
-                async for event in client.stream(interface, message, metadata):
+                async for events in client.stream(interface, message, metadata):
                     stall.touch()
-                    await self._take(run, collected, event)
+                    for event in events:
+                        self._take(run, collected, event)
             finally:
                 watchdog.cancel()
                 await asyncio.gather(watchdog, return_exceptions=True)
@@ -198,7 +199,7 @@ class RunExecutor:
             raise
         await self._complete(run, collected)
 
-    async def _take(self, run: ActiveRun, collected: OutputCollector, event: A2AEvent) -> None:
+    def _take(self, run: ActiveRun, collected: OutputCollector, event: A2AEvent) -> None:
         """One streamed event: an error ends the run; text chunks become output.delta."""
         if event.type == "error":
             raise RunFailure(Reason.HOST_ERROR, event.error_message or "Host error",

@@ -252,6 +252,68 @@ async def test_tokens_streams_n_chunks_of_one_artifact(
     assert final_state(res) == "TASK_STATE_COMPLETED"
 
 
+def task_text(task: dict[str, Any]) -> tuple[str, int]:
+    """The task's one artifact: (its text, its number of parts)."""
+    artifacts = task.get("artifacts", [])
+    if not artifacts:
+        return "", 0
+    assert len(artifacts) == 1
+    parts = artifacts[0]["parts"]
+    return "".join(p["text"] for p in parts), len(parts)
+
+
+async def test_a_long_stream_keeps_the_whole_output_once(
+        host: Host, session: aiohttp.ClientSession) -> None:
+    """The task store folds streamed chunks into a few large text parts (the SDK copies the
+    task per event, so one part per chunk would make a run quadratic): what a mid-stream
+    GetTask, a resubscriber and the final GetTask see is still exactly the streamed text."""
+    count = 6000  # ~40 KB of text: several of the store's blocks
+    whole = "".join(f"t{n} " for n in range(count))
+    url = host.base_url + "/"
+
+    async def run() -> tuple[str, str, int, str, str]:
+        streamed: list[str] = []
+        task_id, snapshot, snapshot_parts = "", "", 0
+        resubscriber: asyncio.Task[str] | None = None
+        try:
+            async with session.post(url, json=send_streaming(f"tokens {count}"),
+                                    headers=V1) as resp:
+                async for frame in sse_frames(resp):
+                    result = frame.data["result"]
+                    if "artifactUpdate" not in result:
+                        continue
+                    update = result["artifactUpdate"]
+                    streamed.extend(p["text"] for p in update["artifact"]["parts"])
+                    if len(streamed) == count // 2:
+                        task_id = update["taskId"]
+                        got = await call(session, url, rpc("GetTask", {"id": task_id}), V1)
+                        snapshot, snapshot_parts = task_text(got["result"])
+                        assert snapshot.startswith("".join(streamed))  # what was sent so far
+                        # Read beside this stream: a subscriber that is not read falls behind.
+                        resubscriber = asyncio.ensure_future(resubscribe(task_id))
+            assert resubscriber is not None
+            return "".join(streamed), snapshot, snapshot_parts, await resubscriber, task_id
+        finally:
+            if resubscriber is not None and not resubscriber.done():
+                resubscriber.cancel()
+
+    async def resubscribe(task_id: str) -> str:
+        """SubscribeToTask mid-stream: the task so far, then the chunks after it."""
+        frames = await stream_all(session, url, rpc("SubscribeToTask", {"id": task_id}), V1)
+        first, *rest = results(frames)
+        text, _ = task_text(first["task"])
+        return text + joined_text(rest)
+
+    streamed, snapshot, snapshot_parts, resubscribed, task_id = await asyncio.wait_for(
+        run(), STREAM_DEADLINE_S * 3)
+    assert streamed == whole and resubscribed == whole
+    assert whole.startswith(snapshot)
+    assert 1 <= snapshot_parts < count // 100  # a few large parts, not one per chunk
+    final = (await call(session, url, rpc("GetTask", {"id": task_id}), V1))["result"]
+    assert final["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert final["artifacts"][0]["parts"] == [{"text": whole}]  # once, as one part
+
+
 async def test_plain_text_is_echoed(host: Host, session: aiohttp.ClientSession) -> None:
     res = results(await stream_all(session, host.base_url + "/", send_streaming("Hello there  world"), V1))
     assert joined_text(res) == "Hello there  world"
@@ -454,3 +516,36 @@ def test_example_task_stores_do_not_copy_the_task_per_event(example: str) -> Non
     out = subprocess.run([PYTHON, "-c", STORE_PROBE], cwd=REPO / "examples" / example,
                          capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == "kept"
+
+
+FOLD_PROBE = """
+import json
+from a2a.helpers import new_data_part
+from a2a.types import Task
+from app.task_store import fold_last_chunk, join_text_parts
+from google.protobuf.json_format import MessageToDict
+
+task = Task(id="t1", context_id="c1")
+parts = task.artifacts.add(artifact_id="a1").parts
+parts.add(text="a ")
+parts.add(text="b ")
+fold_last_chunk(task, block=3)       # "a " is under 3 characters: folded
+parts.add(text="c ")
+fold_last_chunk(task, block=3)       # "a b " is not: kept apart
+parts.add(text="md", media_type="text/markdown")
+parts.append(new_data_part({"k": 1}))
+parts.add(text="x ")
+parts.add(text="y ").metadata.update({"m": 1})
+parts.add(text="z ")
+parts.add(text="!")
+join_text_parts(task)
+print(json.dumps(MessageToDict(task)["artifacts"][0]["parts"]))
+"""
+
+
+def test_the_task_store_folds_only_plain_text_of_one_kind() -> None:
+    out = subprocess.run([PYTHON, "-c", FOLD_PROBE], cwd=EXAMPLE_DIR, capture_output=True,
+                         text=True, timeout=60, check=True)
+    assert json.loads(out.stdout) == [
+        {"text": "a b c "}, {"text": "md", "mediaType": "text/markdown"}, {"data": {"k": 1}},
+        {"text": "x "}, {"text": "y ", "metadata": {"m": 1}}, {"text": "z !"}]

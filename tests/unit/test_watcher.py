@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 
 import pytest
@@ -110,28 +111,39 @@ async def test_separate_saves_after_a_pause_are_separate_batches(project: Path) 
 ROUNDS = 12
 
 
-async def test_a_file_written_straight_into_a_new_folder_is_reported(tmp_path: Path) -> None:
-    """`mkdir -p okf-contracts/dN && echo x > okf-contracts/dN/c.md`: the file can land
-    before the OS watches the new folder; the folder's own event makes it be found."""
-    project = tmp_path.resolve()
-    (project / "okf-contracts").mkdir()
-    seen: set[str] = set()
+async def watching_edits(project: Path, seen: set[str], probe: str) -> asyncio.Task[None]:
+    """A watcher that adds what it reports to `seen`, started and shown to be up: it has
+    reported an edit of `probe` (edits before the watch is up go unseen)."""
 
     async def on_changes(paths: set[str]) -> None:
         seen.update(paths)
 
     watcher = asyncio.create_task(ProjectWatcher(WatchRules(project), on_changes,
                                                  QuietPeriod(0.05, 0.5)).run())
-    try:
-        # The watch is up once a plain edit is reported (edits before that go unseen).
-        edits = iter(range(1_000_000))
+    edits = iter(range(1_000_000))
 
-        async def edit() -> set[str]:
-            (project / "app.py").write_text(f"x = {next(edits)}\n")
-            await asyncio.sleep(0)
-            return seen
-        await eventually(edit, lambda s: "app.py" in s, "the watcher to report a plain edit",
+    async def edit() -> set[str]:
+        (project / probe).write_text(f"x = {next(edits)}\n")
+        await asyncio.sleep(0)
+        return seen
+    try:
+        await eventually(edit, lambda s: probe in s, f"the watcher to report an edit of {probe}",
                          interval=0.2)
+    except BaseException:
+        watcher.cancel()
+        await asyncio.gather(watcher, return_exceptions=True)
+        raise
+    return watcher
+
+
+async def test_a_file_written_straight_into_a_new_folder_is_reported(tmp_path: Path) -> None:
+    """`mkdir -p okf-contracts/dN && echo x > okf-contracts/dN/c.md`: the file can land
+    before the OS watches the new folder; the folder's own event makes it be found."""
+    project = tmp_path.resolve()
+    (project / "okf-contracts").mkdir()
+    seen: set[str] = set()
+    watcher = await watching_edits(project, seen, "app.py")
+    try:
         for n in range(ROUNDS):
             folder = project / "okf-contracts" / f"d{n}" / "deeper"
             folder.mkdir(parents=True)
@@ -142,6 +154,52 @@ async def test_a_file_written_straight_into_a_new_folder_is_reported(tmp_path: P
         await eventually(lambda: asyncio.sleep(0, seen), lambda s: wanted <= s,
                          "every file written into a new folder", timeout=10)
         assert not any(".md" in p and not p.startswith("okf-contracts/") for p in seen)
+    finally:
+        watcher.cancel()
+        await asyncio.gather(watcher, return_exceptions=True)
+
+
+def watched_inodes() -> set[int]:
+    """The inodes this process's inotify instances watch (Linux: /proc/self/fdinfo)."""
+    inodes: set[int] = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink(f"/proc/self/fd/{fd}") != "anon_inode:inotify":
+                continue
+            info = Path(f"/proc/self/fdinfo/{fd}").read_text()
+        except OSError:
+            continue  # closed meanwhile
+        for line in info.splitlines():
+            if line.startswith("inotify "):
+                field = dict(kv.split(":", 1) for kv in line.split()[1:] if ":" in kv)
+                inodes.add(int(field["ino"], 16))
+    return inodes
+
+
+async def test_the_history_and_tool_folders_are_not_watched_new_folders_are(
+        tmp_path: Path) -> None:
+    """The history under .llamon/ is written with every streamed token: the OS must not
+    even report those writes (a recursive watch of the root woke the daemon for each). A
+    folder made later is watched too: a file written into it afterwards is reported."""
+    project = tmp_path.resolve()
+    for folder in (".llamon/playground", ".venv/lib", "app/sub"):
+        (project / folder).mkdir(parents=True)
+    seen: set[str] = set()
+    watcher = await watching_edits(project, seen, "app/sub/m.py")
+    try:
+        inodes = watched_inodes()
+        ino = {name: (project / name).stat().st_ino
+               for name in (".", "app", "app/sub", ".llamon", ".llamon/playground", ".venv/lib")}
+        assert {ino["."], ino["app"], ino["app/sub"]} <= inodes
+        assert not {ino[".llamon"], ino[".llamon/playground"], ino[".venv/lib"]} & inodes
+
+        (project / "app" / "later").mkdir()
+        later = (project / "app" / "later").stat().st_ino
+        await eventually(lambda: asyncio.sleep(0, watched_inodes()), lambda s: later in s,
+                         "the new folder to be watched", timeout=10)
+        (project / "app" / "later" / "late.py").write_text("late = 1\n")
+        await eventually(lambda: asyncio.sleep(0, seen), lambda s: "app/later/late.py" in s,
+                         "the file written into the new folder", timeout=10)
     finally:
         watcher.cancel()
         await asyncio.gather(watcher, return_exceptions=True)

@@ -23,11 +23,11 @@ from contextlib import asynccontextmanager
 import uvicorn
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
-from a2a.server.tasks import InMemoryTaskStore
 from a2a.types import AgentCapabilities, AgentCard, AgentExtension, AgentInterface, AgentSkill
 from starlette.applications import Starlette
 
 from app.agent import EchoAgentExecutor
+from app.task_store import StreamingTaskStore
 from llamon_playground.host_manager.capture_host import LoopbackGuard
 
 KNOWN_VERSIONS = ("1.0", "0.3")
@@ -96,11 +96,12 @@ def build_card(port: int, versions: list[str],
     )
 
 
-def new_task_store() -> InMemoryTaskStore:
+def new_task_store() -> StreamingTaskStore:
     """The SDK's default store deep-copies the whole task, every artifact chunk so far
-    included, on each save (once per streamed event): a run's cost would grow with its
-    length. Without copying it keeps the task the SDK already holds."""
-    return InMemoryTaskStore(use_copying=False)
+    included, on each save (once per streamed event), and the SDK copies it once more for
+    subscribers: a run's cost would grow with its length. This one keeps the task the SDK
+    already holds, with each artifact's streamed text in a few large parts (app/task_store.py)."""
+    return StreamingTaskStore()
 
 
 def build_app(card: AgentCard, executor: EchoAgentExecutor) -> Starlette:

@@ -1,0 +1,121 @@
+"""daemon/a2a/client.py: a Host's stream read in paced batches, over a real local HTTP server.
+
+The reads are paced (what arrives while the daemon waits is taken in one read); whatever
+the pacing, every event comes through once, in order, however the Host's writes cut the
+frames, and the batches are never empty.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import aiohttp
+import orjson
+import pytest
+from aiohttp import web
+
+from llamon_playground.daemon.a2a.client import A2AClient
+from llamon_playground.daemon.a2a.wire import V1, A2AEvent, A2AProtocolError, Interface
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def chunk_frame(n: int, *, append: bool = True) -> bytes:
+    update = {"taskId": "t1", "contextId": "c1",
+              "artifact": {"artifactId": "a1", "parts": [{"text": f"t{n} "}]}}
+    if append:
+        update["append"] = True
+    doc = {"jsonrpc": "2.0", "id": "1", "result": {"artifactUpdate": update}}
+    return b"data: " + orjson.dumps(doc) + b"\r\n\r\n"
+
+
+def status_frame(state: str) -> bytes:
+    doc = {"jsonrpc": "2.0", "id": "1", "result": {"statusUpdate": {
+        "taskId": "t1", "contextId": "c1", "status": {"state": state}}}}
+    return b"data: " + orjson.dumps(doc) + b"\r\n\r\n"
+
+
+async def serve(handler: Handler) -> AsyncIterator[str]:
+    app = web.Application()
+    app.router.add_post("/", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        await runner.cleanup()
+
+
+async def read_all(handler: Handler) -> list[list[A2AEvent]]:
+    async for url in serve(handler):
+        async with aiohttp.ClientSession() as http:
+            client = A2AClient(http, url)
+            return [batch async for batch in client.stream(Interface(url, V1), {}, {})]
+    raise AssertionError("the server did not start")
+
+
+async def sse_response(request: web.Request) -> web.StreamResponse:
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+    await response.prepare(request)
+    return response
+
+
+async def test_every_event_once_in_order_however_the_writes_cut_the_frames() -> None:
+    count = 500
+    body = chunk_frame(0, append=False) + b"".join(chunk_frame(n) for n in range(1, count))
+    body += status_frame("TASK_STATE_COMPLETED")
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        response = await sse_response(request)
+        # Writes of odd sizes that cut frames (and their CRLFs) anywhere, with pauses
+        # between some of them, so reads see both partial and many frames.
+        pos, step = 0, 1
+        while pos < len(body):
+            await response.write(body[pos:pos + step])
+            pos += step
+            step = step * 3 % 997 + 1
+            if step % 5 == 0:
+                await asyncio.sleep(0)
+        await response.write_eof()
+        return response
+
+    batches = await read_all(handler)
+    assert all(batches)
+    events = [event for batch in batches for event in batch]
+    assert [e.parts[0].text for e in events[:-1]] == [f"t{n} " for n in range(count)]
+    assert [e.append for e in events[:2]] == [False, True]
+    assert events[-1].type == "status" and events[-1].state == "completed"
+
+
+async def test_a_host_that_answers_json_before_streaming_gives_one_event() -> None:
+    async def handler(request: web.Request) -> web.StreamResponse:
+        return web.json_response({"jsonrpc": "2.0", "id": "1",
+                                  "error": {"code": -32601, "message": "no such method"}})
+
+    batches = await read_all(handler)
+    assert [[(e.type, e.error_code) for e in batch] for batch in batches] == [
+        [("error", -32601)]]
+
+
+async def test_an_error_frame_and_a_frame_that_is_not_json() -> None:
+    async def error_event(request: web.Request) -> web.StreamResponse:
+        response = await sse_response(request)
+        await response.write(chunk_frame(0, append=False) + b"event: error\r\n"
+                             + status_frame("TASK_STATE_WORKING"))
+        return response
+
+    batches = await read_all(error_event)
+    events = [event for batch in batches for event in batch]
+    assert [e.type for e in events] == ["artifact", "error"]
+
+    async def not_json(request: web.Request) -> web.StreamResponse:
+        response = await sse_response(request)
+        await response.write(b"data: {nope\r\n\r\n")
+        return response
+
+    with pytest.raises(A2AProtocolError):
+        await read_all(not_json)
