@@ -6,5 +6,6 @@ job: `environment` (what the child starts with), `process` (spawn and stop a pro
 group), `readiness`, `change_policy` (does a file change warrant a restart?),
 `crash_policy` (back-off and crashloop), `orphans` (the generation record, reaping it and
 the whole Host tree by its environment marker),
-`logs`, `watcher`, `capture` / `capture_host` (the capture channel's two ends).
+`logs`, `watcher`, `capture` (the daemon's end of the capture channel). `host_side` is
+what a Host imports from us: the capture channel's other end and `StreamingTaskStore`.
 """

@@ -73,7 +73,7 @@ FOREIGN_ORIGIN = "http://llamon-probe.invalid"
 EXPOSED_FIX = ("serve only requests whose Host header is 127.0.0.1:<port> or "
                "localhost:<port>, refuse a foreign Origin and any body that is not "
                "Content-Type: application/json (a Python ASGI Host can wrap its app in "
-               "llamon_playground.host_manager.capture_host.LoopbackGuard); see docs/host.md")
+               "llamon_playground.host_manager.host_side.capture.LoopbackGuard); see docs/host.md")
 
 
 async def exposure(url: str) -> list[str]:

@@ -8,7 +8,7 @@ import re
 import signal
 from typing import Any
 
-from llamon_playground.host_manager.capture_host import PlaygroundCapture
+from llamon_playground.host_manager.host_side.capture import PlaygroundCapture
 from tests.browser.helpers import XSS, button, expect, send, slow_run_streaming, ticks_once
 from tests.support.procs import Stack
 

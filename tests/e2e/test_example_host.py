@@ -133,7 +133,8 @@ def user_message(*parts: dict[str, Any], **ids: str) -> dict[str, Any]:
 
 
 def send_streaming(text: str, *extra_parts: dict[str, Any], **ids: str) -> dict[str, Any]:
-    return rpc("SendStreamingMessage", {"message": user_message({"text": text}, *extra_parts, **ids)})
+    message = user_message({"text": text}, *extra_parts, **ids)
+    return rpc("SendStreamingMessage", {"message": message})
 
 
 @dataclass
@@ -201,7 +202,8 @@ async def test_card_advertises_both_versions(host: Host, session: aiohttp.Client
     for interface in interfaces:
         assert interface["protocolBinding"] == "JSONRPC"
         assert interface["url"] == host.base_url + "/"
-    assert card["skills"][0]["examples"] == ["stream hello world", "data", "ask", "slow", "fail", "crash"]
+    assert card["skills"][0]["examples"] == ["stream hello world", "data", "ask", "slow", "fail",
+                                             "crash"]
 
 
 async def test_card_can_advertise_only_v03(
@@ -237,7 +239,8 @@ async def test_stream_chunks_join_to_text(host: Host, session: aiohttp.ClientSes
     assert chunks[-1]["lastChunk"] is True and "lastChunk" not in chunks[0]
     assert joined_text(res) == "one two three"
     assert final_state(res) == "TASK_STATE_COMPLETED"
-    assert all(r.get("statusUpdate", r.get("artifactUpdate", {})).get("taskId", task_id) == task_id for r in res)
+    assert all(r.get("statusUpdate", r.get("artifactUpdate", {})).get("taskId", task_id) == task_id
+               for r in res)
     # The reserved envelope must not come back anywhere.
     assert "llamon.playground" not in json.dumps(res)
 
@@ -271,10 +274,10 @@ async def test_a_long_stream_keeps_the_whole_output_once(
     whole = "".join(f"t{n} " for n in range(count))
     url = host.base_url + "/"
 
-    async def run() -> tuple[str, str, int, str, str]:
+    async def run() -> tuple[str, str, int, tuple[str, str], str]:
         streamed: list[str] = []
         task_id, snapshot, snapshot_parts = "", "", 0
-        resubscriber: asyncio.Task[str] | None = None
+        resubscriber: asyncio.Task[tuple[str, str]] | None = None
         try:
             async with session.post(url, json=send_streaming(f"tokens {count}"),
                                     headers=V1) as resp:
@@ -297,16 +300,24 @@ async def test_a_long_stream_keeps_the_whole_output_once(
             if resubscriber is not None and not resubscriber.done():
                 resubscriber.cancel()
 
-    async def resubscribe(task_id: str) -> str:
-        """SubscribeToTask mid-stream: the task so far, then the chunks after it."""
+    async def resubscribe(task_id: str) -> tuple[str, str]:
+        """SubscribeToTask mid-stream: the task so far, and the chunks after it."""
         frames = await stream_all(session, url, rpc("SubscribeToTask", {"id": task_id}), V1)
         first, *rest = results(frames)
         text, _ = task_text(first["task"])
-        return text + joined_text(rest)
+        return text, joined_text(rest)
 
     streamed, snapshot, snapshot_parts, resubscribed, task_id = await asyncio.wait_for(
         run(), STREAM_DEADLINE_S * 3)
-    assert streamed == whole and resubscribed == whole
+    assert streamed == whole
+    # The resubscriber misses nothing: the task so far, then every chunk after it. a2a-sdk
+    # 1.3 may hand the chunk being saved as the subscription opens both ways (in the task
+    # and as the first event; its own InMemoryTaskStore does the same), so the two may
+    # overlap by that one chunk.
+    so_far, after = resubscribed
+    overlap = len(so_far) + len(after) - len(whole)
+    assert whole.startswith(so_far) and whole.endswith(after)
+    assert 0 <= overlap <= len(f"t{count - 1} "), overlap
     assert whole.startswith(snapshot)
     assert 1 <= snapshot_parts < count // 100  # a few large parts, not one per chunk
     final = (await call(session, url, rpc("GetTask", {"id": task_id}), V1))["result"]
@@ -315,7 +326,8 @@ async def test_a_long_stream_keeps_the_whole_output_once(
 
 
 async def test_plain_text_is_echoed(host: Host, session: aiohttp.ClientSession) -> None:
-    res = results(await stream_all(session, host.base_url + "/", send_streaming("Hello there  world"), V1))
+    res = results(await stream_all(session, host.base_url + "/",
+                                   send_streaming("Hello there  world"), V1))
     assert joined_text(res) == "Hello there  world"
     assert final_state(res) == "TASK_STATE_COMPLETED"
 
@@ -323,7 +335,8 @@ async def test_plain_text_is_echoed(host: Host, session: aiohttp.ClientSession) 
 async def test_data_parts(host: Host, session: aiohttp.ClientSession) -> None:
     body = send_streaming("data", {"data": {"q": 18}})
     res = results(await stream_all(session, host.base_url + "/", body, V1))
-    parts = [p for r in res if "artifactUpdate" in r for p in r["artifactUpdate"]["artifact"]["parts"]]
+    parts = [p for r in res if "artifactUpdate" in r
+             for p in r["artifactUpdate"]["artifact"]["parts"]]
 
     data = next(p["data"] for p in parts if "data" in p)
     assert data["kind_of"] == "report" and data["count"] == 3
@@ -345,7 +358,8 @@ async def test_ask_then_answer(host: Host, session: aiohttp.ClientSession) -> No
     assert status["status"]["message"]["parts"][0]["text"] == "What is your name?"
 
     ids = {"taskId": status["taskId"], "contextId": status["contextId"]}
-    second = results(await stream_all(session, host.base_url + "/", send_streaming("Ada", **ids), V1))
+    second = results(await stream_all(session, host.base_url + "/",
+                                      send_streaming("Ada", **ids), V1))
     assert "task" not in second[0]  # a continuation opens with a status update
     assert joined_text(second) == "Hello, Ada!"
     assert final_state(second) == "TASK_STATE_COMPLETED"
@@ -390,7 +404,8 @@ async def test_crash_kills_the_host(host: Host, session: aiohttp.ClientSession) 
     seen: list[dict[str, Any]] = []
 
     async def run() -> None:
-        async with session.post(host.base_url + "/", json=send_streaming("crash"), headers=V1) as resp:
+        async with session.post(host.base_url + "/", json=send_streaming("crash"),
+                                headers=V1) as resp:
             async for frame in sse_frames(resp):
                 seen.append(frame.data["result"])
 
@@ -416,7 +431,8 @@ def v03_stream(text: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("headers", [{}, {"A2A-Version": "0.3"}], ids=["no-header", "0.3-header"])
-async def test_v03_message_stream(host: Host, session: aiohttp.ClientSession, headers: dict[str, str]) -> None:
+async def test_v03_message_stream(host: Host, session: aiohttp.ClientSession,
+                                   headers: dict[str, str]) -> None:
     res = results(await stream_all(session, host.base_url + "/", v03_stream("stream a b"), headers))
     assert res[0]["kind"] == "task"
     chunks = [r for r in res if r["kind"] == "artifact-update"]
@@ -436,7 +452,8 @@ async def test_v03_cancel_slow(host: Host, session: aiohttp.ClientSession) -> No
                 seen.append(frame.data["result"])
                 ticks = [r for r in seen if r["kind"] == "artifact-update"]
                 if len(ticks) == 2 and not cancel_reply:
-                    cancel_reply = await call(session, url, rpc("tasks/cancel", {"id": seen[0]["id"]}), {})
+                    cancel = rpc("tasks/cancel", {"id": seen[0]["id"]})
+                    cancel_reply = await call(session, url, cancel, {})
         return seen, cancel_reply
 
     started = time.monotonic()
@@ -522,7 +539,7 @@ FOLD_PROBE = """
 import json
 from a2a.helpers import new_data_part
 from a2a.types import Task
-from app.task_store import fold_last_chunk, join_text_parts
+from llamon_playground.host_manager.host_side.task_store import fold_last_chunk, join_text_parts
 from google.protobuf.json_format import MessageToDict
 
 task = Task(id="t1", context_id="c1")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from llamon_playground.host_manager.capture_host import refusal
+from llamon_playground.host_manager.host_side.capture import refusal
 
 JSON = {"content-type": "application/json; charset=utf-8"}
 

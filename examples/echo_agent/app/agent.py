@@ -24,7 +24,7 @@ from a2a.server.tasks import TaskUpdater
 from a2a.types import Message, Part, Task, TaskState, TaskStatus
 from google.protobuf.json_format import MessageToDict
 
-from llamon_playground.host_manager.capture_host import PlaygroundCapture, open_envelope
+from llamon_playground.host_manager.host_side.capture import PlaygroundCapture, open_envelope
 
 DEFAULT_SENTENCE = (
     "The quick brown fox jumps over the lazy dog while echo_agent streams words."

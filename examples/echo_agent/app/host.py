@@ -27,8 +27,8 @@ from a2a.types import AgentCapabilities, AgentCard, AgentExtension, AgentInterfa
 from starlette.applications import Starlette
 
 from app.agent import EchoAgentExecutor
-from app.task_store import StreamingTaskStore
-from llamon_playground.host_manager.capture_host import LoopbackGuard
+from llamon_playground.host_manager.host_side.capture import LoopbackGuard
+from llamon_playground.host_manager.host_side.task_store import StreamingTaskStore
 
 KNOWN_VERSIONS = ("1.0", "0.3")
 RPC_PATH = "/"
@@ -100,7 +100,7 @@ def new_task_store() -> StreamingTaskStore:
     """The SDK's default store deep-copies the whole task, every artifact chunk so far
     included, on each save (once per streamed event), and the SDK copies it once more for
     subscribers: a run's cost would grow with its length. This one keeps the task the SDK
-    already holds, with each artifact's streamed text in a few large parts (app/task_store.py)."""
+    already holds, with each artifact's streamed text in a few large parts."""
     return StreamingTaskStore()
 
 

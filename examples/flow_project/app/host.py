@@ -24,7 +24,7 @@ from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
-from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+from a2a.server.tasks import TaskUpdater
 from a2a.types import (
     AgentCapabilities,
     AgentCard,
@@ -40,11 +40,12 @@ from starlette.applications import Starlette
 
 from app.flowkit import Graph
 from app.graph import graph as approval_graph
-from llamon_playground.host_manager.capture_host import (
+from llamon_playground.host_manager.host_side.capture import (
     LoopbackGuard,
     PlaygroundCapture,
     open_envelope,
 )
+from llamon_playground.host_manager.host_side.task_store import StreamingTaskStore
 
 RPC_PATH = "/"
 
@@ -123,11 +124,11 @@ def build_card(port: int, graph: Graph) -> AgentCard:
     )
 
 
-def new_task_store() -> InMemoryTaskStore:
+def new_task_store() -> StreamingTaskStore:
     """The SDK's default store deep-copies the whole task, every artifact chunk so far
     included, on each save (once per streamed event): a run's cost would grow with its
-    length. Without copying it keeps the task the SDK already holds."""
-    return InMemoryTaskStore(use_copying=False)
+    length. This one keeps the task the SDK already holds, streamed text in few parts."""
+    return StreamingTaskStore()
 
 
 def main() -> None:

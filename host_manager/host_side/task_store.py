@@ -15,8 +15,9 @@ streamed as its own `artifactUpdate`, and a resubscriber's first task holds the 
 
 It keeps the very task the SDK holds (no copy per save, like
 `InMemoryTaskStore(use_copying=False)`), so the folding is seen by the SDK's own snapshot
-too; that is the point. Copy this module into a Host of your own (docs/host.md, "Streaming
-long outputs").
+too; that is the point. A Host of your own uses it the way the bundled examples do:
+`DefaultRequestHandler(task_store=StreamingTaskStore(), ...)` (docs/host.md, "Streaming long
+outputs"). It needs a2a-sdk, which the Host has; the daemon never imports it.
 """
 
 from __future__ import annotations
