@@ -16,7 +16,7 @@ const app = {
   sessions: [],
   sessionId: null,
   view: null,
-  picked: [],  // run ids ticked for Compare, oldest pick first
+  picked: [],  // run ids ticked (Compare takes two, Export bundle any), oldest pick first
   composer: null,
   logs: null,
   runList: null,
@@ -58,12 +58,12 @@ const app = {
   },
 
   pickBox(run) {
-    const box = el('input', { type: 'checkbox', 'aria-label': `Pick ${run.label || run.id} to compare` });
+    const box = el('input', { type: 'checkbox',
+      'aria-label': `Pick ${run.label || run.id} to compare or export` });
     box.checked = this.picked.includes(run.id);
     box.addEventListener('change', () => {
       this.picked = this.picked.filter((id) => id !== run.id);
       if (box.checked) this.picked.push(run.id);
-      if (this.picked.length > 2) this.picked.shift();
       this.updateCompare();
       this.runList.redraw();
     });
@@ -72,6 +72,9 @@ const app = {
 
   updateCompare() {
     $('compare').disabled = this.picked.length !== 2;
+    const runs = this.picked.length;
+    $('export-bundle').textContent = runs ? `Export ${runs} picked run${runs > 1 ? 's' : ''}`
+      : 'Export bundle';
   },
 
   async compare() {
@@ -211,7 +214,7 @@ function wire() {
     pickBox: (run) => app.pickBox(run), failed: (error) => app.notice(error.message) });
   app.host = new HostPanel($('host-state'), $('host-body'), (text) => app.notice(text));
   $('export-bundle').addEventListener('click', guard(async () => {
-    if (await exportBundle(app.sessionId)) app.notice('Bundle exported.');
+    if (await exportBundle(app.sessionId, app.picked)) app.notice('Bundle exported.');
   }));
   $('import-bundle').addEventListener('change', guard(async (event) => {
     const [file] = event.target.files;

@@ -71,11 +71,12 @@ async def host_logs(request: web.Request) -> web.StreamResponse:
     s = svc(request)
     after = int_query(request, "after", 0, 10**12)
     limit = int_query(request, "limit", 500, MAX_LOG_LIMIT)
+    resume = resume_offset(request)  # checked either way: a bad header is a 400, not ignored
     if request.query.get("follow") not in ("1", "true"):
         lines, overflow = s.host.logs.after(after, limit)
         return json_response({"lines": [ln.as_dict() for ln in lines], "overflow": overflow,
                               "next": lines[-1].offset + 1 if lines else after})
-    cursor = max(after, resume_offset(request))
+    cursor = max(after, resume)
     if cursor > s.host.logs.next_offset:
         # No line has that offset yet: the cursor is from before the daemon restarted (each
         # daemon numbers its lines from 0). Every line this one kept is new to the client.

@@ -27,6 +27,8 @@ SSE = "text/event-stream"
 SSE_EVENT = {"type": "object", "required": ["data"],
              "properties": {"event": STR, "data": STR, "id": STR, "retry": {"type": "integer"}}}
 DIGITS: Schema = {"type": "string", "pattern": "^[0-9]{1,18}$"}
+# A cursor header: an empty one is taken as none (a client that has seen no event yet).
+HEADER_CURSOR: Schema = {"type": "string", "pattern": "^[0-9]{0,18}$"}
 
 
 @dataclass(frozen=True)
@@ -107,7 +109,7 @@ OPERATIONS: tuple[Op, ...] = (
        "when the run is over and nothing is after the cursor", media=SSE, errors=(400,),
        extra={204: {}},
        params=(Param("after", DIGITS, description="replay events after this seq"),
-               Param("Last-Event-ID", DIGITS, "header"))),
+               Param("Last-Event-ID", HEADER_CURSOR, "header"))),
     Op("GET", "/runs/{run_id}/snippets", "Copy curl / Copy Python of the run's A2A request",
        answer=ref("Snippets")),
     # data
@@ -136,7 +138,7 @@ OPERATIONS: tuple[Op, ...] = (
        params=(Param("after", {"type": "string", "pattern": "^[0-9]{1,12}$"}),
                Param("limit", {"type": "string", "pattern": "^[0-9]{1,12}$"}),
                Param("follow", {"enum": ["0", "1", "true", "false"]}),
-               Param("Last-Event-ID", DIGITS, "header",
+               Param("Last-Event-ID", HEADER_CURSOR, "header",
                      description="with follow=1: resume after this line offset"))),
     Op("GET", "/events", "Project-wide events as SSE (Host state, active run); never ends",
        media=SSE),

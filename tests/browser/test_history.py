@@ -30,6 +30,22 @@ def test_export_then_import_a_bundle(page: Any, tmp_path: Path) -> None:
     expect(sessions).to_have_count(before + 1)
 
 
+def test_export_takes_the_ticked_runs(page: Any, tmp_path: Path) -> None:
+    for text in ("stream kept out", "stream picked one"):
+        expect(send(page, text)).to_have_attribute("data-status", "completed")
+    page.get_by_label("Pick ", exact=False).first.check()  # newest first: "picked one"
+    export = button(page, "Export 1 picked run")
+    accept_dialogs(page)
+    with page.expect_download() as download:
+        export.click()
+    saved = tmp_path / "picked.json"
+    download.value.save_as(saved)
+    bundle = json.loads(saved.read_text())
+    assert len(bundle["runs"]) == 1 and len(bundle["sessions"]) == 1
+    assert bundle["runs"][0]["input"]["parts"][0]["text"] == "stream picked one"
+    assert download.value.suggested_filename == f"llamon-playground-{bundle['runs'][0]['id']}.json"
+
+
 def test_an_invalid_bundle_shows_the_apis_error(page: Any) -> None:
     page.get_by_label("Import bundle").set_input_files(files=[{
         "name": "bad.json", "mimeType": "application/json",

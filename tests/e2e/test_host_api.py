@@ -123,8 +123,11 @@ async def test_a_follow_reconnect_resumes_after_its_last_event_id(api: Api) -> N
     # With both, the larger cursor wins (a page's manual reopen sends ?after=).
     assert await _log_offsets(api, 1, {"Last-Event-ID": "0"}, "&after=3") == [3]
     assert await _log_offsets(api, 1, {"Last-Event-ID": "2"}, "&after=1") == [3]
-    code, doc = await api.call("GET", "host/logs?follow=1", headers={"Last-Event-ID": "x"})
-    assert code == 400 and doc["detail"]["error"] == "invalid_cursor"
+    for query in ("host/logs?follow=1", "host/logs"):  # refused, not ignored, either way
+        code, doc = await api.call("GET", query, headers={"Last-Event-ID": "x"})
+        assert code == 400 and doc["detail"]["error"] == "invalid_cursor", query
+    code, _ = await api.call("GET", "host/logs", headers={"Last-Event-ID": ""})
+    assert code == 200, "an empty cursor header counts as none"
 
 
 async def test_a_follow_cursor_from_before_a_daemon_restart_starts_over(api: Api,
