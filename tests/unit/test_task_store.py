@@ -1,0 +1,29 @@
+"""The Host helper's `StreamingTaskStore` folding: what it may join and what it keeps apart."""
+
+from __future__ import annotations
+
+from a2a.helpers import new_data_part
+from a2a.types import Task
+from google.protobuf.json_format import MessageToDict
+
+from llamon_playground.host_manager.host_side.task_store import fold_last_chunk, join_text_parts
+
+
+def test_the_task_store_folds_only_plain_text_of_one_kind() -> None:
+    task = Task(id="t1", context_id="c1")
+    parts = task.artifacts.add(artifact_id="a1").parts
+    parts.add(text="a ")
+    parts.add(text="b ")
+    fold_last_chunk(task, block=3)  # "a " is under 3 characters: folded
+    parts.add(text="c ")
+    fold_last_chunk(task, block=3)  # "a b " is not: kept apart
+    parts.add(text="md", media_type="text/markdown")
+    parts.append(new_data_part({"k": 1}))
+    parts.add(text="x ")
+    parts.add(text="y ").metadata.update({"m": 1})
+    parts.add(text="z ")
+    parts.add(text="!")
+    join_text_parts(task)
+    assert MessageToDict(task)["artifacts"][0]["parts"] == [
+        {"text": "a b c "}, {"text": "md", "mediaType": "text/markdown"}, {"data": {"k": 1}},
+        {"text": "x "}, {"text": "y ", "metadata": {"m": 1}}, {"text": "z !"}]
