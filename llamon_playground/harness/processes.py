@@ -148,7 +148,8 @@ class Stack:
         front = Proc([sys.executable, "-m", "llamon_playground", "front", str(self.project),
                       "--port", str(port)], self.env, log, self.cwd)
         self.fronts.append(front)
-        return front, wait_for(lambda: front_url(front), 30, "the front's URL")
+        url: str = wait_for(lambda: front_url(front) or "", 30, "the front's URL")
+        return front, url
 
     def remember_hosts(self) -> None:
         if self.daemon is not None:
