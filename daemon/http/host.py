@@ -9,8 +9,8 @@ from aiohttp import web
 
 from llamon_playground.common.contract import API_PREFIX
 from llamon_playground.common.http_json import json_response
-from llamon_playground.daemon.errors import BadRequest, Conflict
-from llamon_playground.daemon.http.sse import KEEPALIVE, prepare_stream
+from llamon_playground.daemon.errors import Conflict
+from llamon_playground.daemon.http.sse import KEEPALIVE, last_event_id, prepare_stream
 from llamon_playground.daemon.http.util import int_query
 from llamon_playground.daemon.services import SERVICES, Services
 from llamon_playground.daemon.store.project_events import sse_frame
@@ -103,12 +103,8 @@ def resume_offset(request: web.Request) -> int:
     """Where a browser's reconnect resumes: the line after its Last-Event-ID (the offset of
     the last line it got); 0 without the header. The route starts at the larger of this and
     `?after=`, as a run's stream takes the larger cursor (docs/api.md, "Events (SSE)")."""
-    raw = request.headers.get("Last-Event-ID")
-    if raw is None or raw == "":
-        return 0
-    if not raw.isdigit() or len(raw) > 18:
-        raise BadRequest("Last-Event-ID must be a log line offset", code="invalid_cursor")
-    return int(raw) + 1
+    last = last_event_id(request)
+    return 0 if last is None else last + 1
 
 
 async def project_events(request: web.Request) -> web.StreamResponse:

@@ -18,18 +18,25 @@ KEEPALIVE = b": keep-alive\n\n"
 REPLAY_PAGE = 2000
 
 
+def cursor_value(name: str, raw: str | None) -> int | None:
+    """A cursor as a client sent it (`Last-Event-ID` or `?after=`): None when absent or
+    empty, `400 invalid_cursor` when it is not a whole number of at most 18 digits."""
+    if raw is None or raw == "":
+        return None
+    if not raw.isdigit() or len(raw) > 18:
+        raise BadRequest(f"{name} must be a non-negative integer event id",
+                         code="invalid_cursor")
+    return int(raw)
+
+
+def last_event_id(request: web.Request) -> int | None:
+    return cursor_value("Last-Event-ID", request.headers.get("Last-Event-ID"))
+
+
 def parse_cursor(request: web.Request) -> int:
     """The larger of Last-Event-ID and ?after= (docs/api.md, "Events (SSE)")."""
-    cursor = 0
-    for name, raw in (("Last-Event-ID", request.headers.get("Last-Event-ID")),
-                      ("after", request.query.get("after"))):
-        if raw is None or raw == "":
-            continue
-        if not raw.isdigit() or len(raw) > 18:
-            raise BadRequest(f"{name} must be a non-negative integer event id",
-                             code="invalid_cursor")
-        cursor = max(cursor, int(raw))
-    return cursor
+    sent = (last_event_id(request), cursor_value("after", request.query.get("after")))
+    return max((value for value in sent if value is not None), default=0)
 
 
 async def prepare_stream(request: web.Request) -> web.StreamResponse:

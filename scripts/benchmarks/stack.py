@@ -7,22 +7,16 @@ killed by name.
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 from llamon_playground.common.process_tree import process_tree
 from llamon_playground.harness import processes
 from llamon_playground.harness.processes import Proc, copy_example, short_tmpdir
+from llamon_playground.host_manager.environment import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 
 __all__ = ["REPO", "Proc", "Stack", "copy_example", "free_port", "process_tree", "short_tmpdir"]
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Stack(processes.Stack):

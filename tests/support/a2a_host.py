@@ -8,7 +8,6 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import uuid
@@ -21,6 +20,7 @@ import aiohttp
 import pytest
 
 from llamon_playground.common.sse import aiter_sse
+from llamon_playground.host_manager.environment import free_port
 from tests.support.waiting import eventually
 
 REPO = Path(__file__).resolve().parents[2]
@@ -38,12 +38,6 @@ STREAM_DEADLINE_S = 10.0
 class Host:
     proc: subprocess.Popen[bytes]
     base_url: str
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def stop_process_group(proc: subprocess.Popen[bytes]) -> None:
