@@ -20,6 +20,8 @@ import asyncio
 import collections
 from dataclasses import dataclass
 
+from llamon_playground.common.http_json import decimal_digits
+
 HIGH_WATER = 256 * 1024  # body bytes held for the consumer before reading pauses
 LOW_WATER = 64 * 1024
 MAX_HEAD = 64 * 1024
@@ -53,16 +55,12 @@ class Head:
     keep_alive: bool  # HTTP/1.1 unless `Connection: close`; HTTP/1.0 only if it says so
 
 
-def _digits(text: str) -> bool:
-    return text.isascii() and text.isdigit()  # isdigit alone takes "²" (latin-1 0xB2)
-
-
 def parse_head(raw: bytes) -> Head:
     """The status line and headers of an answer (no blank line at the end)."""
     lines = raw.decode("latin-1").split("\r\n")
     parts = lines[0].split(" ", 2)
     if (len(parts) < 2 or not parts[0].startswith("HTTP/1.") or len(parts[1]) != 3
-            or not _digits(parts[1])):
+            or not decimal_digits(parts[1])):
         raise BadAnswer(f"not an HTTP/1.x status line: {lines[0]!r}")
     headers = []
     length: int | None = None
@@ -75,7 +73,7 @@ def parse_head(raw: bytes) -> Head:
         name, value = name.strip(), value.strip()
         lower = name.lower()
         if lower == "content-length":
-            if not _digits(value):
+            if not decimal_digits(value):
                 raise BadAnswer(f"bad Content-Length {value!r}")
             length = int(value)
         elif lower == "transfer-encoding":

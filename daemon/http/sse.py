@@ -10,6 +10,7 @@ import asyncio
 
 from aiohttp import web
 
+from llamon_playground.common.http_json import decimal_digits
 from llamon_playground.daemon.errors import BadRequest
 from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.event_log import EventHub, RunLog
@@ -23,7 +24,7 @@ def cursor_value(name: str, raw: str | None) -> int | None:
     empty, `400 invalid_cursor` when it is not a whole number of at most 18 digits."""
     if raw is None or raw == "":
         return None
-    if not raw.isdigit() or len(raw) > 18:
+    if not decimal_digits(raw) or len(raw) > 18:
         raise BadRequest(f"{name} must be a non-negative integer event id",
                          code="invalid_cursor")
     return int(raw)

@@ -8,6 +8,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from llamon_playground.common.http_json import decimal_digits
 from llamon_playground.daemon.errors import BadRequest, PayloadTooLarge
 
 
@@ -79,7 +80,7 @@ def int_query(request: web.Request, name: str, default: int, maximum: int,
     raw = request.query.get(name)
     if raw is None:
         return default
-    if not raw.isdigit() or len(raw) > 12 or int(raw) < minimum:
+    if not decimal_digits(raw) or len(raw) > 12 or int(raw) < minimum:
         raise BadRequest(f"`{name}` must be an integer of at least {minimum}",
                          code="invalid_query")
     return min(int(raw), maximum)

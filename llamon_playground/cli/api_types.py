@@ -13,6 +13,7 @@ from typing import Any, NotRequired, TypedDict
 import orjson
 
 from llamon_playground.common.contract import TERMINAL_STATUSES, RunStatus
+from llamon_playground.common.http_json import decimal_digits
 from llamon_playground.common.sse import SseEvent
 
 Part = dict[str, Any]  # a tagged part: {"kind": "text", "text": ...}, data, file...
@@ -127,7 +128,7 @@ class Event:
     def from_sse(cls, sse: SseEvent) -> Event:
         data = orjson.loads(sse.data)
         ident = sse.id
-        return cls(int(ident) if ident is not None and ident.isdigit() else None, sse.event,
+        return cls(int(ident) if ident is not None and decimal_digits(ident) else None, sse.event,
                    data if isinstance(data, dict) else {"value": data})
 
     @property

@@ -60,7 +60,7 @@ def _whole(raw: str) -> int:
 
 
 def _digits(raw: str) -> int | None:
-    return int(raw) if raw.isdigit() else None
+    return int(raw) if raw.isascii() and raw.isdigit() else None
 
 
 def _switch(raw: str) -> bool:

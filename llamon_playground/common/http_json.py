@@ -1,6 +1,7 @@
 """JSON out, for both processes: a response body and the one error shape of the API.
 
-Every 4xx/5xx answer is `{"detail": {"error": code, "message": ..., **extra}}`.
+Every 4xx/5xx answer is `{"detail": {"error": code, "message": ..., **extra}}`. And the one
+test for a number a client sent as text (`decimal_digits`).
 """
 
 from __future__ import annotations
@@ -10,6 +11,12 @@ from typing import Any
 
 import orjson
 from aiohttp import web
+
+
+def decimal_digits(text: str) -> bool:
+    """ASCII 0-9 only: `str.isdigit` also takes "²" and other digits `int()` refuses, which
+    would turn a bad query or header into a 500."""
+    return text.isascii() and text.isdigit()
 
 
 def json_response(data: Any, status: int = 200) -> web.Response:

@@ -130,11 +130,15 @@ async def test_lists_are_paged_in_creation_order(api: Api) -> None:
     assert [s["id"] for s in first["sessions"]] == ids[:2] and first["next_after"]
     rest = await api.ok("GET", f"sessions?limit=10&after={first['next_after']}")
     assert [s["id"] for s in rest["sessions"]] == ids[2:] and rest["next_after"] is None
-    for bad in ("limit=0", "limit=x", "after=-1"):
+    for bad in ("limit=0", "limit=x", "after=-1", "limit=%C2%B2"):  # "²" is a digit to Python
         code, doc = await api.call("GET", f"sessions?{bad}")
-        assert code == 400 and doc["detail"]["error"] == "invalid_query"
+        assert code == 400 and doc["detail"]["error"] == "invalid_query", bad
     runs = [await api.start_run(ids[0], f"stream r{i}") for i in range(1)]
     await api.wait_status(runs[0])
+    for where in (f"runs/{runs[0]}/events?after=%C2%B2", "host/logs?after=%C2%B2"):
+        code, doc = await api.call("GET", where)
+        assert code == 400 and doc["detail"]["error"] in ("invalid_cursor", "invalid_query"), (
+            where, code, doc)
     page = await api.ok("GET", f"sessions/{ids[0]}/runs?limit=1")
     assert [r["id"] for r in page["runs"]] == runs and page["next_after"] is None
     page = await api.ok("GET", f"sessions/{ids[0]}/runs?order=newest")
