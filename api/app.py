@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from llamon_playground.api.auth import TokenAuth
-from llamon_playground.api.connections import CappedSite, QuietAccept, connection_cap
+from llamon_playground.api.connections import CappedSite, QuietAccept
 from llamon_playground.api.door import DOOR, Door, door_middleware
 from llamon_playground.api.guard import bind_address, check_bind_address, url_name
 from llamon_playground.api.page import add_page_routes
@@ -20,6 +20,7 @@ from llamon_playground.api.token_store import TokenLease, acquire_token
 from llamon_playground.api.upstream import Pool
 from llamon_playground.common.config import Settings, project_key
 from llamon_playground.common.contract import API_PREFIX
+from llamon_playground.common.fd_budget import connection_cap
 from llamon_playground.common.http_json import name_the_server
 from llamon_playground.common.request_context import echo_request_id
 from llamon_playground.common.stop_signal import wait_for_stop_signal

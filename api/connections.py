@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import errno
 import logging
-import resource
 import time
 from typing import Any
 
@@ -25,8 +24,6 @@ from aiohttp import web
 
 log = logging.getLogger(__name__)
 
-RESERVED_FDS = 32  # the process's own: logs, locks, the event loop, the listening socket
-MIN_CAP = 8
 WARN_EVERY = 10.0  # seconds between two "out of descriptors" warnings
 RESOURCE_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 _BODY = (b'{"detail":{"error":"too_many_connections","message":"the front has too many open '
@@ -34,14 +31,6 @@ _BODY = (b'{"detail":{"error":"too_many_connections","message":"the front has to
 TOO_MANY = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
             b"Retry-After: 1\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s"
             % (len(_BODY), _BODY))
-
-
-def connection_cap(configured: int) -> int:
-    """`configured`, but at most half of what the open-files limit leaves us."""
-    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft == resource.RLIM_INFINITY:
-        return configured
-    return max(MIN_CAP, min(configured, (soft - RESERVED_FDS) // 2))
 
 
 class _Refuse(asyncio.Protocol):

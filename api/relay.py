@@ -1,5 +1,8 @@
 """Relays one request to the daemon's Unix socket over a pooled connection (api/upstream.py).
 
+A stream is not relayed but handed over, connection and all (api/handover.py), when the
+daemon takes it.
+
 The request goes up as one write of its head and, when small, its body; a larger body
 streams up (a chunked one counted against its limit on the way). The answer comes back as
 the daemon's own bytes: a small one of known size in one write with its head, anything
@@ -21,6 +24,7 @@ from aiohttp import web
 from aiohttp.http_writer import StreamWriter
 
 from llamon_playground.api.door import DOOR
+from llamon_playground.api.handover import hand_over, wants_handover
 from llamon_playground.api.limits import body_limit, limited
 from llamon_playground.api.upstream import (
     Connection,
@@ -71,6 +75,11 @@ def request_head(request: web.Request, framing: str) -> bytes:
 
 
 async def relay(request: web.Request) -> web.StreamResponse:
+    if wants_handover(request):
+        handed = await hand_over(request, str(request.app[DOOR].settings.handover_path),
+                                 request_head(request, "Connection: close"))
+        if handed is not None:
+            return handed
     body = b""
     stream: AsyncIterator[bytes] | None = None
     framing = ""

@@ -11,12 +11,14 @@ import aiohttp
 from aiohttp import web
 
 from llamon_playground.common.config import Settings
+from llamon_playground.common.fd_budget import connection_cap
 from llamon_playground.common.http_json import name_the_server
 from llamon_playground.common.logging_setup import set_context_fallback
 from llamon_playground.common.request_context import add_request_context
 from llamon_playground.common.runtime_dir import acquire_lock, remove_discovery, write_discovery
 from llamon_playground.common.stop_signal import wait_for_stop_signal
 from llamon_playground.daemon.errors import BootFailed, ProjectError, UnsupportedDatabaseVersion
+from llamon_playground.daemon.http.adopt import HandoverListener
 from llamon_playground.daemon.http.capture import add_capture_routes
 from llamon_playground.daemon.http.data import add_data_routes
 from llamon_playground.daemon.http.edits import add_edit_routes
@@ -195,6 +197,7 @@ async def serve(settings: Settings, environ: dict[str, str]) -> None:
         set_context_fallback(lambda: _log_context(services))
         watcher: asyncio.Task[None] | None = None
         watchdog: asyncio.Task[None] | None = None
+        handovers: asyncio.Task[None] | None = None
         try:
             try:
                 await recover(services)
@@ -216,6 +219,11 @@ async def serve(settings: Settings, environ: dict[str, str]) -> None:
             finally:
                 os.umask(old_umask)
             os.chmod(settings.socket_path, 0o600)
+            # Connections a front hands over are served by this same server, one request each.
+            assert runner.server is not None
+            handover = HandoverListener(settings.handover_path, runner.server,
+                                        connection_cap(settings.front.max_connections))
+            handover.listen()
             write_discovery(settings)
             if settings.watch:
                 watcher = asyncio.create_task(ProjectWatcher(
@@ -225,6 +233,7 @@ async def serve(settings: Settings, environ: dict[str, str]) -> None:
             log.info("daemon for %s listening on %s", settings.project_dir, settings.socket_path)
             if notifier.watchdog_interval is not None:
                 watchdog = asyncio.create_task(notifier.watchdog_loop(), name="watchdog")
+            handovers = asyncio.create_task(handover.serve(), name="handover")
             try:
                 # READY=1: the socket listens, boot recovery is done, and a stop signal
                 # already gets a clean shutdown (systemd may stop us the next instant).
@@ -233,7 +242,7 @@ async def serve(settings: Settings, environ: dict[str, str]) -> None:
             finally:
                 log.info("daemon stopping")
                 notifier.stopping()
-                for task in (watcher, watchdog):
+                for task in (handovers, watcher, watchdog):
                     if task is not None:
                         task.cancel()
                         await asyncio.gather(task, return_exceptions=True)

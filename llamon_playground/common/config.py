@@ -126,7 +126,8 @@ class Settings:
     watchdog_usec: int = 0
     watchdog_pid: int | None = None
     host_stall_timeout: float = 30.0
-    # Built with the rest (one builder per process); only the front process reads it.
+    # Built with the rest (one builder per process); the front reads it, and the daemon its
+    # max_connections (the cap on streams a front hands over).
     front: FrontSettings = field(default_factory=FrontSettings)
 
     @property
@@ -136,6 +137,12 @@ class Settings:
     @property
     def socket_path(self) -> Path:
         return self.runtime_dir / "daemon.sock"
+
+    @property
+    def handover_path(self) -> Path:
+        """Where the daemon takes client connections from a front (common/handover.py).
+        No longer a name than daemon.sock's, whose path is the one checked for length."""
+        return self.runtime_dir / "hand.sock"
 
     @property
     def lock_path(self) -> Path:

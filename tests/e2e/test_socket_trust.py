@@ -25,6 +25,24 @@ while chunk := sock.recv(65536):
     data += chunk
 print(data.decode(errors="replace"))
 """
+# Offers a connection (one end of a socket pair) on the hand-over socket: prints the reply
+# byte, and whether the daemon closed the descriptor it was sent (the pair's other end
+# then reads EOF).
+HANDOVER_CLIENT = """
+import socket, sys
+mine, offered = socket.socketpair()
+mine.settimeout(10)
+ctl = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+ctl.settimeout(10)
+ctl.connect(sys.argv[1])
+socket.send_fds(ctl, [b"GET /health HTTP/1.1\\r\\nHost: d\\r\\n\\r\\n"], [offered.fileno()])
+offered.close()
+try:
+    reply = ctl.recv(1)
+except ConnectionResetError:  # closed with the message unread
+    reply = b""
+print(repr(reply), repr(mine.recv(1)))
+"""
 
 
 def mode(path: Path) -> int:
@@ -36,7 +54,8 @@ def test_runtime_dir_is_ours_and_private_and_the_socket_0600(daemon: Stack) -> N
     for path in (s.runtime_base, s.runtime_dir):
         st = os.lstat(path)
         assert stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and mode(path) == 0o700
-    assert stat.S_ISSOCK(os.lstat(s.socket_path).st_mode) and mode(s.socket_path) == 0o600
+    for sock in (s.socket_path, s.handover_path):
+        assert stat.S_ISSOCK(os.lstat(sock).st_mode) and mode(sock) == 0o600
 
 
 def test_a_loose_runtime_dir_is_tightened_to_0700(stack: Stack) -> None:
@@ -82,10 +101,10 @@ def test_clients_refuse_a_runtime_dir_of_another_user(stack: Stack) -> None:
     assert result.returncode == 3 and "not a directory of ours" in result.stderr
 
 
-def as_uid(uid: int | None, socket_path: Path) -> str:
+def as_uid(uid: int | None, socket_path: Path, client: str = PEER_CLIENT) -> str:
     prefix = [] if uid is None else ["setpriv", f"--reuid={uid}", f"--regid={uid}",
                                      "--clear-groups"]
-    done = subprocess.run([*prefix, "/usr/bin/python3", "-c", PEER_CLIENT, str(socket_path)],
+    done = subprocess.run([*prefix, "/usr/bin/python3", "-c", client, str(socket_path)],
                           capture_output=True, text=True, timeout=30)
     assert done.returncode == 0, done.stderr
     return done.stdout
@@ -104,3 +123,18 @@ def test_a_peer_of_another_uid_is_refused(daemon: Stack) -> None:
     assert as_uid(None, s.socket_path).startswith("HTTP/1.1 200")
     assert daemon.daemon is not None
     assert f"refused a request from uid {NOBODY}" in daemon.daemon.output()
+
+
+@pytest.mark.skipif(os.getuid() != 0 or shutil.which("setpriv") is None,
+                    reason="needs root and setpriv to run a client under another uid")
+def test_a_hand_over_from_another_uid_is_dropped(daemon: Stack) -> None:
+    s = daemon.settings
+    for path in (s.runtime_base, s.runtime_dir):
+        os.chmod(path, 0o711)
+    os.chmod(s.handover_path, 0o666)
+    # Another uid: no reply, and the descriptor it sent is closed unread.
+    assert as_uid(NOBODY, s.handover_path, HANDOVER_CLIENT).split() == ["b''", "b''"]
+    assert daemon.daemon is not None
+    assert f"refused a hand-over from uid {NOBODY}" in daemon.daemon.output()
+    # Our uid gets an answer: BUSY, as a socket pair is not a client's TCP connection.
+    assert as_uid(None, s.handover_path, HANDOVER_CLIENT).split() == ["b'B'", "b''"]
