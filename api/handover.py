@@ -1,11 +1,12 @@
-"""The front's side of a hand-over (common/handover.py): which requests go, and letting go.
+"""The front's side of a loan (common/handover.py): which requests, and the answer's end.
 
 A stream (a run's events, the project's events, the Host log followed) is the one kind of
 request whose relaying costs the front for as long as it lasts; so, once the door has
-admitted one, its connection goes to the daemon, which answers on it and closes it. The
-front keeps nothing: the stream goes on if the front stops, and it no longer counts
-against the front's connection cap (the daemon has its own). When the daemon cannot take
-it (busy, an older daemon, a socket that is not TCP) the request is relayed as before.
+admitted one, the front lends its connection to the daemon, which writes the answer on it
+directly. The front keeps the connection: it waits for the daemon's END and then serves
+the next request on it (or closes it, when the answer said so or was cut). When the
+daemon cannot take it (busy, an older daemon, a socket that is not TCP) the request is
+relayed as before.
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ import re
 import socket
 
 from aiohttp import web
+from aiohttp.abc import AbstractStreamWriter
+from aiohttp.web_request import BaseRequest
 
 from llamon_playground.common.contract import API_PREFIX
-from llamon_playground.common.handover import Outcome, offer
+from llamon_playground.common.handover import CUT, End, Loan, Outcome
 
 log = logging.getLogger(__name__)
 
@@ -32,23 +35,49 @@ def wants_handover(request: web.Request) -> bool:
             and (request.path != HOST_LOGS or "follow" in request.query))
 
 
+class AnsweredByDaemon(web.StreamResponse):
+    """The daemon wrote this request's answer on the connection: aiohttp writes nothing,
+    and keeps the connection only if the daemon's answer allowed it and came whole."""
+
+    def __init__(self, end: End) -> None:
+        super().__init__(status=end.status or 503)
+        self._end = end
+
+    async def prepare(self, request: BaseRequest) -> AbstractStreamWriter | None:
+        return None
+
+    async def write_eof(self, data: bytes = b"") -> None:
+        return None
+
+    @property
+    def keep_alive(self) -> bool:
+        return self._end.keep_alive
+
+
 async def hand_over(request: web.Request, path: str, head: bytes) -> web.StreamResponse | None:
-    """Hand the request's connection to the daemon at `path`; None if the front should relay
-    it instead. Once handed over (or maybe handed over), the front writes nothing more on
-    the connection: the answer returned here is only for the door's log line."""
+    """Lend the request's connection to the daemon at `path` for its answer; None if the
+    front should relay it instead."""
     transport = request.transport
     sock = transport.get_extra_info("socket") if transport is not None else None
     if sock is None or sock.family not in TCP_FAMILIES:
         return None
-    outcome = await offer(path, sock.fileno(), head)
+    outcome, loan = await Loan.offer(path, sock.fileno(), head)
     if outcome in (Outcome.NOT_SENT, Outcome.BUSY):
         log.debug("relaying %s: the daemon did not take it (%s)", request.path, outcome.value)
         return None
-    # Closes this process's descriptor only: the daemon holds its own, so the client's
-    # connection stays open (asyncio's close never shuts the socket down).
-    request.protocol.force_close()
-    if outcome is Outcome.UNKNOWN:
-        log.warning("no clear answer from the daemon on a hand-over of %s; the client's "
-                    "connection is left to it", request.path)
-        return web.Response(status=503)
-    return web.Response(status=200, reason="Handed over")
+    if loan is None:
+        end = CUT
+    else:
+        try:
+            end = await loan.end() if outcome is Outcome.TAKEN else CUT
+            if end is CUT:
+                loan.let_go()
+        except BaseException:  # cancelled: the client left, or the front is stopping
+            loan.let_go()
+            raise
+        finally:
+            loan.close()
+    if end is CUT:
+        log.info("the daemon's answer to %s was cut; closing the client's connection",
+                 request.path)
+    return AnsweredByDaemon(end)

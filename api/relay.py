@@ -1,7 +1,7 @@
 """Relays one request to the daemon's Unix socket over a pooled connection (api/upstream.py).
 
-A stream is not relayed but handed over, connection and all (api/handover.py), when the
-daemon takes it.
+A stream is not relayed: its connection is lent to the daemon, which writes the answer on
+it (api/handover.py), when the daemon takes it.
 
 The request goes up as one write of its head and, when small, its body; a larger body
 streams up (a chunked one counted against its limit on the way). The answer comes back as
@@ -77,7 +77,7 @@ def request_head(request: web.Request, framing: str) -> bytes:
 async def relay(request: web.Request) -> web.StreamResponse:
     if wants_handover(request):
         handed = await hand_over(request, str(request.app[DOOR].settings.handover_path),
-                                 request_head(request, "Connection: close"))
+                                 request_head(request, ""))
         if handed is not None:
             return handed
     body = b""

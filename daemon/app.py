@@ -18,7 +18,7 @@ from llamon_playground.common.request_context import add_request_context
 from llamon_playground.common.runtime_dir import acquire_lock, remove_discovery, write_discovery
 from llamon_playground.common.stop_signal import wait_for_stop_signal
 from llamon_playground.daemon.errors import BootFailed, ProjectError, UnsupportedDatabaseVersion
-from llamon_playground.daemon.http.adopt import HandoverListener
+from llamon_playground.daemon.http.adopt import HandoverListener, answer_once
 from llamon_playground.daemon.http.capture import add_capture_routes
 from llamon_playground.daemon.http.data import add_data_routes
 from llamon_playground.daemon.http.edits import add_edit_routes
@@ -159,7 +159,8 @@ async def shutdown(services: Services) -> None:
 
 def make_app(services: Services) -> web.Application:
     # A foreign uid is refused before anything else runs (docs/security.md, the socket).
-    app = web.Application(middlewares=[peer_cred_middleware],
+    # A connection a front lends gets its whole answer flushed before it is given back.
+    app = web.Application(middlewares=[peer_cred_middleware, answer_once],
                           client_max_size=services.settings.max_request_bytes)
     add_request_context(app)
     name_the_server(app)
@@ -219,7 +220,7 @@ async def serve(settings: Settings, environ: dict[str, str]) -> None:
             finally:
                 os.umask(old_umask)
             os.chmod(settings.socket_path, 0o600)
-            # Connections a front hands over are served by this same server, one request each.
+            # Connections a front lends are served by this same server, one answer each.
             assert runner.server is not None
             handover = HandoverListener(settings.handover_path, runner.server,
                                         connection_cap(settings.front.max_connections))

@@ -1,16 +1,16 @@
-"""Client connections the front hands over (common/handover.py): each answered once, here.
+"""Client connections a front lends (common/handover.py): one answer written on each.
 
 The front's door has already admitted the request; the daemon serves the head the front
-sent (never a byte read from the socket itself: `OneRequest` drops whatever the client
-sends), with `Connection: close`, through the same aiohttp server and routes as its own
-socket, then closes the connection. So a request pipelined behind the stream, which the
-door never saw, is never served, and the front keeps nothing of the connection: the stream
-goes on when the front stops.
+sent through the same aiohttp server and routes as its own socket, writes the answer on
+the client's connection, and gives the connection back once the whole answer is in the
+kernel's hands (END, with the answer's status and keep-alive). It never reads the client's
+socket: `OneAnswer` pauses reading before the first read, so whatever the client sends
+next stays for the front, which reads it after the answer, through its door.
 
 Trust: the hand-over socket is 0600 in the 0700 runtime directory, like the daemon's own,
 and a peer of another uid is dropped (its descriptors closed) before anything is read.
-At most `cap` handed-over connections are open at once; one more is answered BUSY, and the
-front relays that request as it did before.
+At most `cap` lent connections are open at once; one more is answered BUSY, and the front
+relays that request as before.
 """
 
 from __future__ import annotations
@@ -19,33 +19,46 @@ import asyncio
 import logging
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from pathlib import Path
+from typing import Any
 
-from llamon_playground.common.handover import BUSY, TAKEN, close_all, receive
+from aiohttp import web
+
+from llamon_playground.common.handover import BUSY, TAKEN, close_all, end_message, receive
 from llamon_playground.daemon.http.peercred import UCRED
 
 log = logging.getLogger(__name__)
 ProtocolFactory = Callable[[], asyncio.Protocol]
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 TCP_FAMILIES = (socket.AF_INET, socket.AF_INET6)
 
 
-class OneRequest(asyncio.Protocol):
-    """The server's protocol for one handed-over connection, fed only the admitted head."""
+class OneAnswer(asyncio.Protocol):
+    """The server's protocol for one lent connection: fed only the admitted head, never
+    reading the socket, and knowing when its answer is written whole."""
 
     def __init__(self, inner: asyncio.Protocol, head: bytes, count: Callable[[int], None]) -> None:
         self._inner = inner
         self._head = head
         self._count = count
+        self.transport: asyncio.Transport | None = None
+        # (status, keep_alive) once the answer is flushed; None when it was cut.
+        self.finished: asyncio.Future[tuple[int, bool] | None] = (
+            asyncio.get_running_loop().create_future())
+        self._flushed: asyncio.Future[None] | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        transport.pause_reading()  # before the first read: the client's bytes are the front's
         self._count(1)
         self._inner.connection_made(transport)
         self._inner.data_received(self._head)
 
     def data_received(self, data: bytes) -> None:
-        pass  # the door has not seen it: never parsed, never served
+        raise AssertionError("a lent connection is never read")
 
     def eof_received(self) -> bool | None:
         return self._inner.eof_received()
@@ -55,21 +68,68 @@ class OneRequest(asyncio.Protocol):
             self._inner.connection_lost(exc)
         finally:
             self._count(-1)
+            self.answered(None)
+            self._settle_flush()
 
     def pause_writing(self) -> None:
         self._inner.pause_writing()
 
     def resume_writing(self) -> None:
         self._inner.resume_writing()
+        self._settle_flush()
+
+    def answered(self, outcome: tuple[int, bool] | None) -> None:
+        if not self.finished.done():
+            self.finished.set_result(outcome)
+
+    async def flushed(self) -> None:
+        """Until every byte written is in the kernel's send buffer."""
+        transport = self.transport
+        assert transport is not None
+        # A zero high-water mark: paused while anything is buffered, resumed when nothing is.
+        transport.set_write_buffer_limits(high=0)
+        while not transport.is_closing() and transport.get_write_buffer_size():
+            self._flushed = asyncio.get_running_loop().create_future()
+            await self._flushed
+        if transport.is_closing():
+            raise ConnectionResetError("the lent connection closed")
+
+    def _settle_flush(self) -> None:
+        if self._flushed is not None and not self._flushed.done():
+            self._flushed.set_result(None)
+
+
+@web.middleware
+async def answer_once(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """On a lent connection: the whole answer, flushed, before the front gets it back."""
+    transport = request.transport
+    answer = transport.get_protocol() if transport is not None else None
+    if not isinstance(answer, OneAnswer):
+        return await handler(request)
+    try:
+        response = await handler(request)
+    except BaseException:
+        answer.answered(None)
+        raise
+    try:
+        if not response.prepared:
+            await response.prepare(request)
+        await response.write_eof()
+        await answer.flushed()
+    except ConnectionError:
+        answer.answered(None)  # the client left (aiohttp then writes nothing more)
+        return response
+    answer.answered((response.status, bool(response.keep_alive)))
+    return response
 
 
 class HandoverListener:
-    """Accepts hand-overs on `path` and serves each connection with `protocol()`."""
+    """Takes loans on `path` and serves each connection with `protocol()`."""
 
     def __init__(self, path: Path, protocol: ProtocolFactory, cap: int) -> None:
         self.path = path
         self.cap = cap
-        self.open = 0  # handed-over connections not yet closed
+        self.open = 0  # lent connections not yet given back or closed
         self._starting = 0
         self._protocol = protocol
         self._sock: socket.socket | None = None
@@ -93,13 +153,13 @@ class HandoverListener:
         self._sock = sock
 
     async def serve(self) -> None:
-        """Accept until cancelled; the hand-overs in progress are awaited or cancelled."""
+        """Accept until cancelled; the loans in progress are cancelled and awaited."""
         assert self._sock is not None
         loop = asyncio.get_running_loop()
         try:
             while True:
                 conn, _ = await loop.sock_accept(self._sock)
-                task = asyncio.create_task(self._take(conn), name="handover")
+                task = asyncio.create_task(self._loan(conn), name="handover")
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)
         finally:
@@ -110,7 +170,7 @@ class HandoverListener:
             with suppress(FileNotFoundError):
                 self.path.unlink()
 
-    async def _take(self, conn: socket.socket) -> None:
+    async def _loan(self, conn: socket.socket) -> None:
         with conn:
             conn.setblocking(False)
             _pid, uid, _gid = UCRED.unpack(conn.getsockopt(socket.SOL_SOCKET,
@@ -122,32 +182,56 @@ class HandoverListener:
             if len(fds) != 1 or not head:
                 close_all(fds)
                 return
-            reply = await self._adopt(fds[0], head)
-            with suppress(OSError):
-                conn.send(reply)
+            answer = await self._adopt(fds[0], head)
+            try:
+                conn.send(BUSY if answer is None else TAKEN)
+            except OSError:
+                pass  # the front is gone: the loan ends below, as if it had let go
+            if answer is not None:
+                await self._until_given_back(conn, answer)
 
-    async def _adopt(self, fd: int, head: bytes) -> bytes:
+    async def _adopt(self, fd: int, head: bytes) -> OneAnswer | None:
         try:
             client = socket.socket(fileno=fd)
         except OSError:
             socket.close(fd)
-            return BUSY
+            return None
         if (client.type != socket.SOCK_STREAM or client.family not in TCP_FAMILIES
                 or self.open + self._starting >= self.cap):
             client.close()
-            return BUSY
+            return None
         client.setblocking(False)
-        client.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 22)
+        answer = OneAnswer(self._protocol(), head, self._count)
         self._starting += 1  # counted in `open` from its connection_made on
         try:
-            await asyncio.get_running_loop().connect_accepted_socket(
-                lambda: OneRequest(self._protocol(), head, self._count), client)
+            await asyncio.get_running_loop().connect_accepted_socket(lambda: answer, client)
         except BaseException:
             client.close()
             raise
         finally:
             self._starting -= 1
-        return TAKEN
+        return answer
+
+    async def _until_given_back(self, conn: socket.socket, answer: OneAnswer) -> None:
+        """END to the front once the answer is whole; or stop writing when the front lets
+        go first (GONE, or its side closed). Either way this process's descriptor of the
+        client's socket is closed: the connection itself stays the front's."""
+        let_go = asyncio.ensure_future(asyncio.get_running_loop().sock_recv(conn, 1))
+        either: set[asyncio.Future[Any]] = {answer.finished, let_go}
+        try:
+            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            let_go.cancel()
+            await asyncio.gather(let_go, return_exceptions=True)
+            outcome = answer.finished.result() if answer.finished.done() else None
+            assert answer.transport is not None
+            if outcome is None:
+                answer.transport.abort()  # what was not written never will be
+            else:
+                answer.transport.close()  # nothing is buffered: it was flushed
+        if outcome is not None:
+            with suppress(OSError):
+                conn.send(end_message(*outcome))
 
     def _count(self, change: int) -> None:
         self.open += change

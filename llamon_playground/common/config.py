@@ -127,7 +127,7 @@ class Settings:
     watchdog_pid: int | None = None
     host_stall_timeout: float = 30.0
     # Built with the rest (one builder per process); the front reads it, and the daemon its
-    # max_connections (the cap on streams a front hands over).
+    # max_connections (the cap on the streams it writes on lent connections).
     front: FrontSettings = field(default_factory=FrontSettings)
 
     @property
@@ -140,7 +140,7 @@ class Settings:
 
     @property
     def handover_path(self) -> Path:
-        """Where the daemon takes client connections from a front (common/handover.py).
+        """Where a front lends the daemon client connections (common/handover.py).
         No longer a name than daemon.sock's, whose path is the one checked for length."""
         return self.runtime_dir / "hand.sock"
 

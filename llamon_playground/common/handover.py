@@ -1,18 +1,30 @@
-"""Passing a client's connection from the front to the daemon: the wire both sides speak.
+"""Lending a client's connection from the front to the daemon: the wire both sides speak.
 
 A stream relayed through the front costs every event a second trip through a second
 process (read from the daemon, write to the client, two more wake-ups), and that trip was
 most of what a stream through the front cost over one read straight from the daemon. So
-once the front's door has admitted a stream request, the front passes the client's TCP
-socket itself to the daemon, with the request head it would have relayed, and the daemon
-answers on it directly (daemon/http/adopt.py says what the daemon does with it).
+once the front's door has admitted a stream request, the front lends the client's TCP
+socket to the daemon for that one answer: the daemon writes the answer on it directly
+(daemon/http/adopt.py), then gives it back, and the front serves whatever the client asks
+next on the same connection, through its door as always.
+
+The front keeps the connection throughout: it holds its own descriptor, keeps reading
+(a request pipelined behind the stream waits in the front, in order), and notices when the
+client leaves. The daemon only writes; it never reads a byte of the client's.
 
 The wire: a SOCK_SEQPACKET Unix socket in the private runtime directory, one connection
-per hand-over. The front sends one message, the head, with the socket as SCM_RIGHTS
-ancillary data; the daemon sends one byte back: TAKEN (it answers on the socket; the
-front closes its own descriptor and writes nothing more) or BUSY (it kept nothing; the
-front relays the request as before). A message the daemon did not read whole, or from a
-process of another uid, is dropped with its descriptors.
+per loan, one message at a time:
+- front → daemon: the request head the front would have relayed, with the client's socket
+  as SCM_RIGHTS ancillary data;
+- daemon → front: TAKEN (it answers) or BUSY (it kept nothing: the front relays as before);
+- after TAKEN, daemon → front: END with the answer's status and whether the connection
+  may carry another request, once the whole answer is in the kernel's hands;
+- after TAKEN, front → daemon: GONE when the front lets go first (the client left, or the
+  front is stopping). Any end of the loan's socket counts as the same: a front that dies
+  takes its streams with it, and a daemon that dies leaves the front to close the client's
+  connection (its answer was cut).
+A message the daemon did not read whole, or from a process of another uid, is dropped
+with its descriptors.
 """
 
 from __future__ import annotations
@@ -20,9 +32,16 @@ from __future__ import annotations
 import asyncio
 import enum
 import socket
+from dataclasses import dataclass
+
+from llamon_playground.common.http_json import decimal_digits
 
 TAKEN = b"T"
 BUSY = b"B"
+GONE = b"G"
+END = b"E"  # + three status digits + KEEP or CLOSE
+KEEP = b"K"
+CLOSE = b"C"
 MAX_MESSAGE = 64 * 1024  # a request head; the front's own limit on a head is smaller
 REPLY_TIMEOUT = 5.0
 
@@ -31,25 +50,83 @@ class Outcome(enum.Enum):
     NOT_SENT = "not sent"  # the daemon never saw the socket: relay as before
     BUSY = "busy"  # the daemon saw it and kept nothing: relay as before
     TAKEN = "taken"  # the daemon answers on it
-    UNKNOWN = "unknown"  # sent, but no clear reply: the daemon may hold it, so never answer
+    UNKNOWN = "unknown"  # sent, but no clear reply: the daemon may hold it
 
 
-async def offer(path: str, fd: int, head: bytes) -> Outcome:
-    """Offer the connection `fd` (with the request `head`) to the daemon listening at `path`."""
-    loop = asyncio.get_running_loop()
-    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as ctl:
+@dataclass(frozen=True)
+class End:
+    """How a loan ended, as the front sees it."""
+
+    status: int  # the answer's, for the front's log; 0 when it never came whole
+    keep_alive: bool  # False: the front closes the client's connection
+
+
+CUT = End(0, False)
+
+
+def end_message(status: int, keep_alive: bool) -> bytes:
+    return END + b"%03d" % status + (KEEP if keep_alive else CLOSE)
+
+
+def parse_end(message: bytes) -> End:
+    digits = message[1:4].decode("ascii", "replace")
+    if (len(message) != 5 or message[:1] != END or not decimal_digits(digits)
+            or message[4:] not in (KEEP, CLOSE)):
+        return CUT
+    return End(int(digits), message[4:] == KEEP)
+
+
+class Loan:
+    """The front's side of one loan: its socket to the daemon."""
+
+    def __init__(self, ctl: socket.socket) -> None:
+        self._ctl = ctl
+
+    @classmethod
+    async def offer(cls, path: str, fd: int, head: bytes) -> tuple[Outcome, Loan | None]:
+        """Offer the connection `fd` (with the request `head`) to the daemon at `path`.
+        The Loan comes back with TAKEN and UNKNOWN: its owner must close it."""
+        loop = asyncio.get_running_loop()
+        ctl = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         ctl.setblocking(False)
+        loan = cls(ctl)
         try:
-            await loop.sock_connect(ctl, path)
-            # A fresh connection's send buffer is empty: one message this size never blocks.
-            socket.send_fds(ctl, [head], [fd])
+            try:
+                await loop.sock_connect(ctl, path)
+                # A fresh connection's send buffer is empty: one message this size never blocks.
+                socket.send_fds(ctl, [head], [fd])
+            except OSError:
+                loan.close()
+                return Outcome.NOT_SENT, None
+            try:
+                reply = await asyncio.wait_for(loop.sock_recv(ctl, 1), REPLY_TIMEOUT)
+            except (OSError, TimeoutError):
+                return Outcome.UNKNOWN, loan
+        except BaseException:
+            loan.close()
+            raise
+        if reply == TAKEN:
+            return Outcome.TAKEN, loan
+        loan.close()
+        return (Outcome.BUSY, None) if reply == BUSY else (Outcome.UNKNOWN, None)
+
+    async def end(self) -> End:
+        """Wait for the daemon's END (CUT if its side closes first)."""
+        try:
+            message = await asyncio.get_running_loop().sock_recv(self._ctl, 16)
         except OSError:
-            return Outcome.NOT_SENT
+            return CUT
+        return parse_end(message)
+
+    def let_go(self) -> None:
+        """Tell the daemon to stop writing (it may already have stopped)."""
         try:
-            reply = await asyncio.wait_for(loop.sock_recv(ctl, 1), REPLY_TIMEOUT)
-        except (OSError, TimeoutError):
-            return Outcome.UNKNOWN
-    return {TAKEN: Outcome.TAKEN, BUSY: Outcome.BUSY}.get(reply, Outcome.UNKNOWN)
+            self._ctl.send(GONE)
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        self._ctl.close()
 
 
 async def receive(sock: socket.socket) -> tuple[bytes, list[int]]:

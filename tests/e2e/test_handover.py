@@ -1,55 +1,112 @@
-"""Streams the front hands over to the daemon (api/handover.py, daemon/http/adopt.py).
+"""Streams the front lends to the daemon (api/handover.py, daemon/http/adopt.py).
 
-The daemon answers a stream on the client's own connection: the stream goes on when the
-front dies, nothing the door did not admit is served on that connection, the daemon lets
-go of it when the client leaves, and past the daemon's cap the front relays as before."""
+The daemon writes a stream's answer on the client's own connection and gives the
+connection back: the next request on it is the front's again, through its door. The
+daemon reads nothing of the client's, lets go when the client or the front does, and past
+its cap the front relays as before."""
 
 from __future__ import annotations
 
 import signal
 import socket
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 
+import orjson
 import psutil
 import pytest
 
-from tests.support.api import TERMINAL, Api
+from llamon_playground.common.sse import aiter_sse
+from tests.support.api import TERMINAL, Api, SseEvent
 from tests.support.door import Front, P, start_front
 from tests.support.procs import Stack
 from tests.support.waiting import wait_for
 
-CAP = 8  # the smallest cap there is (fd_budget.MIN_CAP): the daemon's, from the front's
+CAP = 8  # the smallest cap there is (fd_budget.MIN_CAP)
+LAST_CHUNK = b"\r\n0\r\n\r\n"
 
 
-def daemon_tcp(stack: Stack) -> int:
-    """The client connections the daemon holds (it listens on no TCP port of its own)."""
+def daemon_tcp(stack: Stack, front: Front) -> int:
+    """The front's client connections the daemon holds a descriptor of (its connections to
+    the Host are on other ports)."""
     assert stack.daemon is not None
-    return len(psutil.Process(stack.daemon.pid).net_connections(kind="tcp"))
+    return sum(1 for c in psutil.Process(stack.daemon.pid).net_connections(kind="tcp")
+               if c.laddr and c.laddr.port == front.port)
 
 
-def stream_request(front: Front, path: str, extra: str = "") -> bytes:
-    return (f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{front.port}\r\n"
-            f"Authorization: Bearer {front.token}\r\n{extra}\r\n").encode()
+def request(front: Front, path: str, token: bool = True) -> bytes:
+    auth = f"Authorization: Bearer {front.token}\r\n" if token else ""
+    return f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{front.port}\r\n{auth}\r\n".encode()
 
 
-def open_stream(front: Front, path: str) -> socket.socket:
-    """A raw client on `path`, returned once the answer's head has come."""
-    sock = socket.create_connection(("127.0.0.1", front.port), timeout=30)
-    sock.sendall(stream_request(front, path))
-    head = b""
-    while b"\r\n\r\n" not in head:
-        chunk = sock.recv(4096)
-        assert chunk, head
-        head += chunk
-    assert head.startswith(b"HTTP/1.1 200"), head
-    return sock
+def connect(front: Front) -> socket.socket:
+    return socket.create_connection(("127.0.0.1", front.port), timeout=30)
 
 
-def read_to_close(sock: socket.socket) -> bytes:
-    data = b""
-    while chunk := sock.recv(65536):
-        data += chunk
-    return data
+class Reader:
+    """Answers read off one raw connection, in order."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.buf = b""
+
+    def _more(self) -> None:
+        chunk = self.sock.recv(65536)
+        assert chunk, f"closed; unread: {self.buf[-300:]!r}"
+        self.buf += chunk
+
+    def head(self) -> tuple[int, dict[str, str]]:
+        while b"\r\n\r\n" not in self.buf:
+            self._more()
+        raw, _, self.buf = self.buf.partition(b"\r\n\r\n")
+        lines = raw.decode("latin-1").split("\r\n")
+        headers = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        return int(lines[0].split()[1]), headers
+
+    def answer(self) -> tuple[int, dict[str, str], bytes]:
+        """One whole answer: Content-Length, or chunked (decoded)."""
+        status, headers = self.head()
+        return status, headers, self.body(headers)
+
+    def body(self, headers: dict[str, str]) -> bytes:
+        if "content-length" in headers:
+            size = int(headers["content-length"])
+            while len(self.buf) < size:
+                self._more()
+            body, self.buf = self.buf[:size], self.buf[size:]
+            return body
+        assert headers.get("transfer-encoding") == "chunked", headers
+        body = b""
+        while True:
+            while b"\r\n" not in self.buf:
+                self._more()
+            size_line, _, self.buf = self.buf.partition(b"\r\n")
+            size = int(size_line, 16)
+            while len(self.buf) < size + 2:
+                self._more()
+            body, self.buf = body + self.buf[:size], self.buf[size + 2:]
+            if size == 0:
+                return body
+
+    def until(self, marker: bytes) -> bytes:
+        while marker not in self.buf:
+            self._more()
+        return self.buf
+
+    def to_close(self) -> bytes:
+        """Everything up to the close (the socket's timeout raises if it never comes)."""
+        while chunk := self.sock.recv(65536):
+            self.buf += chunk
+        return self.buf
+
+
+async def sse_events(body: bytes) -> list[SseEvent]:
+    async def one() -> AsyncIterator[bytes]:
+        yield body
+    return [SseEvent(int(e.id or 0), e.event, orjson.loads(e.data))
+            async for e in aiter_sse(one())]
 
 
 @pytest.fixture
@@ -59,31 +116,33 @@ def capped(stack: Stack) -> Iterator[Stack]:
     yield stack
 
 
-async def test_a_stream_goes_on_when_the_front_dies(daemon: Stack) -> None:
+async def test_a_stream_comes_whole_and_the_connection_comes_back(daemon: Stack) -> None:
     front = start_front(daemon)
     direct = Api.for_socket(str(daemon.settings.socket_path))
-    via_front = Api.for_url(front.url, front.token)
     try:
         run_id = await direct.start_run(await direct.session(), "slow")
-        received = []
-        async for event in via_front.stream(run_id):
-            received.append(event)
-            if event.event == "output.delta" and front.proc.popen.poll() is None:
-                front.proc.signal(signal.SIGKILL)
-                front.proc.wait(30)
-        # Read whole, after the front was gone: the same events, in full, as stored.
-        stored = await direct.events(run_id)
-        assert received == stored
-        assert (await direct.run(run_id))["status"] in TERMINAL
+        with connect(front) as sock:
+            sock.sendall(request(front, f"{P}/runs/{run_id}/events"))
+            reader = Reader(sock)
+            status, headers = reader.head()
+            assert status == 200 and headers["content-type"] == "text/event-stream"
+            # Written by the daemon itself, on the client's connection.
+            wait_for(lambda: daemon_tcp(daemon, front) == 1, 30, "the daemon to write the stream")
+            body = reader.body(headers)  # live: it ends with the run
+            # The same connection, given back: the front answers the next request.
+            sock.sendall(request(front, f"{P}/runs/{run_id}"))
+            status, _, run = reader.answer()
+            assert status == 200 and orjson.loads(run)["status"] in TERMINAL
+        received = await sse_events(body)
+        assert received == await direct.events(run_id)  # every stored event, once, in order
         assert len([e for e in received if e.event == "output.delta"]) > 1
     finally:
         await direct.close()
-        await via_front.close()
 
 
-async def test_nothing_behind_a_stream_is_served(daemon: Stack) -> None:
-    """A request pipelined behind a stream never reaches the daemon: the door saw only the
-    stream's head, and the connection closes when the stream ends."""
+async def test_a_request_behind_a_stream_goes_through_the_door(daemon: Stack) -> None:
+    """Requests pipelined behind a stream wait for it, and are the front's to answer: one
+    without the token is refused, as the daemon (which checks no token) never would."""
     front = start_front(daemon)
     direct = Api.for_socket(str(daemon.settings.socket_path))
     try:
@@ -91,60 +150,75 @@ async def test_nothing_behind_a_stream_is_served(daemon: Stack) -> None:
         await direct.wait_status(run_id)
     finally:
         await direct.close()
-    with socket.create_connection(("127.0.0.1", front.port), timeout=30) as sock:
-        sock.sendall(stream_request(front, f"{P}/runs/{run_id}/events")
-                     + stream_request(front, f"{P}/sessions"))
-        data = read_to_close(sock)
-    head, _, body = data.partition(b"\r\n\r\n")
-    assert head.startswith(b"HTTP/1.1 200") and b"text/event-stream" in head
-    assert b"connection: close" in head.lower()
-    assert b'"status":"completed"' in body and body.endswith(b"\r\n0\r\n\r\n")
-    assert b"HTTP/1.1" not in body and b'"sessions"' not in body
+    with connect(front) as sock:
+        sock.sendall(request(front, f"{P}/runs/{run_id}/events")
+                     + request(front, f"{P}/sessions", token=False)
+                     + request(front, f"{P}/sessions"))
+        reader = Reader(sock)
+        status, headers, body = reader.answer()
+        assert status == 200 and headers["content-type"] == "text/event-stream"
+        assert b'"status":"completed"' in body
+        status, _, refused = reader.answer()
+        assert status == 401 and orjson.loads(refused)["detail"]["error"] == "unauthorized"
+        status, _, sessions = reader.answer()
+        assert status == 200 and "sessions" in orjson.loads(sessions)
 
 
 def test_the_daemon_lets_go_when_the_client_leaves(daemon: Stack) -> None:
     front = start_front(daemon)
-    sock = open_stream(front, f"{P}/events")
-    wait_for(lambda: daemon_tcp(daemon) == 1, 30, "the daemon to hold the client's connection")
+    sock = connect(front)
+    sock.sendall(request(front, f"{P}/events"))
+    assert Reader(sock).head()[0] == 200
+    wait_for(lambda: daemon_tcp(daemon, front) == 1, 30, "the daemon to hold the connection")
     sock.close()
-    wait_for(lambda: daemon_tcp(daemon) == 0, 30, "the daemon to let the connection go")
+    wait_for(lambda: daemon_tcp(daemon, front) == 0, 30, "the daemon to let the connection go")
 
 
-def read_until(sock: socket.socket, marker: bytes) -> bytes:
-    data = b""
-    while marker not in data:
-        chunk = sock.recv(65536)
-        assert chunk, f"closed before {marker!r}: {data[-300:]!r}"
-        data += chunk
-    return data
+def test_a_front_that_dies_takes_its_streams_with_it(daemon: Stack) -> None:
+    """The client sees its stream end (and reconnects by cursor) rather than hang on a
+    connection nobody serves."""
+    front = start_front(daemon)
+    with connect(front) as sock:
+        sock.sendall(request(front, f"{P}/events"))
+        reader = Reader(sock)
+        assert reader.head()[0] == 200
+        wait_for(lambda: daemon_tcp(daemon, front) == 1, 30, "the daemon to write the stream")
+        front.proc.signal(signal.SIGKILL)
+        front.proc.wait(30)
+        reader.to_close()
+    wait_for(lambda: daemon_tcp(daemon, front) == 0, 30, "the daemon to let the connection go")
 
 
 async def test_past_its_cap_the_daemon_leaves_streams_to_the_front(capped: Stack) -> None:
-    front = start_front(capped)
-    taken: list[socket.socket] = []
-    relayed: socket.socket | None = None
+    # The front's own cap stays high: only the daemon's is at the minimum.
+    front = start_front(capped, env={"LLAMON_PLAYGROUND_FRONT_MAX_CONNECTIONS": "256"})
+    socks: list[socket.socket] = []
     try:
-        taken.extend(open_stream(front, f"{P}/events") for _ in range(CAP))
-        wait_for(lambda: daemon_tcp(capped) == CAP, 30, "the daemon to hold its cap")
-        relayed = open_stream(front, f"{P}/events")  # answered all the same, by the relay
-        assert daemon_tcp(capped) == CAP
-        taken.pop().close()
-        wait_for(lambda: daemon_tcp(capped) == CAP - 1, 30, "a slot to free up")
-        taken.append(open_stream(front, f"{P}/events"))
-        wait_for(lambda: daemon_tcp(capped) == CAP, 30, "the freed slot to be taken")
-        # The front's death ends only the stream it relayed ...
-        front.proc.signal(signal.SIGKILL)
-        front.proc.wait(30)
-        read_to_close(relayed)  # returns at the close (the socket's timeout raises otherwise)
-        # ... and the daemon's streams still carry what happens next.
+        def stream() -> Reader:
+            socks.append(connect(front))
+            socks[-1].sendall(request(front, f"{P}/events"))
+            reader = Reader(socks[-1])
+            assert reader.head()[0] == 200
+            return reader
+
+        readers = [stream() for _ in range(CAP)]
+        wait_for(lambda: daemon_tcp(capped, front) == CAP, 30, "the daemon to hold its cap")
+        readers.append(stream())  # answered all the same: relayed
+        assert daemon_tcp(capped, front) == CAP
+        socks.pop(0).close()
+        readers.pop(0)
+        wait_for(lambda: daemon_tcp(capped, front) == CAP - 1, 30, "a slot to free up")
+        readers.append(stream())
+        wait_for(lambda: daemon_tcp(capped, front) == CAP, 30, "the freed slot to be taken")
+        # Lent or relayed, every stream carries what happens next.
         direct = Api.for_socket(str(capped.settings.socket_path))
         try:
             session = await direct.session()
             await direct.ok("PATCH", f"sessions/{session}", {"title": "still here"})
         finally:
             await direct.close()
-        for sock in taken:
-            assert b"event: session.updated" in read_until(sock, b'"still here"')
+        for reader in readers:
+            assert b"event: session.updated" in reader.until(b'"still here"')
     finally:
-        for sock in taken + ([relayed] if relayed is not None else []):
+        for sock in socks:
             sock.close()
