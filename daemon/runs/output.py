@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from llamon_playground.daemon.a2a.wire import A2AEvent, WirePart
@@ -63,12 +64,26 @@ class OutputCollector:
 
 
 def _join_text(parts: list[WirePart]) -> list[WirePart]:
+    """Each run of consecutive text parts as one. Joined once per run: adding each chunk to
+    the text so far would copy that text again for every chunk (50,000 chunks: 0.7 s of
+    the daemon's loop at the run's end)."""
     joined: list[WirePart] = []
+    run: list[WirePart] = []
+
+    def flush() -> None:
+        if len(run) == 1:
+            joined.append(run[0])
+        elif run:  # the first part's other fields, all of the run's text
+            joined.append(replace(run[0], text="".join(p.text or "" for p in run)))
+        run.clear()
+
     for part in parts:
-        if part.kind == "text" and joined and joined[-1].kind == "text":
-            joined[-1] = WirePart("text", text=(joined[-1].text or "") + (part.text or ""))
+        if part.kind == "text":
+            run.append(part)
         else:
+            flush()
             joined.append(part)
+    flush()
     return joined
 
 

@@ -46,7 +46,8 @@ class RunEvents:
     output: list[dict[str, Any]] | None = None  # the last run.output's parts
     complete: dict[str, Any] | None = None  # the complete phase event
     open_phases: list[str] = field(default_factory=list)
-    text: dict[str | None, str] = field(default_factory=dict)  # folded output.delta text
+    # The folded output.delta text by artifact, in pieces (see fold_delta).
+    text: dict[str | None, list[str]] = field(default_factory=dict)
 
     @classmethod
     def read(cls, conn: sqlite3.Connection, run_id: str) -> RunEvents:
@@ -71,13 +72,16 @@ class RunEvents:
         return found
 
 
-def fold_delta(text: dict[str | None, str], delta: dict[str, Any]) -> None:
-    """Apply one output.delta: append to its artifact's text, or replace it."""
+def fold_delta(text: dict[str | None, list[str]], delta: dict[str, Any]) -> None:
+    """Apply one output.delta: append to its artifact's text, or replace it. The text stays
+    in pieces, joined once by the reader: adding each delta to the text so far would copy
+    that text again for every delta (quadratic in a long run's length)."""
     key = delta.get("artifact_id")
+    piece = delta.get("text") or ""
     if delta.get("append", True) and key in text:
-        text[key] += delta.get("text") or ""
+        text[key].append(piece)
     else:
-        text[key] = delta.get("text") or ""
+        text[key] = [piece]
 
 
 def _repair(conn: sqlite3.Connection, store: Store, run: sqlite3.Row,
@@ -110,7 +114,8 @@ def _repair(conn: sqlite3.Connection, store: Store, run: sqlite3.Row,
     else:
         # Both still active: the daemon that ran it died. What it streamed is kept.
         status, run_reason, message = status_for(reason), reason, None
-        output = [{"kind": "text", "text": t} for t in events.text.values() if t]
+        output = [{"kind": "text", "text": t}
+                  for t in ("".join(pieces) for pieces in events.text.values()) if t]
         run_update_op(run["id"], {"status": status.value, "reason": reason,
                                   "ended_at": utcnow(), "output": output})(conn)
     added: list[tuple[str, dict[str, Any]]] = [

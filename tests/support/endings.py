@@ -20,10 +20,10 @@ def assert_phases_close(phases: list[dict[str, Any]]) -> None:
 
 def folded_text(deltas: list[dict[str, Any]]) -> str:
     """What a client shows after applying the output.delta events in order."""
-    text: dict[str | None, str] = {}
+    text: dict[str | None, list[str]] = {}
     for delta in deltas:
         fold_delta(text, delta)
-    return "".join(text.values())
+    return "".join("".join(pieces) for pieces in text.values())
 
 
 def stored_text(output: list[dict[str, Any]]) -> str:
