@@ -110,14 +110,22 @@ def as_uid(uid: int | None, socket_path: Path, client: str = PEER_CLIENT) -> str
     return done.stdout
 
 
-@pytest.mark.skipif(os.getuid() != 0 or shutil.which("setpriv") is None,
-                    reason="needs root and setpriv to run a client under another uid")
+NEEDS_SETPRIV = pytest.mark.skipif(
+    os.getuid() != 0 or shutil.which("setpriv") is None,
+    reason="needs root and setpriv to run a client under another uid")
+
+
+def loosen(stack: Stack, sock: Path) -> None:
+    """Loosen what normally keeps others out, to reach the second lock: SO_PEERCRED."""
+    for path in (stack.settings.runtime_base, stack.settings.runtime_dir):
+        os.chmod(path, 0o711)
+    os.chmod(sock, 0o666)
+
+
+@NEEDS_SETPRIV
 def test_a_peer_of_another_uid_is_refused(daemon: Stack) -> None:
     s = daemon.settings
-    # Loosen what normally keeps others out, to reach the second lock: SO_PEERCRED.
-    for path in (s.runtime_base, s.runtime_dir):
-        os.chmod(path, 0o711)
-    os.chmod(s.socket_path, 0o666)
+    loosen(daemon, s.socket_path)
     foreign = as_uid(NOBODY, s.socket_path)
     assert foreign.startswith("HTTP/1.1 403") and "peer_not_allowed" in foreign
     assert as_uid(None, s.socket_path).startswith("HTTP/1.1 200")
@@ -125,13 +133,10 @@ def test_a_peer_of_another_uid_is_refused(daemon: Stack) -> None:
     assert f"refused a request from uid {NOBODY}" in daemon.daemon.output()
 
 
-@pytest.mark.skipif(os.getuid() != 0 or shutil.which("setpriv") is None,
-                    reason="needs root and setpriv to run a client under another uid")
+@NEEDS_SETPRIV
 def test_a_hand_over_from_another_uid_is_dropped(daemon: Stack) -> None:
     s = daemon.settings
-    for path in (s.runtime_base, s.runtime_dir):
-        os.chmod(path, 0o711)
-    os.chmod(s.handover_path, 0o666)
+    loosen(daemon, s.handover_path)
     # Another uid: no reply, and the descriptor it sent is closed unread.
     assert as_uid(NOBODY, s.handover_path, HANDOVER_CLIENT).split() == ["b''", "b''"]
     assert daemon.daemon is not None
