@@ -84,11 +84,14 @@ class ProjectWatcher:
         while not self._stop.is_set():
             folders = await asyncio.to_thread(self._folders)
             stop = asyncio.Event()  # this watch's own: a restart must not stop the next one
-            # watchfiles yields 20 ms (step) after the last change, and at least every 40 ms
-            # (debounce) while changes keep coming: under the shortest quiet period, so a
-            # continuous storm reaches us as batches closer together than the quiet period.
+            # watchfiles yields ~10 ms (step) after the last change, and at least every
+            # ~20-30 ms (debounce, checked each step) while changes keep coming: well under
+            # the shortest quiet period (50 ms), so a continuous storm reaches us as batches
+            # closer together than the quiet period even when this loop is a little late.
+            # (With 30 ms the margin at a burst's start was ~10 ms, and a loaded machine
+            # could split a storm in two.)
             changes = watchfiles.awatch(*sorted(folders), watch_filter=self._noticed, step=10,
-                                        debounce=30, stop_event=stop, recursive=False,
+                                        debounce=20, stop_event=stop, recursive=False,
                                         ignore_permission_denied=True)
             # Its first step puts the OS watches in place, then waits in a thread.
             pending: asyncio.Future[set[tuple[watchfiles.Change, str]] | None] = \

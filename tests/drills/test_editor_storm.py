@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import random
 import time
 from pathlib import Path
@@ -14,6 +15,20 @@ from tests.support.procs import stack_for
 from tests.support.waiting import watcher_settled
 
 pytestmark = pytest.mark.drill
+MARGIN = 0.01  # the watcher times events as they reach it, a few ms after the write
+
+
+def storm_splits(written: list[float], shortest: float, longest: float) -> list[float]:
+    """The pauses between two saves long enough to end a burst (host_manager.watcher's
+    QuietPeriod: `shortest` plus the burst's age so far, at most `longest`)."""
+    splits = []
+    start = written[0]
+    for before, after in zip(written, written[1:]):
+        quiet = max(shortest, min(longest, shortest + before - start))
+        if after - before > quiet - MARGIN:
+            splits.append(round(after - before, 3))
+            start = after
+    return splits
 
 
 async def test_two_hundred_saves_in_two_seconds(project: Path, runtime_base: Path, scale,
@@ -34,21 +49,35 @@ async def test_two_hundred_saves_in_two_seconds(project: Path, runtime_base: Pat
             for path in unwatched:
                 path.parent.mkdir(parents=True, exist_ok=True)
             started = time.monotonic()
-            for i in range(saves):
-                target = rng.choice(watched + unwatched)
-                with open(target, "a") as fh:
-                    fh.write(f"# save {i}\n")
-                # Spread the saves over ~2 s, always closer together than the shortest quiet.
-                await asyncio.sleep(max(0.0, started + 2.0 * (i + 1) / saves - time.monotonic()))
+            written: list[float] = []
+            gc.disable()  # a collection of this process's heap must not pause the storm
+            try:
+                for i in range(saves):
+                    target = rng.choice(watched + unwatched)
+                    with open(target, "a") as fh:
+                        fh.write(f"# save {i}\n")
+                    written.append(time.monotonic())
+                    # Spread the saves over ~2 s, closer together than the shortest quiet.
+                    await asyncio.sleep(max(0.0, started + 2.0 * (i + 1) / saves
+                                            - time.monotonic()))
+            finally:
+                gc.enable()
+            # This process can still be descheduled between two saves on a loaded machine;
+            # a pause longer than the quiet period at that point ends the storm there, and
+            # the watcher may then rightly restart once more for what follows.
+            splits = storm_splits(written, stack.settings.watch_quiet,
+                                  stack.settings.watch_quiet_max)
             run = await api.wait_status(run_id, timeout=30)
             assert run["status"] == "failed" and run["reason"] == "runtime_restarted"
             status = await watcher_settled(api, stack.project / "app" / "__init__.py")
-            assert status["watch"]["restarts"] == 1, status
-            assert status["generation"] == first["generation"] + 1
+            restarts = status["watch"]["restarts"]
+            assert 1 <= restarts <= 1 + len(splits), (status, splits)
+            assert status["generation"] == first["generation"] + restarts
             clean = await api.wait_status(await api.start_run(session, "stream clean"))
             assert clean["status"] == "completed"
             print(f"{saves} saves in {time.monotonic() - started:.1f} s across watched and "
-                  f"unwatched files: 1 restart, the run ended runtime_restarted once, the next "
-                  "run completed")
+                  f"unwatched files: {restarts} restart(s) ({len(splits)} pause(s) of the "
+                  "writer past the quiet period), the run ended runtime_restarted once, the "
+                  "next run completed")
         finally:
             await api.close()
