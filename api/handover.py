@@ -13,20 +13,18 @@ from __future__ import annotations
 
 import logging
 import re
-import socket
 
 from aiohttp import web
 from aiohttp.abc import AbstractStreamWriter
 from aiohttp.web_request import BaseRequest
 
 from llamon_playground.common.contract import API_PREFIX
-from llamon_playground.common.handover import CUT, End, Loan, Outcome
+from llamon_playground.common.handover import CUT, TCP_FAMILIES, End, Loan, Outcome
 
 log = logging.getLogger(__name__)
 
 STREAM_PATH = re.compile(rf"{API_PREFIX}/(?:runs/[^/]+/events|events|host/logs)")
 HOST_LOGS = f"{API_PREFIX}/host/logs"
-TCP_FAMILIES = (socket.AF_INET, socket.AF_INET6)
 
 
 def wants_handover(request: web.Request) -> bool:
@@ -65,19 +63,21 @@ async def hand_over(request: web.Request, path: str, head: bytes) -> web.StreamR
     if outcome in (Outcome.NOT_SENT, Outcome.BUSY):
         log.debug("relaying %s: the daemon did not take it (%s)", request.path, outcome.value)
         return None
-    if loan is None:
-        end = CUT
-    else:
-        try:
-            end = await loan.end() if outcome is Outcome.TAKEN else CUT
-            if end is CUT:
-                loan.let_go()
-        except BaseException:  # cancelled: the client left, or the front is stopping
-            loan.let_go()
-            raise
-        finally:
-            loan.close()
+    end = CUT if loan is None else await _until_given_back(loan)
     if end is CUT:
         log.info("the daemon's answer to %s was cut; closing the client's connection",
                  request.path)
     return AnsweredByDaemon(end)
+
+
+async def _until_given_back(loan: Loan) -> End:
+    try:
+        end = await loan.end()
+        if end is CUT:
+            loan.let_go()
+        return end
+    except BaseException:  # cancelled: the client left, or the front is stopping
+        loan.let_go()
+        raise
+    finally:
+        loan.close()

@@ -19,20 +19,25 @@ import asyncio
 import logging
 import os
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
-from llamon_playground.common.handover import BUSY, TAKEN, close_all, end_message, receive
-from llamon_playground.daemon.http.peercred import UCRED
+from llamon_playground.common.handover import (
+    BUSY,
+    TAKEN,
+    TCP_FAMILIES,
+    close_all,
+    end_message,
+    receive,
+)
+from llamon_playground.daemon.http.peercred import UCRED, Handler
 
 log = logging.getLogger(__name__)
 ProtocolFactory = Callable[[], asyncio.Protocol]
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-TCP_FAMILIES = (socket.AF_INET, socket.AF_INET6)
 
 
 class OneAnswer(asyncio.Protocol):

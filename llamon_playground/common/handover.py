@@ -44,13 +44,15 @@ KEEP = b"K"
 CLOSE = b"C"
 MAX_MESSAGE = 64 * 1024  # a request head; the front's own limit on a head is smaller
 REPLY_TIMEOUT = 5.0
+TCP_FAMILIES = (socket.AF_INET, socket.AF_INET6)  # the only sockets a front lends
 
 
 class Outcome(enum.Enum):
     NOT_SENT = "not sent"  # the daemon never saw the socket: relay as before
     BUSY = "busy"  # the daemon saw it and kept nothing: relay as before
     TAKEN = "taken"  # the daemon answers on it
-    UNKNOWN = "unknown"  # sent, but no clear reply: the daemon may hold it
+    UNKNOWN = "unknown"  # sent, but no clear reply: the daemon may hold it, so the front
+    # writes nothing more on the connection and closes it
 
 
 @dataclass(frozen=True)
@@ -85,7 +87,7 @@ class Loan:
     @classmethod
     async def offer(cls, path: str, fd: int, head: bytes) -> tuple[Outcome, Loan | None]:
         """Offer the connection `fd` (with the request `head`) to the daemon at `path`.
-        The Loan comes back with TAKEN and UNKNOWN: its owner must close it."""
+        The Loan comes back with TAKEN only: its owner must close it."""
         loop = asyncio.get_running_loop()
         ctl = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         ctl.setblocking(False)
@@ -101,14 +103,16 @@ class Loan:
             try:
                 reply = await asyncio.wait_for(loop.sock_recv(ctl, 1), REPLY_TIMEOUT)
             except (OSError, TimeoutError):
-                return Outcome.UNKNOWN, loan
+                reply = b""
         except BaseException:
             loan.close()
             raise
         if reply == TAKEN:
             return Outcome.TAKEN, loan
+        if reply != BUSY:
+            loan.let_go()  # should the daemon hold it after all, it stops writing
         loan.close()
-        return (Outcome.BUSY, None) if reply == BUSY else (Outcome.UNKNOWN, None)
+        return (Outcome.BUSY if reply == BUSY else Outcome.UNKNOWN), None
 
     async def end(self) -> End:
         """Wait for the daemon's END (CUT if its side closes first)."""
