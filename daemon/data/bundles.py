@@ -24,6 +24,7 @@ from typing import Any
 
 import orjson
 
+from llamon_playground.daemon.data.big_documents import dismantle
 from llamon_playground.daemon.data.bundle_validate import (
     BUNDLE_FORMAT,
     MAX_BLOB_BYTES,
@@ -232,17 +233,27 @@ def bundle_of(body: Any) -> Any:
 
 
 async def import_bundle(store: Store, blobs: BlobStore, body: Any) -> dict[str, Any]:
-    valid = await asyncio.to_thread(validate_bundle, bundle_of(body))
-    plan = await asyncio.to_thread(plan_import, valid)  # redaction and dumps of each row
-    created = await asyncio.to_thread(_put_blobs, blobs, valid.blobs)
+    """Write a parsed bundle's sessions, runs, events and files; the new IDs by old ones.
+    `body` is used up: its lists are emptied as it is let go (big_documents)."""
+    bundle = bundle_of(body)
+    valid: ValidBundle | None = None
+    plan: ImportPlan | None = None
     try:
-        await store.write(lambda conn: _write_rows(store, conn, plan))
-    except Exception:
-        # Nothing was committed: take back exactly the blobs this import added.
-        for sha in created:
-            blobs.unlink(sha)
-        raise
-    return {"sessions": plan.session_ids, "runs": plan.run_ids}
+        valid = await asyncio.to_thread(validate_bundle, bundle)
+        plan = await asyncio.to_thread(plan_import, valid)  # redaction and dumps of each row
+        created = await asyncio.to_thread(_put_blobs, blobs, valid.blobs)
+        rows = plan
+        try:
+            await store.write(lambda conn: _write_rows(store, conn, rows))
+        except Exception:
+            # Nothing was committed: take back exactly the blobs this import added.
+            for sha in created:
+                blobs.unlink(sha)
+            raise
+        return {"sessions": plan.session_ids, "runs": plan.run_ids}
+    finally:
+        # Millions of objects: freed a slice at a time, off the loop's thread.
+        await asyncio.to_thread(dismantle, plan, valid, bundle)
 
 
 def plan_import(valid: ValidBundle) -> ImportPlan:

@@ -61,7 +61,8 @@ AFTER_LIVE = (
     Section("replay_100k", load_history.bench_replay, ("replay_100k",)),
     Section("slow_client", load_slow.bench_slow_client, ("slow_client",)),
     Section("compare_1mb", compare.bench_compare, ("compare_1mb",)),
-    Section("import_health", import_health.bench_import_health, ("import_health",)),
+    Section("import_health", import_health.bench_import_health,
+            ("import_health", "export_health")),
     Section("page", page.bench_page, ("page",)),
 )
 

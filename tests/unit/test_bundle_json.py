@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import orjson
 import pytest
 
-from llamon_playground.daemon.data.bundle_json import MAX_VALUES, parse_bundle_body, value_bound
+from llamon_playground.daemon.data import bundle_json
+from llamon_playground.daemon.data.bundle_json import (
+    MAX_VALUES,
+    dump_bundle,
+    has_surrogate_escape,
+    parse_bundle_body,
+    value_bound,
+)
 from llamon_playground.daemon.errors import BadRequest, PayloadTooLarge
 
 
@@ -35,3 +43,37 @@ def test_the_value_count_is_an_upper_bound_checked_before_parsing() -> None:
     with pytest.raises(PayloadTooLarge) as caught:
         parse_bundle_body(raw)
     assert caught.value.code == "bundle_too_large"
+
+
+# The scans over a body go a slice at a time (the GIL is not held for a 200 MB scan); with
+# tiny slices, every cut below falls inside what is being looked for.
+
+def test_the_value_count_is_the_same_in_slices(monkeypatch: pytest.MonkeyPatch) -> None:
+    raw = b'{"a": [1, 2, {}], "b": "x,y", "c": [[{}, {}], []]}'
+    whole = raw.count(b",") + raw.count(b"{") + raw.count(b"[") + 1
+    monkeypatch.setattr(bundle_json, "SLICE", 3)
+    assert value_bound(raw) == whole
+    assert value_bound(bytearray(raw)) == whole
+
+
+@pytest.mark.parametrize("cut", range(1, 9))
+def test_a_surrogate_escape_cut_by_a_slice_is_still_seen(
+        monkeypatch: pytest.MonkeyPatch, cut: int) -> None:
+    monkeypatch.setattr(bundle_json, "SLICE", cut)
+    assert has_surrogate_escape(b'{"s": "\\ud800"}')
+    assert has_surrogate_escape(bytearray(b'xxxxxxx\\uDfff'))
+    assert not has_surrogate_escape(b'{"s": "\\u00e9 \\ud7ff"}')
+    with pytest.raises(BadRequest):
+        parse_bundle_body(b'{"s": "\\udc00"}')
+
+
+def test_an_export_dumped_in_pieces_is_byte_for_byte_one_dump(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bundle_json, "EVENTS_SLICE", 3)
+    doc = {"format": "f", "empty_list": [], "empty_dict": {}, "n": None,
+           "sessions": [{"id": "s1", "title": "é \U0001F600 \"q\""}],
+           "events": [{"seq": i, "payload": {"text": f"t{i}", "l": [i, {"k": 0.5}]}}
+                      for i in range(10)],
+           "blobs": {"a" * 64: {"bytes_base64": "QUJD", "size": 3}, "b" * 64: {"size": 0}}}
+    assert dump_bundle(doc) == orjson.dumps(doc)
+    assert orjson.loads(dump_bundle(doc)) == doc

@@ -4,6 +4,8 @@
                      of ~3.5 million JSON values and 8 blobs of 16 MiB (about 230 MB of body)
                      is read, counted, parsed, validated and written; the daemon's peak RSS
                      over its RSS before  vs  the same /health p99 with no import running
+  export_health      the same p99 while that history is exported back (POST /bundles/export
+                     of everything: read, built, dumped, counted)  vs  the same baseline
 """
 
 from __future__ import annotations
@@ -85,29 +87,50 @@ async def _measure(raw: bytes, owned: Owned) -> list[Figure]:
         async with direct_session(stack) as http:
             idle = await health_p99(http, None, 200)
             rss_before = rss(pid)
-            stop = asyncio.Event()
-            poller = asyncio.create_task(health_p99(http, stop, 0))
-            t0 = time.perf_counter()
-            try:
-                async with http.post(f"{P}/bundles/import", data=io.BytesIO(raw),
-                                     headers={"Content-Type": "application/json"}) as resp:
-                    answer = await resp.read()
-                    status = resp.status
-            finally:
-                stop.set()
-                busy = await poller
-            took = time.perf_counter() - t0
-        if status != 201:
-            raise RuntimeError(f"import answered {status}: {answer[:300]!r}")
-        peak = peak_rss(pid)
+            busy, took, (status, answer) = await while_polled(
+                http, http.post(f"{P}/bundles/import", data=io.BytesIO(raw),
+                                headers={"Content-Type": "application/json"}))
+            if status != 201:
+                raise RuntimeError(f"import answered {status}: {answer[:300]!r}")
+            peak = peak_rss(pid)
+            export_busy, export_took, (status, answer) = await while_polled(
+                http, http.post(f"{P}/bundles/export", data=b"{}",
+                                headers={"Content-Type": "application/json"}))
+            if status != 200:
+                raise RuntimeError(f"export answered {status}: {answer[:300]!r}")
+            exported = len(answer)
+            del answer
     finally:
         owned.close_stack(stack)
     log(f"import_health: {len(raw) / MB:.0f} MB imported in {took:.1f} s; /health p99 "
         f"{pct(busy, 99):.1f} ms over {len(busy)} requests (idle p99 {pct(idle, 99):.2f} ms); "
         f"peak RSS {peak / MB:.0f} MB (before {rss_before / MB:.0f} MB)")
+    log(f"export_health: {exported / MB:.0f} MB exported in {export_took:.1f} s; /health p99 "
+        f"{pct(export_busy, 99):.1f} ms over {len(export_busy)} requests")
     return [Figure("import_health.health_p99", pct(busy, 99), "ms", pct(idle, 99),
                    "GET /health p99 with no import running", Target("value", "<=", 100.0),
                    {"body_mb": round(len(raw) / MB, 1), "import_s": round(took, 2),
                     "health_requests": len(busy), "health_max_ms": round(max(busy), 1),
                     "rss_before_mb": round(rss_before / MB, 1), "peak_rss_mb": round(peak / MB, 1),
-                    "peak_over_body": round((peak - rss_before) / len(raw), 2)})]
+                    "peak_over_body": round((peak - rss_before) / len(raw), 2)}),
+            Figure("export_health.health_p99", pct(export_busy, 99), "ms", pct(idle, 99),
+                   "GET /health p99 with no import running", Target("value", "<=", 100.0),
+                   {"bundle_mb": round(exported / MB, 1), "export_s": round(export_took, 2),
+                    "health_requests": len(export_busy),
+                    "health_max_ms": round(max(export_busy), 1)})]
+
+
+async def while_polled(http, request) -> tuple[list[float], float, tuple[int, bytes]]:  # type: ignore[no-untyped-def]
+    """Run one request while /health is polled: the poll's latencies, the request's time,
+    its status and body."""
+    stop = asyncio.Event()
+    poller = asyncio.create_task(health_p99(http, stop, 0))
+    t0 = time.perf_counter()
+    try:
+        async with request as resp:
+            answer = await resp.read()
+            status = resp.status
+    finally:
+        stop.set()
+        busy = await poller
+    return busy, time.perf_counter() - t0, (status, answer)
