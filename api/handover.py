@@ -67,6 +67,8 @@ async def hand_over(request: web.Request, path: str, head: bytes) -> web.StreamR
     if end is CUT:
         log.info("the daemon's answer to %s was cut; closing the client's connection",
                  request.path)
+    elif not request.keep_alive:
+        end = End(end.status, False)  # the client asked to close (so was the daemon told)
     return AnsweredByDaemon(end)
 
 

@@ -59,7 +59,9 @@ def daemon_unavailable(exc: BaseException) -> web.Response:
     return web.Response(status=503, body=orjson.dumps(body), content_type="application/json")
 
 
-def request_head(request: web.Request, framing: str) -> bytes:
+def request_head(request: web.Request, extra: str) -> bytes:
+    """The head that goes to the daemon: the named headers, plus `extra` (a line of the
+    front's own: the body's framing, or a lent connection's Connection: close)."""
     # An HTTP/1.0 client gets an HTTP/1.0 answer from the daemon (not chunked): passed on
     # as it is, like any other.
     lines = [f"{request.method} {request.rel_url.raw_path_qs} HTTP/1.{request.version.minor}",
@@ -69,15 +71,18 @@ def request_head(request: web.Request, framing: str) -> bytes:
         value = headers.get(name)
         if value is not None:
             lines.append(f"{name}: {value}")
-    if framing:
-        lines.append(framing)
+    if extra:
+        lines.append(extra)
     return ("\r\n".join(lines) + "\r\n\r\n").encode("utf-8", "surrogateescape")
 
 
 async def relay(request: web.Request) -> web.StreamResponse:
     if wants_handover(request):
+        # The daemon writes the answer's head, so it must know that this client asked for
+        # the connection to end with it (relayed, the front's own answer says so).
         handed = await hand_over(request, str(request.app[DOOR].settings.handover_path),
-                                 request_head(request, ""))
+                                 request_head(request, "" if request.keep_alive
+                                              else "Connection: close"))
         if handed is not None:
             return handed
     body = b""

@@ -7,6 +7,7 @@ its cap the front relays as before."""
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import socket
 from collections.abc import AsyncIterator, Iterator
@@ -116,6 +117,16 @@ def capped(stack: Stack) -> Iterator[Stack]:
     yield stack
 
 
+async def ticks(api: Api, run_id: str, count: int) -> None:
+    """Until the run has streamed `count` output deltas (it is live then)."""
+    seen = 0
+    async for event in api.stream(run_id):
+        seen += event.event == "output.delta"
+        if seen == count:
+            return
+    raise AssertionError(f"run {run_id} ended after {seen} deltas")
+
+
 async def test_a_stream_comes_whole_and_the_connection_comes_back(daemon: Stack) -> None:
     front = start_front(daemon)
     direct = Api.for_socket(str(daemon.settings.socket_path))
@@ -128,7 +139,11 @@ async def test_a_stream_comes_whole_and_the_connection_comes_back(daemon: Stack)
             assert status == 200 and headers["content-type"] == "text/event-stream"
             # Written by the daemon itself, on the client's connection.
             wait_for(lambda: daemon_tcp(daemon, front) == 1, 30, "the daemon to write the stream")
-            body = reader.body(headers)  # live: it ends with the run
+            # Live for a few ticks, then cancelled (the slow run would tick for 30 s): the
+            # stream ends with the run.
+            await asyncio.wait_for(ticks(direct, run_id, 2), 30)
+            await direct.ok("DELETE", f"runs/{run_id}")
+            body = reader.body(headers)
             # The same connection, given back: the front answers the next request.
             sock.sendall(request(front, f"{P}/runs/{run_id}"))
             status, _, run = reader.answer()
@@ -138,6 +153,29 @@ async def test_a_stream_comes_whole_and_the_connection_comes_back(daemon: Stack)
         assert len([e for e in received if e.event == "output.delta"]) > 1
     finally:
         await direct.close()
+
+
+async def test_a_stream_asked_with_connection_close_ends_with_its_connection(
+        daemon: Stack) -> None:
+    """The daemon writes the answer's head, so it is told: the answer says close, and the
+    connection ends with it (not at the front's idle timeout)."""
+    front = start_front(daemon)
+    direct = Api.for_socket(str(daemon.settings.socket_path))
+    try:
+        run_id = await direct.start_run(await direct.session(), "hello")
+        await direct.wait_status(run_id)
+        want = await direct.events(run_id)
+    finally:
+        await direct.close()
+    with socket.create_connection(("127.0.0.1", front.port), timeout=5) as sock:
+        sock.sendall(request(front, f"{P}/runs/{run_id}/events").replace(
+            b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n"))
+        reader = Reader(sock)
+        status, headers = reader.head()
+        assert status == 200 and headers["connection"].lower() == "close"
+        body = reader.body(headers)
+        assert sock.recv(1) == b""  # closed right after the answer (a timeout fails here)
+    assert await sse_events(body) == want
 
 
 async def test_a_request_behind_a_stream_goes_through_the_door(daemon: Stack) -> None:
