@@ -106,9 +106,12 @@ async def export(request: web.Request) -> web.StreamResponse:
     response.content_length = len(body)
     await response.prepare(request)
     view = memoryview(body)
-    for start in range(0, len(body), WRITE_SLICE):
-        await response.write(view[start:start + WRITE_SLICE])
-    await response.write_eof()
+    try:
+        for start in range(0, len(body), WRITE_SLICE):
+            await response.write(view[start:start + WRITE_SLICE])
+        await response.write_eof()
+    except ConnectionError:
+        pass  # the client left mid-download; nothing to undo
     return response
 
 
