@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 
 import psutil
 
@@ -40,6 +41,29 @@ def kill_tree(procs: list[psutil.Process], grace: float = 5.0) -> None:
         except (ProcessLookupError, psutil.Error):
             pass
     _signal_groups(groups, signal.SIGTERM)
-    _, alive = psutil.wait_procs(procs, timeout=grace)
-    _signal_groups(groups, signal.SIGKILL)
-    psutil.wait_procs(alive, timeout=grace)
+    alive = _wait_stopped(procs, grace)
+    if alive:
+        _signal_groups(groups, signal.SIGKILL)
+        _wait_stopped(alive, grace)
+
+
+def _wait_stopped(procs: list[psutil.Process], timeout: float) -> list[psutil.Process]:
+    """Those of `procs` still running after up to `timeout`. A zombie counts as stopped:
+    one whose parent died is reaped by init, which on some machines (a VM's init) takes
+    its time: psutil.wait_procs waited up to a second more for each such grandchild."""
+    deadline = time.monotonic() + timeout
+    interval = 0.001
+    while True:
+        alive = [p for p in procs if _running(p)]
+        if not alive or time.monotonic() >= deadline:
+            return alive
+        time.sleep(interval)
+        interval = min(interval * 2, 0.02)
+
+
+def _running(proc: psutil.Process) -> bool:
+    try:
+        # Exited; its parent reaps it (our own child: the caller, with its exit status).
+        return bool(proc.status() != psutil.STATUS_ZOMBIE)
+    except psutil.Error:  # gone (NoSuchProcess), or not ours to look at
+        return False
