@@ -42,9 +42,8 @@ def kill_tree(procs: list[psutil.Process], grace: float = 5.0) -> None:
             pass
     _signal_groups(groups, signal.SIGTERM)
     alive = _wait_stopped(procs, grace)
-    if alive:
-        _signal_groups(groups, signal.SIGKILL)
-        _wait_stopped(alive, grace)
+    _signal_groups(groups, signal.SIGKILL)  # whatever else is left in those groups, too
+    _wait_stopped(alive, grace)
 
 
 def _wait_stopped(procs: list[psutil.Process], timeout: float) -> list[psutil.Process]:
