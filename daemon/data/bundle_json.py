@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -54,25 +55,29 @@ def has_surrogate_escape(raw: bytes | bytearray) -> bool:
 def dump_bundle(doc: dict[str, Any]) -> bytes:
     """`orjson.dumps(doc)` byte for byte, built from pieces that each hold the GIL briefly:
     each top-level value on its own, a long list (the events) a slice at a time, a dict
-    (the blobs) an item at a time."""
-    parts = [b"{"]
+    (the blobs) an item at a time; joined once."""
+    return b"".join(_bundle_pieces(doc))
+
+
+def _bundle_pieces(doc: dict[str, Any]) -> Iterator[bytes]:
+    yield b"{"
     for i, (key, value) in enumerate(doc.items()):
-        parts.append(b"," if i else b"")
-        parts.append(orjson.dumps(key) + b":")
+        yield (b"," if i else b"") + orjson.dumps(key) + b":"
         if isinstance(value, list) and value:
-            parts.append(b"[")
-            parts.append(b",".join(orjson.dumps(value[j:j + EVENTS_SLICE])[1:-1]
-                                   for j in range(0, len(value), EVENTS_SLICE)))
-            parts.append(b"]")
+            yield b"["
+            for j in range(0, len(value), EVENTS_SLICE):
+                yield b"," if j else b""
+                yield orjson.dumps(value[j:j + EVENTS_SLICE])[1:-1]
+            yield b"]"
         elif isinstance(value, dict) and value:
-            parts.append(b"{")
-            parts.append(b",".join(orjson.dumps(k) + b":" + orjson.dumps(v)
-                                   for k, v in value.items()))
-            parts.append(b"}")
+            yield b"{"
+            for n, (name, item) in enumerate(value.items()):
+                yield (b"," if n else b"") + orjson.dumps(name) + b":"
+                yield orjson.dumps(item)
+            yield b"}"
         else:
-            parts.append(orjson.dumps(value))
-    parts.append(b"}")
-    return b"".join(parts)
+            yield orjson.dumps(value)
+    yield b"}"
 
 
 def check_value_budget(raw: bytes | bytearray) -> None:
