@@ -34,13 +34,26 @@ def daemon_tcp(stack: Stack, front: Front) -> int:
                if c.laddr and c.laddr.port == front.port)
 
 
-def request(front: Front, path: str, token: bool = True) -> bytes:
+def request(front: Front, path: str, token: bool = True, close: bool = False) -> bytes:
     auth = f"Authorization: Bearer {front.token}\r\n" if token else ""
-    return f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{front.port}\r\n{auth}\r\n".encode()
+    connection = "Connection: close\r\n" if close else ""
+    return (f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{front.port}\r\n{auth}{connection}"
+            "\r\n").encode()
 
 
-def connect(front: Front) -> socket.socket:
-    return socket.create_connection(("127.0.0.1", front.port), timeout=30)
+def connect(front: Front, timeout: float = 30) -> socket.socket:
+    return socket.create_connection(("127.0.0.1", front.port), timeout=timeout)
+
+
+async def finished_run(stack: Stack) -> tuple[str, list[SseEvent]]:
+    """A run of "hello", ended, and its stored events."""
+    direct = Api.for_socket(str(stack.settings.socket_path))
+    try:
+        run_id = await direct.start_run(await direct.session(), "hello")
+        await direct.wait_status(run_id)
+        return run_id, await direct.events(run_id)
+    finally:
+        await direct.close()
 
 
 class Reader:
@@ -160,16 +173,9 @@ async def test_a_stream_asked_with_connection_close_ends_with_its_connection(
     """The daemon writes the answer's head, so it is told: the answer says close, and the
     connection ends with it (not at the front's idle timeout)."""
     front = start_front(daemon)
-    direct = Api.for_socket(str(daemon.settings.socket_path))
-    try:
-        run_id = await direct.start_run(await direct.session(), "hello")
-        await direct.wait_status(run_id)
-        want = await direct.events(run_id)
-    finally:
-        await direct.close()
-    with socket.create_connection(("127.0.0.1", front.port), timeout=5) as sock:
-        sock.sendall(request(front, f"{P}/runs/{run_id}/events").replace(
-            b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n"))
+    run_id, want = await finished_run(daemon)
+    with connect(front, timeout=5) as sock:
+        sock.sendall(request(front, f"{P}/runs/{run_id}/events", close=True))
         reader = Reader(sock)
         status, headers = reader.head()
         assert status == 200 and headers["connection"].lower() == "close"
@@ -182,12 +188,7 @@ async def test_a_request_behind_a_stream_goes_through_the_door(daemon: Stack) ->
     """Requests pipelined behind a stream wait for it, and are the front's to answer: one
     without the token is refused, as the daemon (which checks no token) never would."""
     front = start_front(daemon)
-    direct = Api.for_socket(str(daemon.settings.socket_path))
-    try:
-        run_id = await direct.start_run(await direct.session(), "hello")
-        await direct.wait_status(run_id)
-    finally:
-        await direct.close()
+    run_id, _ = await finished_run(daemon)
     with connect(front) as sock:
         sock.sendall(request(front, f"{P}/runs/{run_id}/events")
                      + request(front, f"{P}/sessions", token=False)
