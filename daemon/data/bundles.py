@@ -5,7 +5,7 @@ events, and each referenced blob once (base64, keyed by sha256), read from one S
 snapshot. Metadata is redacted again and the reserved key dropped on the way out; `.env`
 and the capture token are never in history, so never in a bundle.
 
-Import: the whole bundle is validated in memory first (daemon/bundle_validate.py); then the
+Import: the whole bundle is validated in memory first (data/bundle_validate.py); then the
 new blobs are written (temp file, fsync, rename), then every row goes in one transaction
 with fresh session, context and run IDs. If that transaction fails, the blobs this import
 created are removed again, so the database and the file store are as they were.

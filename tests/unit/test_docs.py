@@ -6,8 +6,11 @@ Reads files only (no processes), so it runs in well under a second.
 
 from __future__ import annotations
 
+import ast
+import io
 import os
 import re
+import tokenize
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -161,3 +164,78 @@ def test_github_anchor_matches_githubs_ids() -> None:
     assert github_anchor(" `[tool.llamon]` in pyproject.toml") == "toolllamon-in-pyprojecttoml"
     assert github_anchor(" Capture: the trust boundary") == "capture-the-trust-boundary"
     assert github_anchor(" Events (SSE)") == "events-sse"
+
+
+# -- paths named in comments and docs exist -----------------------------------------------------
+
+# A path-like word: folders and a file name with one of the repository's own suffixes.
+PATH_WORD = re.compile(r"(?<![\w./~<{$-])((?:[\w.-]+/)+[\w.-]+\.(?:py|js|css|html|md|toml|service))\b")
+# Paths that name something outside the tree (a user's project, the runtime dir, a URL's
+# path) rather than a file of ours.
+FOREIGN_PREFIXES = (".llamon/", ".venv/", "app/", "okf/", "okf-contracts/", "node_modules/",
+                    "site-packages/", "usr/", "run/", "tmp/", "proc/", "etc/", "../",
+                    "a2a/server/", "d/")  # a2a-sdk's own tree; a shell example's folder
+
+
+def repo_paths() -> set[str]:
+    return {path.relative_to(REPO).as_posix() for path in repo_files(
+        (".py", ".js", ".css", ".html", ".md", ".toml", ".service"))}
+
+
+def comment_text(path: Path) -> Iterator[tuple[int, str]]:
+    """The lines of a file a reader takes as prose: all of a Markdown page, a Python file's
+    comments and docstrings (never its string literals: tests write paths that must not exist)."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if path.suffix == ".md":
+        yield from enumerate(text.splitlines(), 1)
+        return
+    for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        if token.type == tokenize.COMMENT:
+            yield token.start[0], token.string
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                for offset, line in enumerate(body[0].value.value.splitlines()):
+                    yield body[0].lineno + offset, line
+
+
+def stale_paths(files: list[Path], known: set[str], root: Path = REPO) -> list[str]:
+    """Path words that name no file: neither from the root, nor beside the file that names
+    them, nor as the tail of a file of the tree (`store/blobs.py` for daemon/store/blobs.py)."""
+    tails = {"/".join(p.split("/")[i:]) for p in known for i in range(p.count("/") + 1)}
+    problems = []
+    for path in files:
+        here = path.parent.relative_to(root).as_posix()
+        for number, text in comment_text(path):
+            for word in PATH_WORD.findall(text):
+                if word.startswith(FOREIGN_PREFIXES) or "/" + word in text.replace(" /", " "):
+                    continue
+                beside = f"{here}/{word}" if here != "." else word
+                if word not in tails and beside not in known:
+                    problems.append(f"{path.relative_to(root)}:{number}: {word}")
+    return problems
+
+
+def test_paths_named_in_comments_and_docs_exist() -> None:
+    files = [p for p in repo_files((".py", ".md"))
+             if p.relative_to(REPO).parts[0] not in {"examples"}]
+    problems = stale_paths(files, repo_paths())
+    assert not problems, "paths that name no file:\n" + "\n".join(problems)
+
+
+def test_stale_path_checker_finds_a_stale_name(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    module = tmp_path / "pkg" / "mod.py"
+    module.write_text('"""Beside pkg/mod.py."""\n# see pkg/gone.py and pkg/mod.py\n'
+                      "x = 'lib/code.py'  # a literal is not prose\n", encoding="utf-8")
+    page = tmp_path / "page.md"
+    page.write_text("`mod.py` lives in pkg/mod.py; old/name.py does not\n", encoding="utf-8")
+    problems = stale_paths([module, page], {"pkg/mod.py", "page.md"}, root=tmp_path)
+    assert problems == ["pkg/mod.py:2: pkg/gone.py", "page.md:1: old/name.py"]
+
+
+def test_readme_is_a_front_door() -> None:
+    lines = (REPO / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 200, f"README.md has {len(lines)} lines; the reference belongs in docs/"
