@@ -199,7 +199,7 @@ async def test_a_bundle_of_too_many_values_is_413_before_it_is_parsed(direct: Ap
     # The idle writer checkpoints that write a second later: the snapshot comes after it
     # (else a slow import makes the checkpoint look like a write of its own).
     wal = daemon.settings.db_path.with_name(daemon.settings.db_path.name + "-wal")
-    await eventually(lambda: asyncio.sleep(0, wal.exists() and wal.stat().st_size),
+    await eventually(lambda: wal.exists() and wal.stat().st_size,
                      lambda size: not size, "the idle WAL checkpoint")
     before, peak_before = snapshot(daemon), peak_rss(daemon.daemon.pid)
     raw = (b'{"format":"llamon.playground.bundle/1","sessions":[],"runs":[],"blobs":{},'

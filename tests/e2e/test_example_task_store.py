@@ -100,24 +100,12 @@ async def test_a_long_stream_keeps_the_whole_output_once(
     assert final["artifacts"][0]["parts"] == [{"text": whole}]  # once, as one part
 
 
-STORE_PROBE = """
-import asyncio
-from a2a.server.context import ServerCallContext
-from a2a.types import Task
-from app.host import new_task_store
-
-async def main():
-    store, task, ctx = new_task_store(), Task(id="t1", context_id="c1"), ServerCallContext()
-    await store.save(task, ctx)
-    print("kept" if (await store.get("t1", ctx)) is task else "copied")
-
-asyncio.run(main())
-"""
+STORE_PROBE = REPO / "tests" / "children" / "task_store_probe.py"
 
 
 @pytest.mark.parametrize("example", ["echo_agent", "flow_project"])
 def test_example_task_stores_do_not_copy_the_task_per_event(example: str) -> None:
     # A copying store deep-copies the task with every chunk so far on each streamed event.
-    out = subprocess.run([PYTHON, "-c", STORE_PROBE], cwd=REPO / "examples" / example,
+    out = subprocess.run([PYTHON, str(STORE_PROBE)], cwd=REPO / "examples" / example,
                          capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == "kept"

@@ -87,7 +87,7 @@ async def test_daemon_killed_mid_request_gives_503_not_500(daemon: Stack) -> Non
     async def body() -> AsyncIterator[bytes]:
         yield b'{"parts": [{"kind": "text", "text": "'
         # The front has opened its upstream connection: the daemon is mid-request.
-        await eventually(lambda: asyncio.sleep(0, len(killed.net_connections(kind="unix"))),
+        await eventually(lambda: len(killed.net_connections(kind="unix")),
                          lambda n: n > before, "the front's upstream connection")
         daemon.daemon.signal(signal.SIGKILL)  # type: ignore[union-attr]
         daemon.daemon.wait(10)  # type: ignore[union-attr]

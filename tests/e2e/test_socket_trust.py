@@ -14,35 +14,11 @@ from tests.support.door import cli
 from tests.support.procs import Stack
 
 NOBODY = 65534
-# Runs under another uid with the system Python (the venv may not be readable to it).
-PEER_CLIENT = """
-import socket, sys
-sock = socket.socket(socket.AF_UNIX)
-sock.connect(sys.argv[1])
-sock.sendall(b"GET /health HTTP/1.1\\r\\nHost: d\\r\\nConnection: close\\r\\n\\r\\n")
-data = b""
-while chunk := sock.recv(65536):
-    data += chunk
-print(data.decode(errors="replace"))
-"""
-# Offers a connection (one end of a socket pair) on the hand-over socket: prints the reply
-# byte, and whether the daemon closed the descriptor it was sent (the pair's other end
-# then reads EOF).
-HANDOVER_CLIENT = """
-import socket, sys
-mine, offered = socket.socketpair()
-mine.settimeout(10)
-ctl = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-ctl.settimeout(10)
-ctl.connect(sys.argv[1])
-socket.send_fds(ctl, [b"GET /health HTTP/1.1\\r\\nHost: d\\r\\n\\r\\n"], [offered.fileno()])
-offered.close()
-try:
-    reply = ctl.recv(1)
-except ConnectionResetError:  # closed with the message unread
-    reply = b""
-print(repr(reply), repr(mine.recv(1)))
-"""
+CHILDREN = Path(__file__).resolve().parents[1] / "children"
+# The peer clients run under another uid with the system Python: their text is passed with
+# -c, as that uid may not be able to read the checkout (or the venv).
+PEER_CLIENT = CHILDREN / "peer_health_client.py"
+HANDOVER_CLIENT = CHILDREN / "peer_handover_client.py"
 
 
 def mode(path: Path) -> int:
@@ -101,10 +77,10 @@ def test_clients_refuse_a_runtime_dir_of_another_user(stack: Stack) -> None:
     assert result.returncode == 3 and "not a directory of ours" in result.stderr
 
 
-def as_uid(uid: int | None, socket_path: Path, client: str = PEER_CLIENT) -> str:
+def as_uid(uid: int | None, socket_path: Path, client: Path = PEER_CLIENT) -> str:
     prefix = [] if uid is None else ["setpriv", f"--reuid={uid}", f"--regid={uid}",
                                      "--clear-groups"]
-    done = subprocess.run([*prefix, "/usr/bin/python3", "-c", client, str(socket_path)],
+    done = subprocess.run([*prefix, "/usr/bin/python3", "-c", client.read_text(), str(socket_path)],
                           capture_output=True, text=True, timeout=30)
     assert done.returncode == 0, done.stderr
     return done.stdout

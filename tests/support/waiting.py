@@ -1,7 +1,7 @@
 """Waiting on a condition with a deadline: the one poll loop of the tests (never a bare
 sleep as synchronisation).
 
-`eventually` awaits an async probe; `wait_for` calls a plain one from sync code (a fixture,
+`eventually` polls an async probe or a plain one (a value read in the test's own loop); `wait_for` calls a plain one from sync code (a fixture,
 a Stack starting its processes, which may run inside a test's event loop and so cannot
 start another). Both poll until `check` accepts the probe's answer and fail at the deadline
 with that answer in the message. `wait_for` and `Deadline` are the harness's (the benchmark
@@ -11,6 +11,7 @@ uses them too).
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -24,13 +25,15 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-async def eventually(probe: Callable[[], Awaitable[T]], check: Callable[[T], bool] = bool,
+async def eventually(probe: Callable[[], Awaitable[T] | T], check: Callable[[T], bool] = bool,
                      what: str = "a condition", timeout: float = 20.0,
                      interval: float = 0.05) -> T:
-    """Await `probe` until `check` accepts its answer; return that answer."""
+    """Call `probe` (awaiting its answer when it is awaitable) until `check` accepts the
+    answer; return that answer. The loop sleeps between probes, so other tasks run."""
     deadline = Deadline(timeout, what)
     while True:
-        value = await probe()
+        answer = probe()
+        value: T = await answer if inspect.isawaitable(answer) else answer  # type: ignore[assignment]
         if check(value):
             return value
         deadline.check(value)

@@ -100,7 +100,7 @@ async def test_the_reader_gets_every_id_in_order_and_the_terminal_status(
     for i in range(0, len(HEAD), 9):  # even the head comes in pieces
         parts.put_nowait(HEAD[i:i + 9])
     parts.put_nowait(chunk(FRAMES[0] + FRAMES[1][:5]))
-    await eventually(lambda: asyncio.sleep(0, reader.seqs), lambda seqs: seqs == [1],
+    await eventually(lambda: reader.seqs, lambda seqs: seqs == [1],
                      "the first frame to be read", timeout=10, interval=0.001)
     parts.put_nowait(chunk(FRAMES[1][5:] + FRAMES[2] + FRAMES[3]) + b"0\r\n\r\n")
     parts.put_nowait(None)

@@ -9,32 +9,15 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 from tests.support.procs import REPO
 
-CHILD = """
-import asyncio, logging, resource, sys
-from llamon_playground.api.connections import QuietAccept
-logging.basicConfig(level=logging.INFO, stream=sys.stderr)
-resource.setrlimit(resource.RLIMIT_NOFILE, (24, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
-
-async def main():
-    loop = asyncio.get_running_loop()
-    quiet = QuietAccept(loop)
-    loop.set_exception_handler(quiet)
-    held = []
-    server = await asyncio.start_server(lambda r, w: held.append(w), "127.0.0.1", 0)
-    print(server.sockets[0].getsockname()[1], flush=True)
-    while quiet.suppressed < 3:  # asyncio retries a failed accept once a second
-        await asyncio.sleep(0.05)
-    print("retried", flush=True)
-
-asyncio.run(main())
-"""
+CHILD = Path(__file__).resolve().parents[1] / "children" / "quiet_accept_server.py"
 
 
 def test_accept_out_of_descriptors_is_one_warning_line() -> None:
-    child = subprocess.Popen([sys.executable, "-c", CHILD], cwd=REPO, stdout=subprocess.PIPE,
+    child = subprocess.Popen([sys.executable, str(CHILD)], cwd=REPO, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
     clients = []
     try:

@@ -149,7 +149,7 @@ async def test_an_outage_at_the_end_keeps_the_lock_and_loses_no_row_update(
         ending = asyncio.ensure_future(run.end(Outcome.of(Reason.HOST_ERROR, "boom",
                                                           output=streamed("partial"))))
         failures = store.write_failures
-        await eventually(lambda: asyncio.sleep(0, store.write_failures),
+        await eventually(lambda: store.write_failures,
                          lambda n: n >= failures + 3, "several failed commits")
         assert released == [] and not ending.done()
         row = await get_run(store, run.run_id)

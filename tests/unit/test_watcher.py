@@ -151,7 +151,7 @@ async def test_a_file_written_straight_into_a_new_folder_is_reported(tmp_path: P
             (folder.parent / "c.md").write_text("y\n")
         wanted = {f"okf-contracts/d{n}/{sub}c.md" for n in range(ROUNDS)
                   for sub in ("", "deeper/")}
-        await eventually(lambda: asyncio.sleep(0, seen), lambda s: wanted <= s,
+        await eventually(lambda: seen, lambda s: wanted <= s,
                          "every file written into a new folder", timeout=10)
         assert not any(".md" in p and not p.startswith("okf-contracts/") for p in seen)
     finally:
@@ -195,10 +195,10 @@ async def test_the_history_and_tool_folders_are_not_watched_new_folders_are(
 
         (project / "app" / "later").mkdir()
         later = (project / "app" / "later").stat().st_ino
-        await eventually(lambda: asyncio.sleep(0, watched_inodes()), lambda s: later in s,
+        await eventually(lambda: watched_inodes(), lambda s: later in s,
                          "the new folder to be watched", timeout=10)
         (project / "app" / "later" / "late.py").write_text("late = 1\n")
-        await eventually(lambda: asyncio.sleep(0, seen), lambda s: "app/later/late.py" in s,
+        await eventually(lambda: seen, lambda s: "app/later/late.py" in s,
                          "the file written into the new folder", timeout=10)
     finally:
         watcher.cancel()
