@@ -53,6 +53,13 @@ from llamon_playground.common.wire.requests import (
     SessionPatch,
 )
 
+__all__ = ["COMPONENTS", "EXTRAS", "Bundle", "BundleImported", "Compare", "ComposerSchema",
+           "Error", "ExportRequest", "Health", "HistoryDeleted", "HostError", "HostLogs",
+           "HostStatus", "InputPart", "Landing", "Lineage", "OpenApiDocument", "Part",
+           "RerunRequest", "RerunTree", "Run", "RunAccepted", "RunEvent", "RunList", "RunPatch",
+           "RunRequest", "RunSummary", "Session", "SessionCreate", "SessionDeleted",
+           "SessionList", "SessionPatch", "Snippets", "SourceTarget"]
+
 # The shapes `openapi.json` names under `components.schemas`, in its order. A tuple is a
 # tagged union (`X | Y`) of inline variants.
 COMPONENTS: dict[str, Any] = {

@@ -34,6 +34,14 @@ def fields(cls: type) -> dict[str, Any]:
             for name, tp in typing.get_type_hints(cls, include_extras=True).items()}
 
 
+def required_keys(cls: type) -> set[str]:
+    """Read from the resolved hints, not `__required_keys__`: Python 3.11 takes a string
+    annotation (a module with `from __future__ import annotations`) for a required key."""
+    total = getattr(cls, "__total__", True)
+    return {name for name, tp in typing.get_type_hints(cls, include_extras=True).items()
+            if get_origin(tp) is Required or (total and get_origin(tp) is not NotRequired)}
+
+
 def strip_required(tp: Any) -> Any:
     return get_args(tp)[0] if get_origin(tp) in (NotRequired, Required) else tp
 
@@ -55,7 +63,7 @@ class SchemaWriter:
     def object(self, cls: type) -> JsonSchema:
         props = {name: self.type(tp) for name, tp in fields(cls).items()}
         schema: JsonSchema = {"type": "object", "properties": props}
-        required = [name for name in props if name in cls.__required_keys__]  # type: ignore[attr-defined]
+        required = [name for name in props if name in required_keys(cls)]
         if required:
             schema["required"] = required
         if is_closed(cls):
@@ -67,7 +75,7 @@ class SchemaWriter:
 
     def one_of(self, variants: tuple[type, ...]) -> JsonSchema:
         """A tagged union: each variant inline, `kind` required in all."""
-        common = set.intersection(*(set(v.__required_keys__) for v in variants))  # type: ignore[attr-defined]
+        common = set.intersection(*(required_keys(v) for v in variants))
         return {"type": "object", "required": sorted(common),
                 "oneOf": [self.object(v) for v in variants]}
 
