@@ -33,13 +33,13 @@ from llamon_playground.cli.api_types import (
     Health,
     HostLogs,
     HostStatus,
-    InputPart,
     Lineage,
     Part,
     Run,
     RunAccepted,
     Session,
 )
+from llamon_playground.cli.api_requests import InputPart
 from llamon_playground.cli.errors import (
     ActiveRunConflict,
     ApiError,

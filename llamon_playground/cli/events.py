@@ -1,7 +1,7 @@
 """What the typed client streams and builds by hand: `Event`s and text parts.
 
-The answers' types are generated (`llamon_playground/cli/api_types.py`); an event is parsed
-from the SSE frame here, so it is a class of its own.
+The answers' and bodies' types are generated (`cli/api_types.py`, `cli/api_requests.py`);
+an event is parsed from the SSE frame here, so it is a class of its own.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from llamon_playground.cli.api_types import TextInput
+from llamon_playground.cli.api_requests import TextInput
 from llamon_playground.common.contract import TERMINAL_STATUSES, RunStatus
 from llamon_playground.common.http_json import decimal_digits
 from llamon_playground.common.sse import SseEvent
