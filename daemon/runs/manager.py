@@ -10,6 +10,7 @@ import asyncio
 import logging
 from typing import Any
 
+from llamon_playground.common.wire import RunAccepted
 from llamon_playground.daemon.data.edits import parse_rerun
 from llamon_playground.daemon.data.parts import RunRequest, parse_run_request
 from llamon_playground.daemon.data.redact import redact_metadata
@@ -49,14 +50,14 @@ class RunManager:
 
     # -- create / resume / rerun ------------------------------------------------------------
 
-    async def create(self, session_id: str, body: Any) -> dict[str, Any]:
+    async def create(self, session_id: str, body: Any) -> RunAccepted:
         request = parse_run_request(body)
         session = await get_session(self._store, session_id)
         if session is None:
             raise NotFound(f"no session {session_id}", code="session_not_found")
         return await self._start(session_id, session["context_id"], request)
 
-    async def resume(self, run_id: str, body: Any) -> dict[str, Any]:
+    async def resume(self, run_id: str, body: Any) -> RunAccepted:
         request = parse_run_request(body)
         parent = await get_run(self._store, run_id)
         if parent is None:
@@ -71,7 +72,7 @@ class RunManager:
         return await self._start(parent["session_id"], parent["context_id"], request,
                                  task_id=parent["task_id"], parent_run_id=run_id)
 
-    async def rerun(self, run_id: str, body: Any) -> dict[str, Any]:
+    async def rerun(self, run_id: str, body: Any) -> RunAccepted:
         """A new run of a stored input; what the body gives replaces the stored field
         (validated as a new run's, before anything is written), the rest is cloned."""
         edits = parse_rerun(body)
@@ -89,7 +90,7 @@ class RunManager:
     async def _start(self, session_id: str, context_id: str, request: RunRequest, *,
                      task_id: str | None = None, parent_run_id: str | None = None,
                      rerun_of: str | None = None, label: str | None = None,
-                     edited_fields: list[str] | None = None) -> dict[str, Any]:
+                     edited_fields: list[str] | None = None) -> RunAccepted:
         if self.active is not None:
             raise Conflict("another run is active in this project", code="active_run_conflict",
                            active_run_id=self.active.run_id)
@@ -121,11 +122,11 @@ class RunManager:
         task = run.start(self._executor.execute(run))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-        return {"run_id": run.run_id, "status": RunStatus.QUEUED.value}
+        return {"run_id": run.run_id, "status": RunStatus.QUEUED}
 
     # -- cancel / shutdown ------------------------------------------------------------------
 
-    async def cancel(self, run_id: str) -> dict[str, Any]:
+    async def cancel(self, run_id: str) -> RunAccepted:
         run = self.active
         if run is None or run.run_id != run_id:
             row = await get_run(self._store, run_id)
@@ -134,7 +135,7 @@ class RunManager:
             raise Conflict(f"run {run_id} is {row['status']}, not active", code="run_not_active",
                            status_now=row["status"])
         await self._stop(run, Reason.USER_CANCELLED, CANCEL_WAIT)
-        return {"run_id": run_id, "status": run.status.value}
+        return {"run_id": run_id, "status": run.status}
 
     async def fail_for_restart(self, run: ActiveRun) -> None:
         """An outside edit restarts the Host: the active run ends failed/runtime_restarted."""

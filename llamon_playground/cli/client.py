@@ -30,17 +30,16 @@ import aiohttp
 import orjson
 
 from llamon_playground.cli.api_types import (
-    Event,
     Health,
+    HostLogs,
     HostStatus,
     Lineage,
-    LogPage,
     Part,
     Run,
     RunAccepted,
     Session,
-    text_part,
 )
+from llamon_playground.cli.api_requests import InputPart
 from llamon_playground.cli.errors import (
     ActiveRunConflict,
     ApiError,
@@ -49,15 +48,16 @@ from llamon_playground.cli.errors import (
     PlaygroundError,
     api_error,
 )
+from llamon_playground.cli.events import Event, text_part
 from llamon_playground.common.config import Settings, build_settings
 from llamon_playground.common.contract import API_PREFIX
 from llamon_playground.common.sse import aiter_sse
 
 __all__ = [
     "ActiveRunConflict", "ApiError", "ConnectionLost", "DaemonNotRunning", "Event", "Health",
-    "HostStatus", "Lineage", "LogPage", "Part", "PlaygroundClient", "PlaygroundError", "Run",
-    "RunAccepted", "Session", "ensure_daemon", "health", "spawn_daemon", "text_part",
-    "wait_healthy",
+    "HostLogs", "HostStatus", "InputPart", "Lineage", "Part", "PlaygroundClient",
+    "PlaygroundError", "Run", "RunAccepted", "Session", "ensure_daemon", "health",
+    "spawn_daemon", "text_part", "wait_healthy",
 ]
 
 PAGE = 1000  # the API's largest page
@@ -188,7 +188,7 @@ class PlaygroundClient:
     async def run(self, run_id: str) -> Run:
         return cast(Run, await self.call("GET", f"/runs/{run_id}"))
 
-    async def create_run(self, session_id: str, parts: Sequence[Part], *,
+    async def create_run(self, session_id: str, parts: Sequence[InputPart], *,
                          metadata: dict[str, Any] | None = None,
                          changed_files: Sequence[str] | None = None,
                          revision: str | None = None) -> RunAccepted:
@@ -196,7 +196,7 @@ class PlaygroundClient:
         body = _run_request(parts, metadata, changed_files, revision)
         return cast(RunAccepted, await self.call("POST", f"/sessions/{session_id}/runs", body))
 
-    async def resume(self, run_id: str, parts: Sequence[Part], *,
+    async def resume(self, run_id: str, parts: Sequence[InputPart], *,
                      metadata: dict[str, Any] | None = None,
                      changed_files: Sequence[str] | None = None,
                      revision: str | None = None) -> RunAccepted:
@@ -250,10 +250,10 @@ class PlaygroundClient:
         """Start, stop or restart the Host; stop and restart refuse during a run (409)."""
         return cast(HostStatus, await self.call("POST", f"/host/{action}"))
 
-    async def host_logs(self, after: int = 0, limit: int = 5000) -> LogPage:
+    async def host_logs(self, after: int = 0, limit: int = 5000) -> HostLogs:
         """Kept Host output lines after offset `after`; `next` is the offset to ask next."""
         params = {"after": str(after), "limit": str(limit)}
-        return cast(LogPage, await self.call("GET", "/host/logs", params=params))
+        return cast(HostLogs, await self.call("GET", "/host/logs", params=params))
 
     def follow_host_logs(self, after: int = 0) -> AsyncGenerator[Event, None]:
         """`log` events from offset `after`, live, until the caller stops reading."""
@@ -265,7 +265,7 @@ class PlaygroundClient:
         return self.events("/events")
 
 
-def _run_request(parts: Sequence[Part], metadata: dict[str, Any] | None,
+def _run_request(parts: Sequence[InputPart], metadata: dict[str, Any] | None,
                  changed_files: Sequence[str] | None, revision: str | None) -> dict[str, Any]:
     body: dict[str, Any] = {"parts": list(parts)}
     if metadata is not None:

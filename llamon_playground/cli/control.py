@@ -16,7 +16,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -89,7 +89,7 @@ async def host_action(client: PlaygroundClient, args: argparse.Namespace) -> int
     return EXIT_OK
 
 
-def print_log_line(line: dict[str, Any], as_json: bool) -> None:
+def print_log_line(line: Mapping[str, Any], as_json: bool) -> None:
     if as_json:
         emit(line)
     else:
@@ -182,7 +182,7 @@ async def cancel(client: PlaygroundClient, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _texts(parts: list[dict[str, Any]] | None) -> str:
+def _texts(parts: Sequence[Mapping[str, Any]] | None) -> str:
     return " ".join(str(p.get("text", "")) for p in parts or [] if p.get("kind") == "text")
 
 
