@@ -30,7 +30,7 @@ from llamon_playground.daemon.store.history import (
     insert_run,
     scores_op,
 )
-from llamon_playground.daemon.store.reconcile import reconcile_runs
+from llamon_playground.daemon.runs.reconcile import reconcile_runs
 from tests.support.endings import assert_phases_close, folded_text
 from tests.support.waiting import eventually
 
