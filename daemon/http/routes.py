@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 
 from llamon_playground.common.config import Settings
 from llamon_playground.common.contract import API_PREFIX, TERMINAL_STATUSES
@@ -33,9 +34,6 @@ log = logging.getLogger(__name__)
 
 PREFIX = API_PREFIX
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-Middleware = Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]
 
 
 def errors_middleware(store: Store) -> Middleware:
