@@ -8,4 +8,6 @@ group), `readiness`, `change_policy` (does a file change warrant a restart?),
 the whole Host tree by its environment marker),
 `logs`, `watcher`, `capture` (the daemon's end of the capture channel). `host_side` is
 what a Host imports from us: the capture channel's other end and `StreamingTaskStore`.
+
+May import: common, host_manager.spawn
 """

@@ -8,11 +8,11 @@ from typing import Any
 
 from llamon_playground.daemon.runs.outcome import Outcome
 from llamon_playground.daemon.runs.output import store_parts
+from llamon_playground.daemon.runs.reconcile import closing_phases
 from llamon_playground.daemon.runs.state import RunStatus
 from llamon_playground.daemon.store.blobs import BlobStore
 from llamon_playground.daemon.store.database import Store, utcnow
 from llamon_playground.daemon.store.history import run_update_op
-from llamon_playground.daemon.store.reconcile import closing_phases
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,5 @@
-"""The run manager: the project-wide single-active-run lock and the background run tasks.
+"""The run manager: the project-wide single-active-run lock, the background run tasks, and
+runs as clients see them (history, with what memory knows better while a run is active).
 
 The lock is a plain attribute checked and set with no await in between, so it is atomic on
 the event loop for every attached front; the database's partial unique index backs it up.
@@ -8,22 +9,25 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from pathlib import Path
 from typing import Any
 
 from llamon_playground.common.wire import RunAccepted
 from llamon_playground.daemon.data.edits import parse_rerun
 from llamon_playground.daemon.data.parts import RunRequest, parse_run_request
 from llamon_playground.daemon.data.redact import redact_metadata
-from llamon_playground.daemon.errors import Conflict, NotFound
+from llamon_playground.daemon.errors import BadRequest, Conflict, NotFound
 from llamon_playground.daemon.runs.active import ActiveRun
 from llamon_playground.daemon.runs.executor import RunExecutor
 from llamon_playground.daemon.runs.journal import RunJournal
-from llamon_playground.daemon.runs.state import Reason, RunStatus
+from llamon_playground.daemon.runs.state import TERMINAL_STATUSES, Reason, RunStatus
 from llamon_playground.daemon.store.blobs import BlobStore
 from llamon_playground.daemon.store.database import Store, utcnow
 from llamon_playground.daemon.store.event_log import EventHub
 from llamon_playground.daemon.store.history import get_run, get_session, insert_run
+from llamon_playground.daemon.store.history_service import LiveRun
 from llamon_playground.daemon.store.ids import new_context_id, new_run_id
+from llamon_playground.host_manager.fingerprint import OutsideProject, project_file
 
 log = logging.getLogger(__name__)
 
@@ -32,8 +36,11 @@ SHUTDOWN_WAIT = 10.0
 
 
 class RunManager:
-    def __init__(self, store: Store, blobs: BlobStore, hub: EventHub, journal: RunJournal,
-                 executor: RunExecutor) -> None:
+    """Starts, cancels and shows runs; at most one is active in the project at a time."""
+
+    def __init__(self, project_dir: Path, store: Store, blobs: BlobStore, hub: EventHub,
+                 journal: RunJournal, executor: RunExecutor) -> None:
+        self._project_dir = project_dir
         self._store = store
         self._blobs = blobs
         self._hub = hub
@@ -48,9 +55,32 @@ class RunManager:
         if self.active is run:
             self.active = None
 
+    def live(self) -> LiveRun | None:
+        """The active run and the blobs its input holds, for deletes to keep clear of."""
+        run = self.active
+        if run is None:
+            return None
+        return LiveRun(run.run_id, run.session_id,
+                       frozenset(p["sha256"] for p in run.request.parts if p.get("sha256")))
+
+    async def view(self, run_id: str) -> dict[str, Any]:
+        """A run as history has it; while it is active and history is behind (degraded
+        writes), with the status the daemon itself knows."""
+        run = await get_run(self._store, run_id)
+        if run is None:
+            raise NotFound(f"no run {run_id}", code="run_not_found")
+        active = self.active
+        if active is not None and active.run_id == run_id and run["status"] != active.status \
+                and active.status not in TERMINAL_STATUSES:
+            # An ending shows only once committed, with its whole record (output, ended_at).
+            run["status"] = active.status.value
+            run["history_behind"] = True
+        return run
+
     # -- create / resume / rerun ------------------------------------------------------------
 
     async def create(self, session_id: str, body: Any) -> RunAccepted:
+        refuse_ways_out(self._project_dir, body)
         request = parse_run_request(body)
         session = await get_session(self._store, session_id)
         if session is None:
@@ -58,6 +88,7 @@ class RunManager:
         return await self._start(session_id, session["context_id"], request)
 
     async def resume(self, run_id: str, body: Any) -> RunAccepted:
+        refuse_ways_out(self._project_dir, body)
         request = parse_run_request(body)
         parent = await get_run(self._store, run_id)
         if parent is None:
@@ -153,3 +184,17 @@ class RunManager:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+def refuse_ways_out(project_dir: Path, body: Any) -> None:
+    """400 invalid_changed_files for a changed file that resolves outside the project or is
+    not a regular file: nothing outside the project is ever hashed, compiled or recorded.
+    (The shape of `changed_files` is the run request parser's to check.)"""
+    files = body.get("changed_files") if isinstance(body, dict) else None
+    for rel in files if isinstance(files, list) else []:
+        if not isinstance(rel, str) or not rel or rel.startswith("/") or "\x00" in rel:
+            continue
+        try:
+            project_file(project_dir, rel)
+        except OutsideProject as exc:
+            raise BadRequest(f"changed file {exc}", code="invalid_changed_files") from exc

@@ -20,6 +20,7 @@ from llamon_playground.daemon.runs.active import ActiveRun
 from llamon_playground.daemon.runs.journal import RunJournal
 from llamon_playground.daemon.runs.outcome import Outcome
 from llamon_playground.daemon.runs.output import OutputCollector
+from llamon_playground.daemon.runs.reconcile import reconcile_runs
 from llamon_playground.daemon.runs.state import Reason, RunStatus
 from llamon_playground.daemon.store.blobs import BlobStore
 from llamon_playground.daemon.store.database import Store
@@ -30,7 +31,6 @@ from llamon_playground.daemon.store.history import (
     insert_run,
     scores_op,
 )
-from llamon_playground.daemon.store.reconcile import reconcile_runs
 from tests.support.endings import assert_phases_close, folded_text
 from tests.support.waiting import eventually
 

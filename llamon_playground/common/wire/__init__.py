@@ -11,6 +11,8 @@ The declaration is plain typing (TypedDicts, `Literal`, `StrEnum`, `Annotated` m
 - daemon code annotates what it answers with these types.
 
 Imports only the standard library and `common.contract`, like the rest of `common`.
+
+May import: common.contract
 """
 
 from __future__ import annotations
