@@ -1,8 +1,10 @@
-"""Starting one Host generation: its config, its port and token, its environment and the
-process itself, waiting until it is Ready, and whether it is shut to web pages.
+"""Starting and ending one Host generation: its config, its port and token, its environment
+and the process itself, waiting until it is Ready, whether it is shut to web pages; and
+stopping it, with the record of how that went that GET /host shows (the last stop step,
+the last exit code, the processes of the Host's tree reaped outside the group kill).
 
-The supervisor decides when; this module only does it, and changes no state: a launch that
-fails raises HostUnavailable and leaves the crash bookkeeping to the supervisor.
+The supervisor decides when; this module only does it, and changes no Host state: a launch
+that fails raises HostUnavailable and leaves the crash bookkeeping to the supervisor.
 """
 
 from __future__ import annotations
@@ -13,25 +15,26 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from llamon_playground.host_manager.capture import new_token
 from llamon_playground.host_manager.change_policy import ChangePolicy
 from llamon_playground.host_manager.crash_policy import CrashSettings
-from llamon_playground.host_manager.environment import child_env, free_port
+from llamon_playground.host_manager.environment import ENV_MARKER, child_env, free_port, marker
 from llamon_playground.host_manager.errors import HostUnavailable
 from llamon_playground.host_manager.fingerprint import WatchRules
 from llamon_playground.host_manager.generation import Generation
 from llamon_playground.host_manager.logs import HostLogs
-from llamon_playground.host_manager.orphans import record_generation, tree_id
+from llamon_playground.host_manager.orphans import reap_marked, record_generation, tree_id
 from llamon_playground.host_manager.process import HostProcess
 from llamon_playground.host_manager.readiness import exposed_warning, exposure, wait_ready
-from llamon_playground.host_manager.reaper import Reaper
 from llamon_playground.host_manager.spawn.spawner import Spawner
 
 log = logging.getLogger(__name__)
 
 LOG_TAIL = 20  # log lines a HostUnavailable carries
 TOKEN_MASK = "[REDACTED capture token]"
+REAPED_KEPT = 20  # reaped processes GET /host lists (the latest)
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,44 @@ class HostConfig:
     start_timeout: float
     stop_grace: float
     spawner: Spawner  # cold, or forked from a warm parent (spawn/warm.py)
+
+
+class Reaper:
+    """Stops processes by the bounded sequence (process.py) and remembers how that went."""
+
+    def __init__(self, stop_grace: float) -> None:
+        self._stop_grace = stop_grace
+        self._reaped: list[dict[str, Any]] = []
+        self.last_exit_code: int | None = None
+        self.last_stop_step: str | None = None
+
+    async def stop(self, process: HostProcess | None, gen: Generation | None) -> None:
+        """Our own stop of a generation (a stop, a restart, a start that failed)."""
+        if process is None:
+            return
+        step = await process.stop(self._stop_grace)
+        self.last_stop_step = step.value
+        self.last_exit_code = process.returncode
+        if gen is not None:
+            gen.exit_code = process.returncode
+            await self._sweep(gen, "stop")
+
+    async def exited(self, process: HostProcess, gen: Generation, code: int) -> None:
+        """A generation exited on its own: reap whatever is left of its group and tree."""
+        gen.exit_code = code
+        self.last_exit_code = code
+        await process.stop(self._stop_grace)
+        await self._sweep(gen, "exit")
+
+    async def _sweep(self, gen: Generation, when: str) -> None:
+        self.note(await asyncio.to_thread(reap_marked, ENV_MARKER, marker(gen.number), when))
+
+    def note(self, reaped: list[dict[str, Any]]) -> None:
+        """Processes reaped elsewhere too (the daemon's boot sweep); the latest are kept."""
+        self._reaped = (self._reaped + reaped)[-REAPED_KEPT:]
+
+    def reaped(self) -> list[dict[str, Any]]:
+        return list(self._reaped)
 
 
 async def start_generation(config: HostConfig, logs: HostLogs, changes: ChangePolicy,

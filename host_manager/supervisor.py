@@ -7,10 +7,10 @@ explicit start. Stop wins: it cancels a pending back-off.
 
 The state changes only in the named transitions at the end (`_starting`, `_ready`,
 `_stopping`, `_stopped`, `_crashed`), each checked against the table in `state.py`. The
-rest is delegated, one job per module: starting a generation (`launch`), the child's
-environment (`environment`), readiness (`readiness`), stopping and reaping (`reaper`), the
-orphan record (`orphans`), restart on a file change (`change_policy`), back-off and
-crashloop (`crash_policy`), the process itself (`process`).
+rest is delegated, one job per module: starting, stopping and reaping a generation
+(`launch`), the child's environment (`environment`), readiness (`readiness`), the orphan
+record (`orphans`), restart on a file change (`change_policy`), back-off and crashloop
+(`crash_policy`), the process itself (`process`).
 """
 
 from __future__ import annotations
@@ -31,11 +31,10 @@ from llamon_playground.host_manager.crash_policy import CrashPolicy
 from llamon_playground.host_manager.errors import HostUnavailable
 from llamon_playground.host_manager.fingerprint import WatchRules
 from llamon_playground.host_manager.generation import Generation
-from llamon_playground.host_manager.launch import HostConfig, start_generation
+from llamon_playground.host_manager.launch import HostConfig, Reaper, start_generation
 from llamon_playground.host_manager.logs import HostLogs
 from llamon_playground.host_manager.orphans import forget_generation
 from llamon_playground.host_manager.process import HostProcess
-from llamon_playground.host_manager.reaper import Reaper
 from llamon_playground.host_manager.state import HostState, check
 
 __all__ = ["Generation", "HostConfig", "HostSupervisor"]
