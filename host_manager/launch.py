@@ -89,6 +89,7 @@ class Reaper:
         self._reaped = (self._reaped + reaped)[-REAPED_KEPT:]
 
     def reaped(self) -> list[dict[str, Any]]:
+        """The latest processes reaped outside the group kill."""
         return list(self._reaped)
 
 

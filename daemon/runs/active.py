@@ -71,22 +71,27 @@ class ActiveRun:
 
     @property
     def run_id(self) -> str:
+        """The run's id in history."""
         return self._run_id
 
     @property
     def session_id(self) -> str:
+        """The session it belongs to."""
         return self._session_id
 
     @property
     def context_id(self) -> str:
+        """The A2A context id its message is sent in."""
         return self._context_id
 
     @property
     def request(self) -> RunRequest:
+        """What was asked: parts, metadata, the saved files."""
         return self._request
 
     @property
     def parent_run_id(self) -> str | None:
+        """The run it resumes (None for a new run)."""
         return self._parent_run_id
 
     @property
@@ -96,10 +101,12 @@ class ActiveRun:
 
     @property
     def life(self) -> RunLife:
+        """This object's own state, beside the stored status."""
         return self._life
 
     @property
     def task(self) -> asyncio.Task[None] | None:
+        """Its task, once started."""
         return self._task
 
     @property
@@ -114,10 +121,12 @@ class ActiveRun:
 
     @property
     def host_link(self) -> HostLink | None:
+        """How the send phase reached the Host (None before it did)."""
         return self._link
 
     @property
     def output(self) -> OutputCollector | None:
+        """What the Host streamed so far (None before the send phase)."""
         return self._output
 
     @property

@@ -31,9 +31,11 @@ class ReloadCoordinator:
         self.batches = 0
 
     def stats(self) -> dict[str, int]:
+        """GET /host's `watch`: batches handled and restarts they caused."""
         return {"batches": self.batches, "restarts": self.restarts}
 
     async def on_changes(self, paths: set[str]) -> None:
+        """One burst of changed watched files (relative paths)."""
         try:
             if "pyproject.toml" in paths:
                 await self._reread_config()
