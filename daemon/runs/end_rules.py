@@ -1,8 +1,9 @@
 """How a run ends, decided in one place: from what stopped it, the Host's last task state
 and the exception that ended its task, to the status, reason and message it is stored with.
 
-A pure function over two tables; nothing else in the daemon picks an ending's reason. The
-status always comes from the reason table in `state.py`.
+A pure function over two tables; `ActiveRun.end` calls it, and nothing else picks the
+reason a run's task ends it with (boot recovery and bundle import write their own reasons,
+for runs no task owns). The status always comes from the reason table in `state.py`.
 """
 
 from __future__ import annotations
