@@ -132,8 +132,8 @@ async def build_services(settings: Settings, environ: dict[str, str]) -> Daemon:
         spawner=WarmSpawner(lambda: warm_options(settings), WarmPaths(
             modules=settings.runtime_dir / "host-modules.json",
             parent_log=settings.runtime_dir / "host-parent.log"))))
-    host.warnings = warnings
-    host.listeners.append(project_events.host_changed)
+    host.follow_project(env_file, warnings)
+    host.add_state_listener(project_events.host_changed)
     # No total timeout: run streams last as long as the Host streams.
     http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_connect=5))
     journal = RunJournal(store, blobs)
@@ -254,7 +254,7 @@ async def serve(settings: Settings, environ: dict[str, str]) -> None:
             write_discovery(settings)
             if settings.watch:
                 watcher = asyncio.create_task(ProjectWatcher(
-                    services.host.config.rules, services.reload.on_changes,
+                    lambda: services.host.rules, services.reload.on_changes,
                     quiet=QuietPeriod(settings.watch_quiet, settings.watch_quiet_max)).run(),
                     name="watcher")
             log.info("daemon for %s listening on %s", settings.project_dir, settings.socket_path)

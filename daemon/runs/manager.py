@@ -36,7 +36,10 @@ SHUTDOWN_WAIT = 10.0
 
 
 class RunManager:
-    """Starts, cancels and shows runs; at most one is active in the project at a time."""
+    """The project's runs: starts them (create, resume, rerun) one at a time, cancels them,
+    shows them as clients see them, and ends what is left at shutdown. `active` is the run
+    holding the lock (None when none does); the run itself releases it when its ending
+    commits."""
 
     def __init__(self, project_dir: Path, store: Store, blobs: BlobStore, hub: EventHub,
                  journal: RunJournal, executor: RunExecutor) -> None:
@@ -46,14 +49,19 @@ class RunManager:
         self._hub = hub
         self._journal = journal
         self._executor = executor
-        self.active: ActiveRun | None = None
+        self._active: ActiveRun | None = None  # set and checked with no await between
         # Every run task, until it is done (it may outlive its run's ending: a hung Host's
         # restart comes after); shutdown cancels and awaits what is left.
         self._tasks: set[asyncio.Task[None]] = set()
 
+    @property
+    def active(self) -> ActiveRun | None:
+        """The run holding the project's lock, until its ending commits."""
+        return self._active
+
     def _release(self, run: ActiveRun) -> None:
-        if self.active is run:
-            self.active = None
+        if self._active is run:
+            self._active = None
 
     def live(self) -> LiveRun | None:
         """The active run and the blobs its input holds, for deletes to keep clear of."""
@@ -80,6 +88,7 @@ class RunManager:
     # -- create / resume / rerun ------------------------------------------------------------
 
     async def create(self, session_id: str, body: Any) -> RunAccepted:
+        """A new run in a session (POST .../runs): queued, its task started."""
         refuse_ways_out(self._project_dir, body)
         request = parse_run_request(body)
         session = await get_session(self._store, session_id)
@@ -88,6 +97,7 @@ class RunManager:
         return await self._start(session_id, session["context_id"], request)
 
     async def resume(self, run_id: str, body: Any) -> RunAccepted:
+        """A child run that answers a run left in input_required, on the Host's same task."""
         refuse_ways_out(self._project_dir, body)
         request = parse_run_request(body)
         parent = await get_run(self._store, run_id)
@@ -122,12 +132,12 @@ class RunManager:
                      task_id: str | None = None, parent_run_id: str | None = None,
                      rerun_of: str | None = None, label: str | None = None,
                      edited_fields: list[str] | None = None) -> RunAccepted:
-        if self.active is not None:
+        if self._active is not None:
             raise Conflict("another run is active in this project", code="active_run_conflict",
-                           active_run_id=self.active.run_id)
+                           active_run_id=self._active.run_id)
         run = ActiveRun(new_run_id(), session_id, context_id, request, journal=self._journal,
                         on_end=self._release, task_id=task_id, parent_run_id=parent_run_id)
-        self.active = run  # claimed: no await between the check and this line
+        self._active = run  # claimed: no await between the check and this line
         try:
             # Stored metadata is redacted; the Host still gets run.request.metadata as sent.
             stored_input = {**request.stored_input(),
@@ -158,7 +168,8 @@ class RunManager:
     # -- cancel / shutdown ------------------------------------------------------------------
 
     async def cancel(self, run_id: str) -> RunAccepted:
-        run = self.active
+        """Stop the active run for `user_cancelled` and wait (bounded) for its ending."""
+        run = self._active
         if run is None or run.run_id != run_id:
             row = await get_run(self._store, run_id)
             if row is None:
@@ -178,7 +189,7 @@ class RunManager:
 
     async def shutdown(self) -> None:
         """Clean stop: the active run ends interrupted/studio_shutdown; no task outlives us."""
-        run = self.active
+        run = self._active
         if run is not None:
             await self._stop(run, Reason.STUDIO_SHUTDOWN, SHUTDOWN_WAIT)
         for task in list(self._tasks):
