@@ -1,12 +1,14 @@
 // The page's entry: history (sessions and their runs), the composer, the run view, the Host
 // badge, and the project-wide `/events` stream that keeps them current.
-import { API, all, call } from './api.js';
+import { TERMINAL, all, call } from './api.js';
 import { button, el } from './dom.js';
 import { exportBundle, importBundle } from './bundles.js';
 import { compareView } from './compare.js';
 import { Composer } from './composer.js';
+import { Connection } from './connection.js';
 import { HostLogs } from './host_logs.js';
 import { HostPanel } from './host_panel.js';
+import { DAEMON, Notices } from './notices.js';
 import { RunList } from './run_list.js';
 import { RunView } from './run_view.js';
 
@@ -24,10 +26,15 @@ const app = {
   reloadTimer: 0,
   changed: new Set(),  // run ids an event named since the last reload
 
-  notice(text) {
-    const notice = $('notice');
-    notice.textContent = text;
-    notice.hidden = !text;
+  notices: null,
+  connection: null,
+
+  notice(text, owner) {
+    this.notices.show(text, owner);
+  },
+
+  fail(error) {
+    this.notices.fail(error);
   },
 
   async loadSessions() {
@@ -111,8 +118,8 @@ const app = {
     this.reloadTimer = setTimeout(() => {
       const changed = [...this.changed];
       this.changed.clear();
-      this.runList.refresh(changed).catch((e) => this.notice(e.message));
-      this.loadSessions().catch((e) => this.notice(e.message));
+      this.runList.refresh(changed).catch((e) => this.fail(e));
+      this.loadSessions().catch((e) => this.fail(e));
     }, 100);
   },
 
@@ -142,11 +149,12 @@ const app = {
       started = await request();
     } catch (error) {
       if (error.status !== 409 || !error.detail.active_run_id) throw error;
-      this.notice(`Another run is active (${error.detail.active_run_id}); showing it.`);
+      const active = error.detail.active_run_id;
+      this.notice(`Another run is active (${active}); showing it.`, `run:${active}`);
       await this.openRun(error.detail.active_run_id);
       return false;
     }
-    this.notice('');
+    this.notices.end('action');
     await this.openRun(started.run_id);
     return true;
   },
@@ -165,18 +173,28 @@ const app = {
     return this.start(() => call('POST', `/sessions/${encodeURIComponent(this.sessionId)}/runs`, body));
   },
 
-  watchProject() {
-    const events = new EventSource(`${API}/events`);
-    // Live only, with a snapshot first: a stream the browser gave up on is simply reopened.
-    events.addEventListener('error', () => {
-      if (events.readyState === EventSource.CLOSED) setTimeout(() => this.watchProject(), 2000);
-    });
+  // Back on line: what was shown as unknown is read again, and the daemon's notice ends.
+  live() {
+    this.notices.end(DAEMON);
+    this.host.refresh().catch(() => {});
+    if (this.view) this.view.connectionBack();
+    this.runsChanged();
+  },
+
+  lost() {
+    this.host.unknown();
+    if (this.view) this.view.connectionLost();
+  },
+
+  // The `/events` stream (live only, a snapshot first); connection.js reopens it.
+  watchProject(events) {
     const on = (kind, handler) => events.addEventListener(kind, (e) => handler(JSON.parse(e.data)));
     on('host.state', (d) => {
       this.host.show(d);
       this.host.refresh().catch(() => {});
     });
     on('run.status', (d) => {
+      if (TERMINAL.has(d.status)) this.notices.end(`run:${d.run_id}`);  // a 409 about it
       if (d.reason === 'runtime_restarted') {
         this.notice(`A file changed outside the run: the Host restarted and ${d.run_id} ended (runtime_restarted).`);
       }
@@ -192,12 +210,24 @@ function guard(action) {
     try {
       await action(event);
     } catch (error) {
-      app.notice(error.message);
+      app.fail(error);
     }
   };
 }
 
+// The header names the project: its folder's name, the whole path on hover and for readers.
+async function showProject() {
+  const response = await fetch('/health', { credentials: 'same-origin' });
+  if (!response.ok) return;
+  const { project } = await response.json();
+  if (!project) return;
+  const name = project.split('/').filter(Boolean).pop() || project;
+  $('project').replaceChildren(el('strong', {}, name), ' ', el('span', { class: 'path' }, project));
+  $('project').title = project;
+}
+
 function wire() {
+  app.notices = new Notices($('notice'), $('notice-dismiss'));
   const composer = new Composer({ tabs: $('composer-tabs'), message: $('message'),
     hint: $('composer-hint'), metadata: $('metadata'), attachments: $('attachments') });
   $('attach').addEventListener('change', guard(async (event) => {
@@ -211,8 +241,8 @@ function wire() {
   app.composer = composer;
   app.logs = new HostLogs($('host-logs'));
   app.runList = new RunList($('run-list'), { open: (id) => app.openRun(id),
-    pickBox: (run) => app.pickBox(run), failed: (error) => app.notice(error.message) });
-  app.host = new HostPanel($('host-state'), $('host-body'), (text) => app.notice(text));
+    pickBox: (run) => app.pickBox(run), failed: (error) => app.fail(error) });
+  app.host = new HostPanel($('host-state'), $('host-body'), (error) => app.fail(error));
   $('export-bundle').addEventListener('click', guard(async () => {
     if (await exportBundle(app.sessionId, app.picked)) app.notice('Bundle exported.');
   }));
@@ -261,14 +291,17 @@ function wire() {
   $('restart-host').addEventListener('click', guard(async () => {
     app.host.show(await call('POST', '/host/restart', {}));
   }));
-  composer.load().catch((e) => app.notice(e.message));
-  app.watchProject();
-  app.loadSessions().catch((e) => app.notice(e.message));
+  composer.load().catch((e) => app.fail(e));
+  app.connection = new Connection($('connection'), { events: (source) => app.watchProject(source),
+    live: () => app.live(), lost: () => app.lost() });
+  app.connection.open();
+  showProject().catch(() => {});
+  app.loadSessions().catch((e) => app.fail(e));
   app.host.refresh().catch(() => {});
   const follow = () => {
     const linked = /^#(run_[0-9a-f]+)$/.exec(location.hash);
     if (linked && !(app.view && app.view.runId === linked[1])) {
-      app.openRun(linked[1]).catch((e) => app.notice(e.message));
+      app.openRun(linked[1]).catch((e) => app.fail(e));
     }
   };
   window.addEventListener('hashchange', follow);

@@ -10,11 +10,14 @@ import { Trace } from './trace.js';
 
 const LOG_TAIL_LINES = 20;
 const RETRY_MS = 2000;
+// A log line is stamped when the daemon reads it, a little after the Host wrote it: the
+// window ends this long after the run (and never starts before it).
+const WINDOW_SLACK_S = 1;
 
 export class RunView {
   constructor(runId, app) {
     this.runId = runId;
-    this.app = app;  // start(request), openRun(id), notice(text), runsChanged(), showLogs(), editRerun(run)
+    this.app = app;  // start(request), openRun(id), notice(text), fail(error), runsChanged(), showLogs(), editRerun(run)
     this.stepper = new Stepper();
     this.head = el('div', { class: 'run-head' });
     this.input = el('div', { class: 'input-parts' });
@@ -69,6 +72,7 @@ export class RunView {
       this.setStatus(d.status);
       if (TERMINAL.has(d.status)) {
         this.ended = true;
+        this.stepper.end(d.status, d.reason);
         this.disconnect();
         if (!this.detail || !TERMINAL.has(this.detail.status)) {  // it ended while we watched
           this.refresh();
@@ -132,7 +136,22 @@ export class RunView {
 
   setStatus(status) {
     this.node.dataset.status = status;
-    if (this.statusNode) this.statusNode.textContent = status;
+    if (this.statusNode && !this.node.dataset.stale) this.statusNode.textContent = status;
+  }
+
+  // While the connection is lost the run's state is not known: it is not shown as its last
+  // value. Back on line, the run is read again (its stream reopens by itself).
+  connectionLost() {
+    if (this.ended) return;
+    this.node.dataset.stale = 'true';
+    if (this.statusNode) this.statusNode.textContent = 'unknown (connection lost)';
+  }
+
+  connectionBack() {
+    if (!this.node.dataset.stale) return;
+    delete this.node.dataset.stale;
+    this.setStatus(this.node.dataset.status);
+    if (!this.ended) this.refresh();
   }
 
   async refresh() {
@@ -140,7 +159,7 @@ export class RunView {
     try {
       run = await call('GET', `/runs/${encodeURIComponent(this.runId)}`);
     } catch (error) {
-      this.app.notice(error.message);
+      this.app.fail(error);
       return;
     }
     if (this.closed) return;
@@ -152,13 +171,15 @@ export class RunView {
     this.renderActions(run);
     this.renderScores(run);
     if (TERMINAL.has(run.status)) {
+      this.stepper.end(run.status, run.reason);
       if (!this.final) this.showFinal(run.output || []);  // run.output may have shown them
       this.renderDiagnostics(run);
     }
   }
 
   renderHead(run) {
-    this.statusNode = el('span', { class: 'status', dataset: { status: run.status } }, run.status);
+    this.statusNode = el('span', { class: 'status', dataset: { status: run.status } },
+      this.node.dataset.stale ? 'unknown (connection lost)' : run.status);
     const summary = run.score_summary && run.score_summary.evaluators
       ? el('span', { class: 'badge' },
         `evaluator ${run.score_summary.evaluators} · fail ${run.score_summary.failed}`)
@@ -181,10 +202,11 @@ export class RunView {
     }
     if (run.status === 'input_required' && !run.resumed_by) {
       const answer = el('input', { 'aria-label': 'Your answer', class: 'answer-input' });
+      const resume = () => this.act(() => this.app.start(() => call('POST',
+        `/runs/${id}/resume`, { parts: [{ kind: 'text', text: answer.value }] })));
+      onEnter(answer, resume);
       items.push(el('div', { class: 'resume' },
-        el('p', { class: 'question' }, question(run)), answer,
-        button('Resume', () => this.act(() => this.app.start(() => call('POST',
-          `/runs/${id}/resume`, { parts: [{ kind: 'text', text: answer.value }] }))))));
+        el('p', { class: 'question' }, question(run)), answer, button('Resume', resume)));
     }
     if (!ACTIVE.has(run.status)) {
       items.push(button('Rerun', () => this.act(() => this.app.start(() => call('POST',
@@ -194,12 +216,14 @@ export class RunView {
     const label = el('input', { 'aria-label': 'Run label', maxlength: 200,
       oninput: () => { this.labelDraft = label.value; } });
     label.value = this.labelDraft ?? (run.label || '');
-    items.push(label, button('Label', () => this.act(async () => {
+    const save = () => this.act(async () => {
       await call('PATCH', `/runs/${id}`, { label: label.value || null });
       this.labelDraft = null;
       await this.refresh();
       this.app.runsChanged(this.runId);
-    })),
+    });
+    onEnter(label, save);
+    items.push(label, button('Label', save),
     button('Copy curl', () => this.act(() => this.copySnippet('curl'))),
     button('Copy Python', () => this.act(() => this.copySnippet('python'))));
     this.actions.replaceChildren(...items);
@@ -209,26 +233,27 @@ export class RunView {
     try {
       await action();
     } catch (error) {
-      this.app.notice(error.message);
+      this.app.fail(error);
     }
   }
 
   async renderDiagnostics(run) {
-    if (!run.error && run.status !== 'failed') {
+    if (!run.error && run.status !== 'failed' && run.status !== 'interrupted') {
       this.diagnostics.replaceChildren();
       return;
     }
     const error = run.error || {};
     const box = el('section', { class: 'failure', 'aria-label': 'Diagnostics' },
-      el('h3', {}, `failed: ${run.reason || 'unknown reason'}`),
+      el('h3', {}, `${run.status}: ${run.reason || 'unknown reason'}`),
       el('p', { class: 'message' }, error.message || ''));
     if (run.recommended_run_command) {
       const command = run.recommended_run_command;
       box.append(el('p', {}, 'Run the Host by hand to see why: ', el('code', {}, command),
         button('Copy command', () => navigator.clipboard.writeText(command))));
     }
-    const tail = Array.isArray(error.log_tail) ? error.log_tail : await hostLogTail();
-    box.append(el('h4', {}, 'Host log tail'), el('pre', { class: 'log-tail' }, tail.join('\n')),
+    const tail = Array.isArray(error.log_tail) ? error.log_tail : await hostLogTail(run);
+    const which = run.generation ? `generation ${run.generation}, ` : '';
+    box.append(el('h4', {}, `Host log tail (${which}during the run)`), el('pre', { class: 'log-tail' }, tail.join('\n')),
       button('Host logs', () => this.app.showLogs()));
     if (!this.closed) this.diagnostics.replaceChildren(box);
   }
@@ -239,15 +264,31 @@ function question(run) {
   return texts.length ? texts.join('\n') : 'The agent asks for input.';
 }
 
-// `/host/logs` pages forward from an offset: read the kept lines page by page (the ring is
-// bounded) and keep the last ones.
-async function hostLogTail() {
+function onEnter(input, action) {
+  input.addEventListener('keydown', (event) => {
+    if (event.key === 'Enter' && !event.isComposing) {
+      event.preventDefault();
+      action();
+    }
+  });
+}
+
+// A run stored without its own tail (an agent's error, a run ended by a daemon restart):
+// the kept `/host/logs` lines of the run's generation inside the run's time window, never
+// another run's lines. `/host/logs` pages forward from an offset, read page by page (the
+// ring is bounded).
+async function hostLogTail(run) {
+  const from = Date.parse(run.created_at) / 1000;
+  const to = run.ended_at ? Date.parse(run.ended_at) / 1000 + WINDOW_SLACK_S : Infinity;
+  const own = (line) => (!run.generation || line.generation === run.generation)
+    && line.time >= from && line.time <= to;
   let tail = [];
   let after = 0;
   try {
     for (let page = 0; page < 20; page += 1) {
       const doc = await call('GET', `/host/logs?after=${after}&limit=5000`);
-      tail = tail.concat(doc.lines.map((line) => line.text)).slice(-LOG_TAIL_LINES);
+      tail = tail.concat(doc.lines.filter(own).map((line) => `[${line.stream}] ${line.text}`))
+        .slice(-LOG_TAIL_LINES);
       if (doc.lines.length < 5000) break;
       after = doc.next;
     }

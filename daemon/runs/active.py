@@ -44,6 +44,7 @@ class ActiveRun:
         self.status = RunStatus.QUEUED
         self.life = RunLife.BEFORE_HOST
         self.generation: int | None = None
+        self.log_from = 0  # the Host log offset the run began at (its diagnostics' window)
         # Set once the send phase reached the Host: what a cancel needs to ask it to stop.
         self.client: A2AClient | None = None
         self.interface: Interface | None = None

@@ -32,6 +32,7 @@ from llamon_playground.daemon.introspect.project_config import (
 )
 from llamon_playground.daemon.runs.active import ActiveRun
 from llamon_playground.daemon.runs.journal import RunJournal
+from llamon_playground.daemon.runs.log_window import window_tail
 from llamon_playground.daemon.runs.outcome import Outcome, RunFailure
 from llamon_playground.daemon.runs.output import OutputCollector
 from llamon_playground.daemon.runs.stall_watch import StallWatch
@@ -69,12 +70,16 @@ class RunExecutor:
     def _event(self, run: ActiveRun, kind: str, payload: dict[str, Any]) -> None:
         self._journal.event(run.run_id, kind, payload)
 
+    def _log_tail(self, run: ActiveRun) -> list[str]:
+        return window_tail(self._host.logs, run.log_from, run.generation, LOG_TAIL_LINES)
+
     def _phase(self, run: ActiveRun, phase: str, state: str, **detail: Any) -> None:
         self._journal.phase(run.run_id, phase, state, **detail)
 
     # -- the run ----------------------------------------------------------------------------
 
     async def execute(self, run: ActiveRun) -> None:
+        run.log_from = self._host.logs.next_offset  # where this run's diagnostics begin
         try:
             run.advance(RunStatus.PREPARING)
             config = await self._validate(run)
@@ -220,7 +225,7 @@ class RunExecutor:
         if process is not None:
             # A dead Host is the usual cause: give its exit a moment to be observed.
             await process.wait(0.5)
-        tail = self._host.logs.tail(LOG_TAIL_LINES)
+        tail = self._log_tail(run)
         if process is None or process.exited.done():
             code = process.returncode if process else None
             return RunFailure(Reason.HOST_EXITED, f"the Host exited during the run (code {code})",
@@ -265,7 +270,7 @@ class RunExecutor:
             await run.end(Outcome.of(
                 reason, f"the Host sent nothing for {self._stall_timeout:g} s and did not "
                         "answer its agent card; it is being restarted",
-                log_tail=self._host.logs.tail(LOG_TAIL_LINES)))
+                log_tail=self._log_tail(run)))
             await self._restart_hung_host(run)
         else:
             await run.end(Outcome.of(reason))
