@@ -21,7 +21,7 @@ export class RunView {
     this.stepper = new Stepper();
     this.head = el('div', { class: 'run-head' });
     this.input = el('div', { class: 'input-parts' });
-    this.answer = el('div', { class: 'answer', role: 'region', 'aria-label': 'Answer', dataset: { source: 'none' } });
+    this.answer = el('div', { class: 'answer', role: 'region', 'aria-label': 'Answer', tabindex: 0, dataset: { source: 'none' } });
     this.actions = el('div', { class: 'actions' });
     this.diagnostics = el('div', { class: 'diagnostics' });
     this.snippet = el('pre', { class: 'snippet', hidden: true });
@@ -253,7 +253,8 @@ export class RunView {
     }
     const tail = Array.isArray(error.log_tail) ? error.log_tail : await hostLogTail(run);
     const which = run.generation ? `generation ${run.generation}, ` : '';
-    box.append(el('h4', {}, `Host log tail (${which}during the run)`), el('pre', { class: 'log-tail' }, tail.join('\n')),
+    box.append(el('h4', {}, `Host log tail (${which}during the run)`),
+      el('pre', { class: 'log-tail', tabindex: 0, 'aria-label': 'Host log tail' }, tail.join('\n')),
       button('Host logs', () => this.app.showLogs()));
     if (!this.closed) this.diagnostics.replaceChildren(box);
   }
