@@ -191,6 +191,8 @@ export class RunView {
         run.duration_ms !== null ? el('span', { class: 'duration' }, ms(run.duration_ms)) : null,
         summary,
         run.rerun_of ? el('span', {}, `rerun of ${run.rerun_of}`) : null,
+        (run.edited_fields || []).length
+          ? el('span', { class: 'edited' }, `edited: ${run.edited_fields.join(', ')}`) : null,
         run.parent_run_id ? el('span', {}, `resumes ${run.parent_run_id}`) : null));
   }
 
