@@ -8,6 +8,7 @@ import { Composer } from './composer.js';
 import { Connection } from './connection.js';
 import { HostLogs } from './host_logs.js';
 import { HostPanel } from './host_panel.js';
+import { showPanel, wireKeys, wirePanels } from './keys.js';
 import { DAEMON, Notices } from './notices.js';
 import { RunList } from './run_list.js';
 import { RunView } from './run_view.js';
@@ -39,6 +40,7 @@ const app = {
 
   async loadSessions() {
     this.sessions = await all('/sessions', 'sessions');
+    $('sessions-empty').hidden = this.sessions.length > 0;
     $('session-list').replaceChildren(...this.sessions.map((s) => el('li', {},
       button(`${s.title || 'untitled'} (${s.run_count ?? 0})`, () => this.selectSession(s.id), {
         class: 'session-item', 'aria-current': s.id === this.sessionId ? 'true' : null,
@@ -51,8 +53,9 @@ const app = {
     }
   },
 
-  async selectSession(sessionId) {
+  async selectSession(sessionId, panel = 'thread') {
     this.sessionId = sessionId;
+    showPanel(panel);
     await this.loadSessions();
     await this.loadRuns();
   },
@@ -60,8 +63,16 @@ const app = {
   // The picked session's first page of runs (the list reads further pages as it scrolls).
   async loadRuns() {
     await this.runList.load(this.sessionId, this.view && this.view.runId);
+    this.showRunsEmpty();
     this.picked = this.picked.filter((id) => this.runList.has(id));
     this.updateCompare();
+  },
+
+  showRunsEmpty() {
+    $('runs-empty').textContent = this.sessionId
+      ? 'No runs in this session yet: type a message below and press Ctrl+Enter.'
+      : 'No session picked: type a message below and press Ctrl+Enter to start one, or pick a session.';
+    $('runs-empty').hidden = this.runList.runs.length > 0;
   },
 
   pickBox(run) {
@@ -90,6 +101,7 @@ const app = {
     if (this.view) this.view.close();
     this.view = null;
     $('run-pane').replaceChildren(view);
+    showPanel('run');
   },
 
   // After a delete: no session picked, no run shown, the lists read again.
@@ -97,7 +109,8 @@ const app = {
     this.sessionId = null;
     if (this.view) this.view.close();
     this.view = null;
-    $('run-pane').replaceChildren();
+    $('run-pane').replaceChildren(el('p', { class: 'hint empty' },
+      'No run open: send a message, or pick a turn of the thread.'));
     await this.loadSessions();
     await this.loadRuns();
   },
@@ -118,7 +131,7 @@ const app = {
     this.reloadTimer = setTimeout(() => {
       const changed = [...this.changed];
       this.changed.clear();
-      this.runList.refresh(changed).catch((e) => this.fail(e));
+      this.runList.refresh(changed).then(() => this.showRunsEmpty(), (e) => this.fail(e));
       this.loadSessions().catch((e) => this.fail(e));
     }, 100);
   },
@@ -128,13 +141,14 @@ const app = {
     const view = new RunView(runId, this);
     this.view = view;
     $('run-pane').replaceChildren(view.node);
+    showPanel('run');
     // The address keeps the open run: a reload (or a link) comes back to it.
     history.replaceState(null, '', `#${runId}`);
     await view.open();
     // Another session's run, or a session just created by Send: its list is read anew.
     const sessionId = view.detail && view.detail.session_id;
     if (sessionId && (sessionId !== this.sessionId || sessionId !== this.runList.sessionId)) {
-      await this.selectSession(sessionId);
+      await this.selectSession(sessionId, 'run');
     } else {
       this.runList.setOpen(runId);
       if (!this.runList.has(runId)) await this.runList.refresh([runId]);
@@ -260,6 +274,9 @@ function wire() {
     await call('DELETE', '/sessions');
     await app.forgetSession();
   }));
+  wireKeys({ shortcuts: $('shortcuts'), hostPanel: document.querySelector('.host-panel'),
+    logs: app.logs, message: $('message') });
+  wirePanels((panel) => showPanel(panel));
   $('host-logs-button').addEventListener('click', () => app.logs.toggle());
   $('compare').addEventListener('click', guard(() => app.compare()));
   const submit = guard(async (event) => {

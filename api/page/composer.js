@@ -16,6 +16,14 @@ export class Composer {
     this.files = [];  // file parts to send with the message
     this.tab = null;  // null: the text composer
     this.rerunOf = null;  // a run id while "Edit and rerun" is composing
+    // The box grows with what it holds (a contract's JSON draft is many lines), up to the
+    // height the stylesheet allows; then it scrolls.
+    this.message.addEventListener('input', () => this.grow());
+  }
+
+  grow() {
+    this.message.style.setProperty('height', 'auto');
+    this.message.style.setProperty('height', `${this.message.scrollHeight + 2}px`);
   }
 
   async load() {
@@ -51,6 +59,7 @@ export class Composer {
       this.message.value = '';
       this.hint.textContent = '';
     }
+    this.grow();
   }
 
   // Edit and rerun: the run's input in the box; Send reruns it with the edited parts.
@@ -62,6 +71,7 @@ export class Composer {
     this.message.value = this.tab ? JSON.stringify(data.data, null, 2) : texts.join('\n');
     this.rerunOf = run.id;
     this.hint.textContent = `Editing a rerun of ${run.label || run.id}: Send starts it.`;
+    this.grow();
     this.message.focus();
   }
 
@@ -128,12 +138,27 @@ export class Composer {
     return body;
   }
 
+  // A parse error names a position: the box selects the character there, so the error is
+  // shown where it is, and the hint says its line and column.
+  pointAt(text, why) {
+    const found = /position (\d+)/.exec(why);
+    if (!found) return;
+    const at = Math.min(Number(found[1]), text.length);
+    const before = text.slice(0, at).split('\n');
+    this.hint.textContent = `data part: ${why.replace(/ \(line \d+ column \d+\)/, '')}`
+      + ` (line ${before.length}, column ${before[before.length - 1].length + 1})`;
+    this.hint.dataset.line = String(before.length);
+    this.message.focus();
+    this.message.setSelectionRange(at, Math.min(at + 1, text.length));
+  }
+
   messageParts() {
     const value = this.message.value;
     if (!this.tab) return value.trim() ? [{ kind: 'text', text: value }] : [];
     const data = parseObject(value);
     if (typeof data === 'string') {
       this.hint.textContent = `data part: ${data}`;
+      this.pointAt(value, data);
       return null;
     }
     return [{ kind: 'data', data }];

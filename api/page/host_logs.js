@@ -18,6 +18,10 @@ export class HostLogs {
     this.list = el('pre', { class: 'log-lines', tabindex: 0, 'aria-label': 'Host log lines' });
   }
 
+  isOpen() {
+    return !this.node.hidden;
+  }
+
   toggle() {
     if (this.node.hidden) this.open();
     else this.close();
