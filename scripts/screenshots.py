@@ -76,6 +76,16 @@ def history(url: str, token: str) -> dict[str, str]:
         finished(url, token, run_id)
         runs[name] = run_id
     api(url, token, "PATCH", f"/runs/{runs['right']}", {"label": "edited wording"})
+    # A question and its answer (a resume), and an edited rerun: the thread's other turns.
+    asked = api(url, token, "POST", f"/sessions/{session}/runs",
+                {"parts": [{"kind": "text", "text": "ask"}]})["run_id"]
+    finished(url, token, asked)
+    runs["resume"] = api(url, token, "POST", f"/runs/{asked}/resume",
+                         {"parts": [{"kind": "text", "text": "Ada"}]})["run_id"]
+    finished(url, token, runs["resume"])
+    runs["rerun"] = api(url, token, "POST", f"/runs/{runs['left']}/rerun",
+                        {"parts": [{"kind": "text", "text": "stream hello again, reworded"}]})["run_id"]
+    finished(url, token, runs["rerun"])
     return runs
 
 
@@ -83,8 +93,18 @@ def shoot(browser: Any, login: str, url: str, runs: dict[str, str], scheme: str)
     context = browser.new_context(viewport={"width": 1280, "height": 720}, color_scheme=scheme)
     page = context.new_page()
     page.goto(login)
-    page.goto(f"{url}/#{runs['right']}")
+    page.goto(f"{url}/#{runs['rerun']}")
     view = page.locator("article.run-view")
+    expect(view).to_have_attribute("data-status", "completed")
+    expect(page.locator(".run-card")).to_have_count(7)
+    page.screenshot(path=OUT / f"thread-{scheme}.png")
+    page.set_viewport_size({"width": 800, "height": 700})
+    page.get_by_role("group", name="Panels").get_by_role("button", name="Thread").click()
+    page.screenshot(path=OUT / f"narrow-{scheme}.png")
+    page.get_by_role("group", name="Panels").get_by_role("button", name="Run").click()
+    page.screenshot(path=OUT / f"narrow-run-{scheme}.png")
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.goto(f"{url}/#{runs['right']}")
     expect(view).to_have_attribute("data-status", "completed")
     view.get_by_text("Trace and scores").click()
     page.screenshot(path=OUT / f"run-{scheme}.png")
@@ -98,8 +118,8 @@ def shoot(browser: Any, login: str, url: str, runs: dict[str, str], scheme: str)
     expect(view.locator(".log-tail")).not_to_have_text("")
     page.screenshot(path=OUT / f"failed-{scheme}.png")
     boxes = page.locator(".run-item input[type=checkbox]")
-    boxes.nth(2).check()
-    boxes.nth(1).check()
+    boxes.nth(5).check()
+    boxes.nth(4).check()
     page.get_by_role("button", name="Compare", exact=True).click()
     expect(page.locator("pre.diff")).to_be_visible()
     page.screenshot(path=OUT / f"compare-{scheme}.png")

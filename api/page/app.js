@@ -96,8 +96,8 @@ const app = {
   },
 
   async compare() {
-    const [left, right] = this.picked;
-    const view = await compareView(left, right);
+    const created = Object.fromEntries(this.picked.map((id) => [id, (this.runList.find(id) || {}).created_at]));
+    const view = await compareView(this.picked, created);
     if (this.view) this.view.close();
     this.view = null;
     $('run-pane').replaceChildren(view);

@@ -59,3 +59,24 @@ def test_enter_saves_a_label(page: Any) -> None:
     expect(view.locator(".run-head h2")).to_have_text("by enter")
     run_id = view.get_attribute("data-run-id")
     expect(card(page, run_id or "").locator(".label")).to_have_text("by enter")
+
+
+def test_compare_puts_the_older_run_left_named_and_coloured(page: Any) -> None:
+    _, older = finished(page, "stream alpha beta")
+    _, newer = finished(page, "stream alpha gamma")
+    # Picked newer first: the view still puts the older run on the left.
+    page.get_by_role("checkbox", name=f"Pick {newer} to compare or export").check()
+    page.get_by_role("checkbox", name=f"Pick {older} to compare or export").check()
+    button(page, "Compare").click()
+    view = page.get_by_role("article", name="Compare")
+    expect(view.locator(".side-left h3")).to_have_text("older: stream alpha beta")
+    expect(view.locator(".side-left .when")).to_contain_text(older)
+    expect(view.locator(".side-right h3")).to_have_text("newer: stream alpha gamma")
+    diff = view.locator("pre.diff")
+    expect(diff.locator(".diff-line.head").first).to_have_text("--- older: stream alpha beta")
+    expect(diff.locator(".diff-line.del")).to_have_text(["-alpha beta"])
+    expect(diff.locator(".diff-line.add")).to_have_text(["+alpha gamma"])
+    added, removed = (diff.locator(f".diff-line.{k}").evaluate("l => getComputedStyle(l).backgroundColor")
+                      for k in ("add", "del"))
+    assert added != removed  # coloured, and the sign is in the text as well
+    expect(view.locator("table.scores thead")).to_contain_text("older")
