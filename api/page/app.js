@@ -9,6 +9,7 @@ import { Connection } from './connection.js';
 import { HostLogs } from './host_logs.js';
 import { HostPanel } from './host_panel.js';
 import { showPanel, wireKeys, wirePanels } from './keys.js';
+import { Welcome } from './welcome.js';
 import { DAEMON, Notices } from './notices.js';
 import { RunList } from './run_list.js';
 import { RunView } from './run_view.js';
@@ -204,6 +205,13 @@ const app = {
   watchProject(events) {
     const on = (kind, handler) => events.addEventListener(kind, (e) => handler(JSON.parse(e.data)));
     on('host.state', (d) => {
+      // A ready Host's card gives the text composer its examples (a Flow's tabs are read
+      // from source and need no Host).
+      if (d.state === 'ready' && !this.composer.tabs
+          && this.composer.examples.dataset.read !== String(d.generation)) {
+        this.composer.examples.dataset.read = String(d.generation);  // once per generation
+        this.composer.load().catch(() => {});
+      }
       this.host.show(d);
       this.host.refresh().catch(() => {});
     });
@@ -230,7 +238,7 @@ function guard(action) {
 }
 
 // The header names the project: its folder's name, the whole path on hover and for readers.
-async function showProject() {
+async function showProject(welcome) {
   const response = await fetch('/health', { credentials: 'same-origin' });
   if (!response.ok) return;
   const { project } = await response.json();
@@ -238,12 +246,15 @@ async function showProject() {
   const name = project.split('/').filter(Boolean).pop() || project;
   $('project').replaceChildren(el('strong', {}, name), ' ', el('span', { class: 'path' }, project));
   $('project').title = project;
+  welcome.forProject(project);
 }
 
 function wire() {
   app.notices = new Notices($('notice'), $('notice-dismiss'));
+  app.welcome = new Welcome($('welcome'), $('help-button'));
   const composer = new Composer({ tabs: $('composer-tabs'), message: $('message'),
-    hint: $('composer-hint'), metadata: $('metadata'), attachments: $('attachments') });
+    hint: $('composer-hint'), metadata: $('metadata'), attachments: $('attachments'),
+    examples: $('composer-examples') });
   $('attach').addEventListener('change', guard(async (event) => {
     await composer.attach(event.target.files);
     event.target.value = '';
@@ -275,7 +286,7 @@ function wire() {
     await app.forgetSession();
   }));
   wireKeys({ shortcuts: $('shortcuts'), hostPanel: document.querySelector('.host-panel'),
-    logs: app.logs, message: $('message') });
+    logs: app.logs, welcome: app.welcome, message: $('message') });
   wirePanels((panel) => showPanel(panel));
   $('host-logs-button').addEventListener('click', () => app.logs.toggle());
   $('compare').addEventListener('click', guard(() => app.compare()));
@@ -312,7 +323,7 @@ function wire() {
   app.connection = new Connection($('connection'), { events: (source) => app.watchProject(source),
     live: () => app.live(), lost: () => app.lost() });
   app.connection.open();
-  showProject().catch(() => {});
+  showProject(app.welcome).catch(() => {});
   app.loadSessions().catch((e) => app.fail(e));
   app.host.refresh().catch(() => {});
   const follow = () => {

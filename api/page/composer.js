@@ -13,6 +13,7 @@ export class Composer {
     this.hint = nodes.hint;
     this.metadata = nodes.metadata;
     this.list = nodes.attachments;
+    this.examples = nodes.examples;
     this.files = [];  // file parts to send with the message
     this.tab = null;  // null: the text composer
     this.rerunOf = null;  // a run id while "Edit and rerun" is composing
@@ -29,6 +30,7 @@ export class Composer {
   async load() {
     const schema = await call('GET', '/composer-schema');
     const tabs = schema.tabs || [];
+    this.showText(schema);
     if (!tabs.length) return;
     this.tabs = tabs;
     const buttons = [button('Text', () => this.pick(null)),
@@ -38,6 +40,32 @@ export class Composer {
     buttons[0].setAttribute('aria-pressed', 'true');
     this.buttons = buttons;
     this.tabsNode.replaceChildren(...buttons);
+  }
+
+  // The text composer from the AgentCard: its input modes as the placeholder, its skills'
+  // examples as one-click fills; a hint when the card gives neither (or no Host is up to
+  // read it from: the composer never starts one).
+  showText(schema) {
+    const text = schema.text || {};
+    const examples = (text.examples || []).filter((x) => x && x.text);
+    const modes = (text.input_modes || []).join(', ');
+    this.message.placeholder = modes ? `Type a message (${modes}); Ctrl+Enter sends`
+      : 'Type a message; Ctrl+Enter sends';
+    if (examples.length) {
+      this.examples.replaceChildren(el('span', { class: 'hint' }, 'Examples:'),
+        ...examples.slice(0, 12).map((x) => button(x.text, () => {
+          this.pick(null);
+          this.message.value = x.text;
+          this.grow();
+          this.message.focus();
+        }, { class: 'example', title: x.skill_name ? `from the skill ${x.skill_name}` : null })));
+      this.examples.hidden = false;
+      return;
+    }
+    this.examples.hidden = false;
+    this.examples.replaceChildren(el('span', { class: 'hint' }, schema.host_ready === false
+      ? 'No Host is running, so the agent card (its input modes and examples) is not read yet; any text goes as a text part.'
+      : 'The agent card names no input modes or examples; any text goes as a text part.'));
   }
 
   pick(tab) {

@@ -1,9 +1,9 @@
 // The page's keyboard: Escape closes the open panel (the shortcut list, the Host panel,
-// the Host logs), `?` opens the shortcut list, `/` goes to the Message box; none of them
+// the first-entry notice, the Host logs), `?` opens the shortcut list, `/` goes to the Message box; none of them
 // while a text field has the focus (there they are text).
 const TYPING = new Set(['INPUT', 'TEXTAREA', 'SELECT']);
 
-export function wireKeys({ shortcuts, hostPanel, logs, message }) {
+export function wireKeys({ shortcuts, hostPanel, logs, welcome, message }) {
   document.getElementById('shortcuts-button').addEventListener('click', () => shortcuts.showModal());
   document.getElementById('shortcuts-close').addEventListener('click', () => shortcuts.close());
   document.addEventListener('keydown', (event) => {
@@ -13,6 +13,8 @@ export function wireKeys({ shortcuts, hostPanel, logs, message }) {
       if (hostPanel.open) {
         hostPanel.open = false;
         hostPanel.querySelector('summary').focus();
+      } else if (welcome.isOpen()) {
+        welcome.dismiss();
       } else if (logs.isOpen()) {
         logs.close();
       }

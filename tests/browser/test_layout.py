@@ -85,3 +85,30 @@ def test_a_load_logs_no_console_error(browser: Any, page_stack: Any) -> None:
     expect(tab.locator("#connection")).to_have_attribute("data-state", "live")
     context.close()
     assert errors == []
+
+
+def test_the_first_entry_notice_shows_once_per_project_and_from_help(page: Any) -> None:
+    welcome = page.get_by_role("region", name="About this Playground")
+    expect(welcome).to_be_visible()
+    expect(welcome).to_contain_text(".llamon/playground/playground.sqlite3")
+    expect(welcome).to_contain_text("rights")
+    button(page, "Got it").click()
+    expect(welcome).to_be_hidden()
+    page.reload()
+    expect(page.locator("#project")).to_contain_text("echo_agent")
+    expect(welcome).to_be_hidden()  # dismissed for this project
+    button(page, "Help").click()
+    expect(welcome).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(welcome).to_be_hidden()
+
+
+def test_the_text_composer_offers_the_agent_cards_examples(page: Any) -> None:
+    finished(page, "stream warm up")  # a Ready Host: its card is read
+    examples = page.get_by_role("group", name="Examples")
+    expect(examples).to_be_visible()
+    example = examples.get_by_role("button", name="stream hello world", exact=True)
+    expect(example).to_be_visible()
+    example.click()
+    expect(page.get_by_label("Message")).to_have_value("stream hello world")
+    expect(page.get_by_label("Message")).to_be_focused()
