@@ -4,6 +4,7 @@
 import { ACTIVE, API, TERMINAL, call } from './api.js';
 import { button, el, ms } from './dom.js';
 import { renderPart } from './parts.js';
+import { sourceTarget } from './source.js';
 import { Stepper } from './stepper.js';
 import { StreamedAnswer } from './stream_text.js';
 import { Trace } from './trace.js';
@@ -117,8 +118,9 @@ export class RunView {
       el('thead', {}, el('tr', {}, ['evaluator', 'score', 'passStatus', 'reason', 'node', 'duration']
         .map((h) => el('th', {}, h)))),
       el('tbody', {}, scores.map((s) => el('tr', {},
-        [s.evaluator, s.score, s.passStatus, s.reason, s.node, ms(s.duration_ms)]
-          .map((v) => el('td', {}, v === undefined || v === null ? '' : String(v))))))));
+        [s.evaluator, s.score, s.passStatus, s.reason].map(cell),
+        el('td', { class: 'score-node' }, s.node ? whereIs(s.node) : ''),
+        cell(ms(s.duration_ms)))))));
   }
 
   async copySnippet(kind) {
@@ -261,6 +263,17 @@ export class RunView {
       button('Host logs', () => this.app.showLogs()));
     if (!this.closed) this.diagnostics.replaceChildren(box);
   }
+}
+
+function cell(v) {
+  return el('td', {}, v === undefined || v === null ? '' : String(v));
+}
+
+// A score that names a node leads to that node's source (as the trace's rows do).
+function whereIs(node) {
+  const where = button(`Where is ${node}?`, async () => where.replaceWith(await sourceTarget(node)),
+    { class: 'where' });
+  return [el('span', { class: 'node-name' }, node), ' ', where];
 }
 
 function question(run) {

@@ -85,3 +85,35 @@ def test_the_trace_is_a_timeline(page: Any) -> None:
         re.compile(r"^app/nodes\.py:\d+$"))
     assert page.locator("img").count() == 0 and page.evaluate("window.__xss") is None
     assert not csp, csp
+
+
+def test_the_json_box_grows_and_points_at_a_parse_error(page: Any) -> None:
+    message = page.get_by_label("Message")
+    small = message.bounding_box()
+    button(page, "approve: request").click()
+    grown = message.bounding_box()
+    assert small is not None and grown is not None and grown["height"] > small["height"]
+    assert message.evaluate("m => m.scrollHeight <= m.clientHeight + 2")  # the draft fits
+    broken = '{\n  "schema": "approval.v1",\n  "amount" 5\n}'
+    message.fill(broken)
+    button(page, "Send").click()
+    hint = page.locator("#composer-hint")
+    expect(hint).to_contain_text("(line 3, column 12)")
+    expect(hint).to_have_attribute("data-line", "3")
+    expect(message).to_be_focused()
+    at = message.evaluate("m => m.selectionStart")
+    assert broken[at] == "5", (at, broken[at:at + 5])
+    assert page.locator("article.run-view").count() == 0
+
+
+def test_a_score_that_names_a_node_leads_to_its_source(page: Any) -> None:
+    button(page, "approve: request").click()
+    draft = json.loads(page.get_by_label("Message").input_value())
+    draft.update(requestId="r-2", amount=3, requester={"name": "Ada"})
+    view = send(page, json.dumps(draft))
+    expect(view).to_have_attribute("data-status", "completed")
+    view.get_by_text("Trace and scores").click()
+    row = view.locator("table.scores tbody tr", has_text="decided")
+    expect(row.locator(".score-node .node-name")).to_have_text("notify")
+    row.get_by_role("button", name="Where is notify?").click()
+    expect(row.locator(".source-target a")).to_have_text(re.compile(r"^app/nodes\.py:\d+$"))
