@@ -30,6 +30,7 @@ export class Composer {
   async load() {
     const schema = await call('GET', '/composer-schema');
     const tabs = schema.tabs || [];
+    this.graph = schema.graph && (schema.graph.edges || []).length ? schema.graph : null;  // a Flow's
     this.showText(schema);
     if (!tabs.length) return;
     this.tabs = tabs;

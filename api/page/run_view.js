@@ -5,6 +5,7 @@ import { ACTIVE, API, TERMINAL, call } from './api.js';
 import { button, el, ms } from './dom.js';
 import { renderPart } from './parts.js';
 import { sourceTarget } from './source.js';
+import { GraphView } from './graph.js';
 import { Stepper } from './stepper.js';
 import { StreamedAnswer } from './stream_text.js';
 import { Trace } from './trace.js';
@@ -30,10 +31,16 @@ export class RunView {
     this.trace = new Trace();
     const details = el('details', { class: 'trace-box' },
       el('summary', {}, 'Trace and scores'), this.scores, this.trace.node);
+    this.traceBox = details;
+    // A Flow's graph, coloured by this run's path; a node opens its bar in the trace.
+    const graph = app.composer && app.composer.graph;
+    this.graph = graph ? new GraphView(graph, (name) => this.showNode(name)) : null;
+    const graphBox = this.graph ? el('details', { class: 'graph-box', open: true },
+      el('summary', {}, 'Graph'), el('div', { class: 'graph-scroll' }, this.graph.node)) : null;
     this.node = el('article', { class: 'run-view', dataset: { runId, status: '' } },
       this.head, el('details', { class: 'input-box' }, el('summary', {}, 'Input'), this.input),
       this.stepper.node, this.answer, this.actions, this.snippet, this.diagnostics,
-      details);
+      graphBox, details);
     this.stream = new StreamedAnswer(this.answer);
     this.final = false;
     this.events = null;
@@ -68,12 +75,16 @@ export class RunView {
     on('run.phase', (d) => this.stepper.update(d));
     on('output.delta', (d) => this.delta(d));
     on('run.output', (d) => this.showFinal(d.parts || []));
-    on('trace', (d) => this.trace.add(d));
+    on('trace', (d) => {
+      this.trace.add(d);
+      if (this.graph) this.graph.add(d);
+    });
     on('run.status', (d) => {
       this.setStatus(d.status);
       if (TERMINAL.has(d.status)) {
         this.ended = true;
         this.stepper.end(d.status, d.reason);
+        if (this.graph) this.graph.end(d.status);
         this.disconnect();
         if (!this.detail || !TERMINAL.has(this.detail.status)) {  // it ended while we watched
           this.refresh();
@@ -81,6 +92,18 @@ export class RunView {
         }
       }
     });
+  }
+
+  // From the graph: the node's bar in the trace, opened and focused.
+  showNode(name) {
+    this.traceBox.open = true;
+    const bar = [...this.trace.node.querySelectorAll('.bar')].find((b) => b.dataset.node === name);
+    if (!bar) {
+      this.app.notice(`${name} did not run in this run.`);
+      return;
+    }
+    bar.scrollIntoView({ block: 'nearest' });
+    bar.focus();
   }
 
   disconnect() {
