@@ -1,5 +1,6 @@
-"""Screenshots of the Playground page (scripts/screenshots): the run view, its trace
-timeline, a failed run and a comparison, each in light and dark, at 1280×720, into
+"""Screenshots of the Playground page (scripts/screenshots): the first-entry notice, the
+thread, the narrow panels, the run view, its trace timeline, a failed run, a comparison and
+a Flow's graph with a run's path, each in light and dark, at 1280×720 (and 800×700), into
 docs/screenshots/.
 
 The pictures show nothing of the machine they were taken on: everything runs in a temporary
@@ -31,11 +32,11 @@ OUT = REPO / "docs" / "screenshots"
 API = "/api/playground/v1"
 
 
-def start_up(workdir: Path) -> tuple[subprocess.Popen[str], str]:
-    project = workdir / "echo_agent"
-    shutil.copytree(REPO / "examples" / "echo_agent", project,
+def start_up(workdir: Path, example: str = "echo_agent") -> tuple[subprocess.Popen[str], str]:
+    project = workdir / example
+    shutil.copytree(REPO / "examples" / example, project,
                     ignore=shutil.ignore_patterns(".llamon", "__pycache__"))
-    env = {**os.environ, "LLAMON_PLAYGROUND_RUNTIME_DIR": str(workdir / "run")}
+    env = {**os.environ, "LLAMON_PLAYGROUND_RUNTIME_DIR": str(workdir / f"run-{example}")}
     up = subprocess.Popen([str(REPO / ".venv" / "bin" / "llamon-playground"), "up", str(project),
                            "--port", "0"], env=env, stdout=subprocess.PIPE, text=True)
     assert up.stdout is not None
@@ -93,6 +94,10 @@ def shoot(browser: Any, login: str, url: str, runs: dict[str, str], scheme: str)
     context = browser.new_context(viewport={"width": 1280, "height": 720}, color_scheme=scheme)
     page = context.new_page()
     page.goto(login)
+    welcome = page.get_by_role("region", name="About this Playground")
+    expect(welcome).to_be_visible()
+    page.screenshot(path=OUT / f"welcome-{scheme}.png")
+    page.get_by_role("button", name="Got it").click()
     page.goto(f"{url}/#{runs['rerun']}")
     view = page.locator("article.run-view")
     expect(view).to_have_attribute("data-status", "completed")
@@ -126,6 +131,25 @@ def shoot(browser: Any, login: str, url: str, runs: dict[str, str], scheme: str)
     context.close()
 
 
+def shoot_graph(browser: Any, login: str, scheme: str) -> None:
+    """A Flow run's graph with the path it took, and its trace below."""
+    context = browser.new_context(viewport={"width": 1280, "height": 720}, color_scheme=scheme)
+    page = context.new_page()
+    page.goto(login)
+    page.get_by_role("button", name="Got it").click()
+    page.get_by_role("button", name="approve: request").click()
+    draft = json.loads(page.get_by_label("Message").input_value())
+    draft.update(requestId="r-1", amount=12.5, requester={"name": "Ada"})
+    page.get_by_label("Message").fill(json.dumps(draft))
+    page.get_by_role("button", name="Send", exact=True).click()
+    view = page.locator("article.run-view")
+    expect(view).to_have_attribute("data-status", "completed")
+    expect(view.locator(".graph-edge[data-taken]")).to_have_count(3)
+    view.get_by_role("group", name="Graph").scroll_into_view_if_needed()
+    page.screenshot(path=OUT / f"graph-{scheme}.png")
+    context.close()
+
+
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     workdir = Path(tempfile.mkdtemp(prefix="lpshots", dir="/tmp"))
@@ -137,6 +161,13 @@ def main() -> None:
             browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
             for scheme in ("light", "dark"):
                 shoot(browser, login, url, runs, scheme)
+            flow_up, flow_login = start_up(workdir, "flow_project")
+            try:
+                for scheme in ("light", "dark"):
+                    shoot_graph(browser, flow_login, scheme)
+            finally:
+                flow_up.send_signal(signal.SIGINT)
+                flow_up.wait(30)
             browser.close()
     finally:
         up.send_signal(signal.SIGINT)  # `up` stops the daemon it started, Host included
