@@ -47,6 +47,10 @@ export class Composer {
   // examples as one-click fills; a hint when the card gives neither (or no Host is up to
   // read it from: the composer never starts one).
   showText(schema) {
+    if ((schema.tabs || []).length) {  // a contract's tabs are the composer: no card hint
+      this.examples.hidden = true;
+      return;
+    }
     const text = schema.text || {};
     const examples = (text.examples || []).filter((x) => x && x.text);
     const modes = (text.input_modes || []).join(', ');

@@ -173,3 +173,8 @@ def test_the_graph_view_has_no_serious_violation(browser: Any, page_stack: Any, 
     found = blocking_violations(tab)
     context.close()
     assert not found, found
+
+
+def test_a_flow_shows_no_agent_card_hint(page: Any) -> None:
+    expect(button(page, "approve: request")).to_be_visible()
+    expect(page.get_by_role("group", name="Examples")).to_be_hidden()
