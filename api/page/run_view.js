@@ -240,7 +240,7 @@ export class RunView {
         `/runs/${id}/rerun`, {})))), button('Edit and rerun', () => this.app.editRerun(run)));
     }
     // What the person typed survives a redraw (the run ending while they type).
-    const label = el('input', { 'aria-label': 'Run label', maxlength: 200,
+    const label = el('input', { 'aria-label': 'Run label', maxlength: 200, placeholder: 'a label for this run',
       oninput: () => { this.labelDraft = label.value; } });
     label.value = this.labelDraft ?? (run.label || '');
     const save = () => this.act(async () => {
