@@ -104,6 +104,16 @@ export class RunView {
     }
     bar.scrollIntoView({ block: 'nearest' });
     bar.focus();
+    // And back: Escape on the bar returns to the node in the graph.
+    const back = (event) => {
+      if (event.key !== 'Escape') return;
+      event.preventDefault();
+      bar.removeEventListener('keydown', back);
+      const node = this.graph.node.querySelector(`[data-node="${CSS.escape(name)}"]`);
+      node.scrollIntoView({ block: 'nearest' });
+      node.focus();
+    };
+    bar.addEventListener('keydown', back);
   }
 
   disconnect() {

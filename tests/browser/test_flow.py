@@ -153,6 +153,8 @@ def test_the_graph_shows_the_runs_path_and_leads_to_the_trace(page: Any) -> None
     approve.click()
     timeline = view.get_by_role("region", name="Trace")
     expect(timeline.locator(".bar[data-node='approve']")).to_be_focused()
+    page.keyboard.press("Escape")  # and back to the graph
+    expect(approve).to_be_focused()
     assert not csp, csp
 
 
