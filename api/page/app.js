@@ -277,7 +277,10 @@ function wire() {
     if (!file) return;
     const imported = await importBundle(file);
     app.notice(`Imported ${Object.keys(imported.sessions).length} sessions and ${Object.keys(imported.runs).length} runs.`);
-    await app.loadSessions();
+    // The view goes to what came in: the first imported session's thread.
+    const [first] = Object.values(imported.sessions);
+    if (first) await app.selectSession(first);
+    else await app.loadSessions();
   }));
   $('delete-all').addEventListener('click', guard(async () => {
     const runs = app.sessions.reduce((n, s) => n + (s.run_count || 0), 0);
