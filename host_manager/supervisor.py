@@ -138,9 +138,13 @@ class HostSupervisor:
         """`host_exposed`, when the Ready generation answers requests a web page can send."""
         return list(self._exposure)
 
-    def log_tail(self, lines: int) -> list[str]:
-        """The Host's last `lines` log lines (all generations)."""
-        return self._logs.tail(lines)
+    def log_offset(self) -> int:
+        """The offset the Host's next log line will get."""
+        return self._logs.next_offset
+
+    def log_window(self, since: int, generation: int | None, lines: int) -> list[str]:
+        """A run's own log lines (`HostLogs.window`)."""
+        return self._logs.window(since, generation, lines)
 
     def follow_project(self, env_file: str, warnings: list[dict[str, str]]) -> None:
         """What the project's pyproject.toml says now: the env file to watch (and never to

@@ -69,6 +69,9 @@ class RunExecutor:
     def _event(self, run: ActiveRun, kind: str, payload: dict[str, Any]) -> None:
         self._journal.event(run.run_id, kind, payload)
 
+    def _log_tail(self, run: ActiveRun) -> list[str]:
+        return self._host.log_window(run.log_from, run.generation, LOG_TAIL_LINES)
+
     def _phase(self, run: ActiveRun, phase: str, state: str, **detail: Any) -> None:
         self._journal.phase(run.run_id, phase, state, **detail)
 
@@ -77,6 +80,7 @@ class RunExecutor:
     async def execute(self, run: ActiveRun) -> None:
         """The run's task: every way out ends the run (a shutdown's cancellation is
         re-raised once it did)."""
+        run.began_at_log(self._host.log_offset())  # where this run's diagnostics begin
         try:
             run.advance(RunStatus.PREPARING)
             config = await self._validate(run)
@@ -220,7 +224,7 @@ class RunExecutor:
         if process is not None:
             # A dead Host is the usual cause: give its exit a moment to be observed.
             await process.wait(0.5)
-        tail = self._host.log_tail(LOG_TAIL_LINES)
+        tail = self._log_tail(run)
         if process is None or process.exited.done():
             code = process.returncode if process else None
             return RunFailure(Reason.HOST_EXITED, f"the Host exited during the run (code {code})",
@@ -238,7 +242,7 @@ class RunExecutor:
             await self._cancel_host_task(run)
         if reason == Reason.HOST_UNRESPONSIVE:
             await run.end(cancelled, stall_timeout=self._stall_timeout,
-                          log_tail=self._host.log_tail(LOG_TAIL_LINES))
+                          log_tail=self._log_tail(run))
             await self._restart_hung_host(run)
         else:
             await run.end(cancelled)
