@@ -219,7 +219,8 @@ class RunExecutor:
                              host_url: str) -> RunFailure:
         if process is not None:
             # A dead Host is the usual cause: give its exit a moment to be observed.
-            await process.wait(0.5)
+            if await process.wait(0.5):
+                await process.drain(0.5)  # its last lines before the tail is kept
         tail = self._host.logs.tail(LOG_TAIL_LINES)
         if process is None or process.exited.done():
             code = process.returncode if process else None
