@@ -34,6 +34,7 @@ from llamon_playground.host_manager.errors import HostUnavailable
 from llamon_playground.host_manager.fingerprint import Fingerprint, WatchRules
 from llamon_playground.host_manager.generation import Generation
 from llamon_playground.host_manager.logs import HostLogs
+from llamon_playground.host_manager.missing_module import explain
 from llamon_playground.host_manager.orphans import (
     forget_generation,
     reap_marked,
@@ -80,6 +81,7 @@ class HostSupervisor:
         self.generation: Generation | None = None
         self.warnings: list[dict[str, str]] = []  # the project's (set by the daemon)
         self.exposure: list[dict[str, str]] = []  # the Ready generation's `host_exposed`
+        self.start_problem: list[dict[str, Any]] = []  # the last failed start's, until Ready
         self.listeners: list[Callable[[dict[str, Any]], None]] = []
         # Processes of the Host tree ended outside the group kill (stop, exit, boot).
         self.reaped: list[dict[str, Any]] = []
@@ -118,7 +120,7 @@ class HostSupervisor:
                 "start_mode": gen.start_mode if gen else None,
                 "start_reason": gen.start_reason if gen else None,
                 "warm_parent": self.config.spawner.describe(),
-                "warnings": [*self.warnings, *self.exposure],
+                "warnings": [*self.warnings, *self.exposure, *self.start_problem],
                 "reaped": list(self.reaped)}
 
     @property
@@ -307,9 +309,10 @@ class HostSupervisor:
                              lambda: self.logs.tail(LOG_TAIL, number))
             gen.fingerprint = await scan
             await self._check_exposure(gen)
-        except HostUnavailable:
+        except HostUnavailable as exc:
             await self._reap(process, gen)
             self._process = None
+            self.start_problem = explain(exc, argv, self.config.project_dir)
             self._crashed(was_ready=False, uptime=0.0)
             raise
         self._ready(process, gen)
@@ -398,6 +401,7 @@ class HostSupervisor:
         """The generation answered its agent card; from now on its exit is watched."""
         gen.ready_at = time.time()
         gen.ready_mono = time.monotonic()
+        self.start_problem = []
         self._move(HostState.READY)
         self._spawn(self._watch_exit(process, gen))
 

@@ -29,6 +29,7 @@ from llamon_playground.cli.client import (
     health,
     text_part,
 )
+from llamon_playground.cli.show import print_warnings
 from llamon_playground.common.config import Settings
 from llamon_playground.common.contract import SUCCESS_STATUSES, TERMINAL_STATUSES
 
@@ -75,6 +76,8 @@ def print_host(status: HostStatus) -> None:
     print(f"pid:        {status.get('pid') or '-'}")
     print(f"url:        {status.get('url') or '-'}")
     print(f"restarts:   {status.get('restarts')}  last exit code: {status.get('last_exit_code')}")
+    print_warnings(list(status.get("warnings") or []))
+
 
 
 async def host_action(client: PlaygroundClient, args: argparse.Namespace) -> int:

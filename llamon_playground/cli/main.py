@@ -25,6 +25,7 @@ from llamon_playground.cli.control import (
     EXIT_USAGE,
     add_control_commands,
 )
+from llamon_playground.cli.show import print_warnings
 from llamon_playground.common.config import DAEMON_ONLY_ENV, Settings, build_settings, log_json
 from llamon_playground.common.logging_setup import setup_logging
 from llamon_playground.common.runtime_dir import AlreadyRunning
@@ -187,6 +188,7 @@ def _print_status(info: dict[str, Any], as_json: bool) -> None:
     print(f"host:       {host.get('state')} (generation {host.get('generation')}, "
           f"url {host.get('url')})")
     print(f"active run: {info.get('active_run_id') or '-'}")
+    print_warnings(host.get("warnings") or [])
 
 
 def build_parser() -> argparse.ArgumentParser:
