@@ -29,10 +29,11 @@ from llamon_playground.host_manager.change_policy import (
     restart_wanted,
 )
 from llamon_playground.host_manager.crash_policy import CrashPolicy, CrashSettings
-from llamon_playground.host_manager.environment import ENV_MARKER, child_env, free_port, marker
+from llamon_playground.host_manager.environment import ENV_MARKER, child_env, local_url, marker
 from llamon_playground.host_manager.errors import HostUnavailable
 from llamon_playground.host_manager.fingerprint import Fingerprint, WatchRules
 from llamon_playground.host_manager.generation import Generation
+from llamon_playground.host_manager.kept_port import KeptPort
 from llamon_playground.host_manager.logs import HostLogs
 from llamon_playground.host_manager.missing_module import explain
 from llamon_playground.host_manager.orphans import (
@@ -88,6 +89,7 @@ class HostSupervisor:
         self._served: int | None = None  # the last generation a run was sent to
         self._process: HostProcess | None = None
         self._changes = ChangePolicy(config.rules)
+        self._port = KeptPort(config.record_path.with_name("host_port"))
         self._policy = CrashPolicy(config.crash)
         self._lock = asyncio.Lock()
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -110,6 +112,7 @@ class HostSupervisor:
                 "generation": number,
                 "pid": gen.pid if gen and alive else None,
                 "url": gen.url if gen and self.state == HostState.READY else None,
+                "a2a_url": local_url(self._port.port) if self._port.port else None,
                 "started_at": gen.started_at if gen else None,
                 "ready_at": gen.ready_at if gen else None,
                 "restarts": self._restarts, "crashes": self._policy.consecutive,
@@ -230,10 +233,11 @@ class HostSupervisor:
     async def _start(self) -> Generation:
         if self.state == HostState.READY:
             # A restart: the old generation gets its SIGTERM now and is reaped while the new
-            # one starts (it binds a new port), so a restart costs about one start, not a
-            # stop plus a start. The restart answers once the new one is Ready, not when the
-            # old one is gone (a warm start is quicker than a graceful shutdown): the reaping
-            # is a task of ours (`close` awaits it) that records the stop step when done.
+            # one starts, on the same port as soon as the old one closes its listener (the
+            # first thing a server does on SIGTERM), so a restart costs about one start, not
+            # a stop plus a start. The restart answers once the new one is Ready, not when
+            # the old one is gone (its open streams may take a while): the reaping is a task
+            # of ours (`close` awaits it) that records the stop step when done.
             self._retire()
         elif self.state != HostState.STOPPED:
             await self._stop()  # reap what is left of the previous generation first
@@ -259,8 +263,11 @@ class HostSupervisor:
 
     async def _spawn_generation(self) -> Generation:
         number = self._starting()
+        # A generation of this daemon may still hold the port (a restart): wait for it to
+        # let go, bounded by the stop sequence. At boot, a moment for a dying orphan.
+        wait = self.config.stop_grace + 1.0 if number > 1 else 1.0
         try:
-            port = free_port()
+            port = await self._port.take(wait)
         except OSError as exc:  # out of descriptors or ports: a failed start, not a stuck one
             self._crashed(was_ready=False, uptime=0.0)
             raise HostUnavailable(f"could not find a free loopback port for the Host: {exc}",
