@@ -29,11 +29,16 @@ from llamon_playground.host_manager.change_policy import (
     restart_wanted,
 )
 from llamon_playground.host_manager.crash_policy import CrashPolicy, CrashSettings
-from llamon_playground.host_manager.environment import ENV_MARKER, child_env, local_url, marker
+from llamon_playground.host_manager.environment import (
+    ENV_MARKER,
+    KeptPort,
+    child_env,
+    local_url,
+    marker,
+)
 from llamon_playground.host_manager.errors import HostUnavailable
 from llamon_playground.host_manager.fingerprint import Fingerprint, WatchRules
 from llamon_playground.host_manager.generation import Generation
-from llamon_playground.host_manager.kept_port import KeptPort
 from llamon_playground.host_manager.logs import HostLogs
 from llamon_playground.host_manager.missing_module import explain
 from llamon_playground.host_manager.orphans import (

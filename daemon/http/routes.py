@@ -22,7 +22,12 @@ from llamon_playground.daemon.data.edits import parse_session_fields
 from llamon_playground.daemon.data.redact import redact_metadata
 from llamon_playground.daemon.errors import ApiError, BadRequest, NotFound, StoreError
 from llamon_playground.daemon.http.sse import parse_cursor, prepare_stream, stream_run
-from llamon_playground.daemon.http.util import choice_query, int_query, read_object
+from llamon_playground.daemon.http.util import (
+    choice_query,
+    int_query,
+    limit_query,
+    read_object,
+)
 from llamon_playground.daemon.services import SERVICES, Services
 from llamon_playground.daemon.store import history
 from llamon_playground.host_manager.fingerprint import OutsideProject, project_file
@@ -92,7 +97,7 @@ RUN_ORDERS = ("oldest", "newest")  # a session's runs: creation order, or newest
 async def list_sessions(request: web.Request) -> web.Response:
     sessions, cursor = await history.list_sessions(
         svc(request).store, int_query(request, "after", 0, 2**62),
-        int_query(request, "limit", 100, MAX_PAGE, minimum=1))
+        limit_query(request, 100, MAX_PAGE))
     return json_response({"sessions": sessions, "next_after": cursor})
 
 
@@ -115,7 +120,7 @@ async def list_runs(request: web.Request) -> web.Response:
         raise NotFound(f"no session {session_id}", code="session_not_found")
     runs, cursor = await history.list_runs(
         s.store, session_id, int_query(request, "after", 0, 2**62),
-        int_query(request, "limit", 100, MAX_PAGE, minimum=1),
+        limit_query(request, 100, MAX_PAGE),
         newest_first=choice_query(request, "order", RUN_ORDERS) == "newest")
     return json_response({"runs": runs, "next_after": cursor})
 
