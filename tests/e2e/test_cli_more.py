@@ -145,6 +145,8 @@ def test_an_explicit_stop_ends_up_but_a_crash_does_not(stack: Stack) -> None:
     try:
         wait_for(lambda: "open in a browser: " in up.output(), 30, "the front of `up`")
         first = int(re.findall(r"started the daemon \(pid (\d+)\)", up.output())[0])
+        # Its log is private like the rest of the runtime directory.
+        assert (stack.settings.runtime_dir / "daemon.log").stat().st_mode & 0o777 == 0o600
         link = up.output().split("open in a browser: ")[1].split()[0]
         url, token = link.split("?token=")
         # A crash: the daemon is killed and another one comes; `up` and its front stay.

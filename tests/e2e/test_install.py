@@ -31,11 +31,18 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
-                    "--no-build-isolation", "--wheel-dir", str(out), str(REPO)],
-                   check=True, cwd=out, timeout=300)
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
+                           "--no-build-isolation", "--wheel-dir", str(out), str(REPO)],
+                          cwd=out, timeout=300, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (out / "build.log").write_text(done.stdout + done.stderr)
     (built,) = out.glob("llamon_playground-*.whl")
     return built
+
+
+def test_the_build_declares_its_data_so_setuptools_warns_of_nothing(wheel: Path) -> None:
+    log = (wheel.parent / "build.log").read_text()
+    assert "would be ignored" not in log and "BuildBackendWarning" not in log, log
 
 
 def make_venv(wheel: Path, venv: Path) -> Path:
@@ -77,6 +84,7 @@ def test_the_wheel_has_one_import_root(wheel: Path) -> None:
     assert "llamon_playground/daemon/app.py" in names
     assert "llamon_playground/examples/echo_agent/pyproject.toml" in names
     assert "llamon_playground/examples/echo_agent/app/host.py" in names
+    assert "llamon_playground/examples/flow_project/app/graph.py" in names
     assert {"llamon_playground/api/page/index.html", "llamon_playground/api/page/app.js",
             "llamon_playground/api/page/style.css"} <= names
 
