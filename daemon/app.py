@@ -113,8 +113,11 @@ async def build_services(settings: Settings, environ: dict[str, str]) -> Service
             parent_log=settings.runtime_dir / "host-parent.log"))))
     host.warnings = warnings
     host.listeners.append(project_events.host_changed)
-    # No total timeout: run streams last as long as the Host streams.
-    http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_connect=5))
+    # No total timeout: run streams last as long as the Host streams. No kept-alive
+    # connections: every Host generation serves on the same port, so a pooled connection
+    # could reach the previous generation while it finishes its streams.
+    http = aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True),
+                                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=5))
     journal = RunJournal(store, blobs)
     executor = RunExecutor(settings.project_dir, journal, blobs, host, http,
                            stall_timeout=settings.host_stall_timeout)
