@@ -137,6 +137,13 @@ def test_up_refuses_a_folder_that_is_not_a_project(stack: Stack, tmp_path: Path)
     assert "is not a llamon project" in result.stderr and "[tool.llamon]" in result.stderr
     assert "--allow-empty" in result.stderr and "http://" not in result.stdout
     assert not stack.settings.discovery_path.exists()
+    # With consent it is served (detached here, then stopped).
+    allowed = cli(stack, "up", str(empty), "--port", "0", "--allow-empty", "--detach")
+    try:
+        assert allowed.returncode == 0, allowed.stderr
+        assert "open in a browser: http" in allowed.stdout
+    finally:
+        assert cli(stack, "stop", str(empty)).returncode == 0
 
 
 def test_an_explicit_stop_ends_up_but_a_crash_does_not(stack: Stack) -> None:
