@@ -53,11 +53,11 @@ from llamon_playground.daemon.store.records import EventRow
 from llamon_playground.host_manager.crash_policy import CrashSettings
 from llamon_playground.host_manager.environment import ENV_MARKER, ENV_TREE
 from llamon_playground.host_manager.errors import HostUnavailable
-from llamon_playground.host_manager.fingerprint import WatchRules
+from llamon_playground.host_manager.watch.fingerprint import WatchRules
 from llamon_playground.host_manager.orphans import reap_marked, reap_orphan, tree_id
 from llamon_playground.host_manager.spawn.warm import WarmOptions, WarmPaths, WarmSpawner
 from llamon_playground.host_manager.supervisor import HostConfig, HostSupervisor
-from llamon_playground.host_manager.watcher import ProjectWatcher, QuietPeriod
+from llamon_playground.host_manager.watch.watcher import ProjectWatcher, QuietPeriod
 
 log = logging.getLogger(__name__)
 
@@ -134,8 +134,11 @@ async def build_services(settings: Settings, environ: dict[str, str]) -> Daemon:
             parent_log=settings.runtime_dir / "host-parent.log"))))
     host.follow_project(env_file, warnings)
     host.add_state_listener(project_events.host_changed)
-    # No total timeout: run streams last as long as the Host streams.
-    http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_connect=5))
+    # No total timeout: run streams last as long as the Host streams. No kept-alive
+    # connections: every Host generation serves on the same port, so a pooled connection
+    # could reach the previous generation while it finishes its streams.
+    http = aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True),
+                                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=5))
     journal = RunJournal(store, blobs)
     executor = RunExecutor(settings.project_dir, journal, blobs, host, http,
                            stall_timeout=settings.host_stall_timeout)

@@ -22,17 +22,24 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import replace
 from typing import Any, TypeVar
 
-from llamon_playground.host_manager.change_policy import (
+from llamon_playground.host_manager.watch.change_policy import (
     CRASHLOOP_CLEARED,
     ChangePolicy,
     restart_wanted,
 )
 from llamon_playground.host_manager.crash_policy import CrashPolicy
+from llamon_playground.host_manager.environment import KeptPort, local_url
 from llamon_playground.host_manager.errors import HostUnavailable
-from llamon_playground.host_manager.fingerprint import WatchRules
+from llamon_playground.host_manager.watch.fingerprint import WatchRules
 from llamon_playground.host_manager.generation import Generation
-from llamon_playground.host_manager.launch import HostConfig, Reaper, start_generation
+from llamon_playground.host_manager.launch import (
+    HostConfig,
+    Reaper,
+    start_generation,
+    take_port,
+)
 from llamon_playground.host_manager.logs import HostLogs
+from llamon_playground.host_manager.missing_module import explain
 from llamon_playground.host_manager.orphans import forget_generation
 from llamon_playground.host_manager.process import HostProcess
 from llamon_playground.host_manager.state import HostState, check
@@ -61,6 +68,9 @@ class HostSupervisor:
         self._generation: Generation | None = None
         self._project_warnings: list[dict[str, str]] = []
         self._exposure: list[dict[str, str]] = []  # the Ready generation's `host_exposed`
+        self._start_problem: list[dict[str, Any]] = []  # the last failed start's, until Ready
+        # One address for the daemon's life: every generation serves on the kept port.
+        self._port = KeptPort(config.record_path.with_name("host_port"))
         self._listeners: list[StateListener] = []
         self._reaper = Reaper(config.stop_grace)
         self._served: int | None = None  # the last generation a run was sent to
@@ -87,6 +97,7 @@ class HostSupervisor:
                 "generation": number,
                 "pid": gen.pid if gen and alive else None,
                 "url": gen.url if gen and self._state == HostState.READY else None,
+                "a2a_url": local_url(self._port.port) if self._port.port else None,
                 "started_at": gen.started_at if gen else None,
                 "ready_at": gen.ready_at if gen else None,
                 "restarts": self._restarts, "crashes": self._policy.consecutive,
@@ -131,8 +142,10 @@ class HostSupervisor:
         return self._process
 
     def warnings(self) -> list[dict[str, str]]:
-        """The Host's standing warnings: the project's, then the Ready generation's."""
-        return [*self._project_warnings, *self._exposure]
+        """The Host's standing warnings: the project's, then the Ready generation's, then
+        what made the last start fail (a missing module and its install command) until a
+        generation is Ready."""
+        return [*self._project_warnings, *self._exposure, *self._start_problem]
 
     def exposure_warnings(self) -> list[dict[str, str]]:
         """`host_exposed`, when the Ready generation answers requests a web page can send."""
@@ -267,10 +280,11 @@ class HostSupervisor:
     async def _start(self) -> Generation:
         if self._state == HostState.READY:
             # A restart: the old generation gets its SIGTERM now and is reaped while the new
-            # one starts (it binds a new port), so a restart costs about one start, not a
-            # stop plus a start. The restart answers once the new one is Ready, not when the
-            # old one is gone (a warm start is quicker than a graceful shutdown): the reaping
-            # is a task of ours (`close` awaits it) that records the stop step when done.
+            # one starts, on the same port as soon as the old one closes its listener (the
+            # first thing a server does on SIGTERM), so a restart costs about one start, not
+            # a stop plus a start. The restart answers once the new one is Ready, not when
+            # the old one is gone (its open streams may take a while): the reaping is a task
+            # of ours (`close` awaits it) that records the stop step when done.
             self._retire()
         elif self._state != HostState.STOPPED:
             await self._stop()  # reap what is left of the previous generation first
@@ -296,11 +310,17 @@ class HostSupervisor:
 
     async def _spawn_generation(self) -> Generation:
         number = self._starting()
+        # A generation of this daemon may still hold the port (a restart): wait for it to
+        # let go, bounded by the stop sequence. At boot, a moment for a dying orphan.
+        wait = self._config.stop_grace + 1.0 if number > 1 else 1.0
         try:
+            port = await take_port(self._port, wait, self._logs)
             process, gen, self._exposure = await start_generation(
-                self._config, self._logs, self._changes, self._reaper, number, self._spawned)
-        except HostUnavailable:
+                self._config, self._logs, self._changes, self._reaper, number, port,
+                self._spawned)
+        except HostUnavailable as exc:
             self._process = None
+            self._start_problem = explain(exc, self._config.command, self._config.project_dir)
             self._crashed(was_ready=False, uptime=0.0)
             raise
         self._ready(process, gen)
@@ -368,6 +388,7 @@ class HostSupervisor:
         """The generation answered its agent card; from now on its exit is watched."""
         gen.ready_at = time.time()
         gen.ready_mono = time.monotonic()
+        self._start_problem = []
         self._move(HostState.READY)
         self._spawn(self._watch_exit(process, gen))
 

@@ -26,6 +26,9 @@ MAX_CAPTURE_BYTES = 1024 * 1024
 MAX_EVENTS = 1000
 RESERVED_FIELDS = ("seq", "run_id", "kind")
 SCORE_OPTIONAL = ("reason", "passStatus", "scope", "node", "duration_ms")
+# What a score entry never copies from its event: the event's own framing, and the name and
+# score it holds under fixed keys. Every other key is kept as it came (a newer runtime's).
+SCORE_FRAMING = frozenset({"type", "ts", "evaluator", "name", "score", *RESERVED_FIELDS})
 
 
 class CaptureRefused(ApiError):
@@ -34,7 +37,8 @@ class CaptureRefused(ApiError):
 
 
 def score_entry(event: dict[str, Any]) -> dict[str, Any]:
-    """A stored score: `score` always, the optional keys only when the runtime sent them."""
+    """A stored score: `evaluator` and `score` always; the known optional keys
+    (SCORE_OPTIONAL) and any other key only when the runtime sent them, as sent."""
     name = event.get("evaluator", event.get("name"))
     score = event.get("score")
     if not isinstance(name, str) or not name:
@@ -42,7 +46,7 @@ def score_entry(event: dict[str, Any]) -> dict[str, Any]:
     if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
         raise BadRequest("evaluation.result needs a numeric `score`", code="invalid_capture")
     entry: dict[str, Any] = {"evaluator": name, "score": score}
-    entry.update({k: event[k] for k in SCORE_OPTIONAL if k in event})
+    entry.update({k: v for k, v in event.items() if k not in SCORE_FRAMING})
     return entry
 
 

@@ -23,7 +23,12 @@ from llamon_playground.common.http_json import (
 from llamon_playground.daemon.data.edits import parse_session_fields
 from llamon_playground.daemon.errors import ApiError, StoreError
 from llamon_playground.daemon.http.sse import parse_cursor, prepare_stream, stream_run
-from llamon_playground.daemon.http.util import choice_query, int_query, read_object
+from llamon_playground.daemon.http.util import (
+    choice_query,
+    int_query,
+    limit_query,
+    read_object,
+)
 from llamon_playground.daemon.runs.manager import RunManager
 from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.event_log import EventHub
@@ -105,7 +110,7 @@ class RunRoutes:
     async def list_sessions(self, request: web.Request) -> web.Response:
         sessions, cursor = await self._history.list_sessions(
             int_query(request, "after", 0, 2**62),
-            int_query(request, "limit", 100, MAX_PAGE, minimum=1))
+            limit_query(request, 100, MAX_PAGE))
         return json_response({"sessions": sessions, "next_after": cursor})
 
     async def create_session(self, request: web.Request) -> web.Response:
@@ -120,7 +125,7 @@ class RunRoutes:
     async def list_runs(self, request: web.Request) -> web.Response:
         runs, cursor = await self._history.list_runs(
             request.match_info["session_id"], int_query(request, "after", 0, 2**62),
-            int_query(request, "limit", 100, MAX_PAGE, minimum=1),
+            limit_query(request, 100, MAX_PAGE),
             newest_first=choice_query(request, "order", RUN_ORDERS) == "newest")
         return json_response({"runs": runs, "next_after": cursor})
 

@@ -40,7 +40,7 @@ from llamon_playground.daemon.runs.state import Reason, RunStatus
 from llamon_playground.daemon.store.blobs import BlobStore
 from llamon_playground.host_manager.capture import ENVELOPE_KEY, envelope
 from llamon_playground.host_manager.errors import HostUnavailable
-from llamon_playground.host_manager.fingerprint import digest
+from llamon_playground.host_manager.watch.fingerprint import digest
 from llamon_playground.host_manager.generation import Generation
 from llamon_playground.host_manager.process import HostProcess
 from llamon_playground.host_manager.state import HostState
@@ -223,7 +223,8 @@ class RunExecutor:
                              host_url: str) -> RunFailure:
         if process is not None:
             # A dead Host is the usual cause: give its exit a moment to be observed.
-            await process.wait(0.5)
+            if await process.wait(0.5):
+                await process.drain(0.5)  # its last lines before the tail is kept
         tail = self._log_tail(run)
         if process is None or process.exited.done():
             code = process.returncode if process else None

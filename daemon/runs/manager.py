@@ -27,7 +27,7 @@ from llamon_playground.daemon.store.event_log import EventHub
 from llamon_playground.daemon.store.history import get_run, get_session, insert_run
 from llamon_playground.daemon.store.history_service import LiveRun
 from llamon_playground.daemon.store.ids import new_context_id, new_run_id
-from llamon_playground.host_manager.fingerprint import OutsideProject, project_file
+from llamon_playground.host_manager.watch.fingerprint import OutsideProject, project_file
 
 log = logging.getLogger(__name__)
 

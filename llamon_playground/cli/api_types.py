@@ -193,11 +193,12 @@ class WarmParent(TypedDict):
 
 
 class HostWarning(TypedDict):
-    """A project or exposure warning (`postgresql_backend`, `host_exposed`...)."""
+    """A project, exposure or start warning (`postgresql_backend`, `host_exposed`, `host_module_missing`...)."""
 
     code: str
     message: str
     fix: NotRequired[str]
+    module: NotRequired[str]  # host_module_missing: the module the Host lacks
 
 
 class WatchCounters(TypedDict):
@@ -221,6 +222,9 @@ class HostStatus(TypedDict):
     generation: int | None
     pid: int | None
     url: str | None
+    # the project's A2A address, kept across generations and daemon restarts (None before the first
+    # start)
+    a2a_url: str | None
     started_at: float | None  # Unix time
     ready_at: float | None  # Unix time
     restarts: int

@@ -17,7 +17,7 @@ import pytest
 
 from llamon_playground.host_manager.crash_policy import CrashSettings
 from llamon_playground.host_manager.errors import HostUnavailable
-from llamon_playground.host_manager.fingerprint import WatchRules
+from llamon_playground.host_manager.watch.fingerprint import WatchRules
 from llamon_playground.host_manager.spawn.spawner import ColdSpawner
 from llamon_playground.host_manager.state import (
     TRANSITIONS,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from llamon_playground.host_manager.fingerprint import WatchRules
-from llamon_playground.host_manager.watcher import ProjectWatcher, QuietPeriod
+from llamon_playground.host_manager.watch.fingerprint import WatchRules
+from llamon_playground.host_manager.watch.watcher import ProjectWatcher, QuietPeriod
 from tests.support.waiting import eventually
 
 

@@ -17,11 +17,13 @@ class WarmParent(TypedDict):
 
 
 class HostWarning(TypedDict):
-    """A project or exposure warning (`postgresql_backend`, `host_exposed`...)."""
+    """A project, exposure or start warning (`postgresql_backend`, `host_exposed`,
+    `host_module_missing`...)."""
 
     code: str
     message: str
     fix: NotRequired[str]
+    module: NotRequired[Annotated[str, Doc("host_module_missing: the module the Host lacks")]]
 
 
 class WatchCounters(TypedDict):
@@ -45,6 +47,8 @@ class HostStatus(TypedDict):
     generation: int | None
     pid: int | None
     url: str | None
+    a2a_url: Annotated[str | None, Doc("the project's A2A address, kept across generations "
+                                       "and daemon restarts (None before the first start)")]
     started_at: Annotated[float | None, Doc("Unix time")]
     ready_at: Annotated[float | None, Doc("Unix time")]
     restarts: int

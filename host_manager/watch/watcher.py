@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import watchfiles
 
-from llamon_playground.host_manager.fingerprint import IGNORED_DIRS, WatchRules
+from llamon_playground.host_manager.watch.fingerprint import IGNORED_DIRS, WatchRules
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 
-from llamon_playground.host_manager.fingerprint import (
+from llamon_playground.host_manager.watch.fingerprint import (
     Fingerprint,
     Fingerprinter,
     WatchRules,
