@@ -1,6 +1,7 @@
-"""The front's relay to the daemon (api/relay.py, api/upstream.py): kept-alive connections,
-the daemon's bytes passed on with their framing, a slow client held back rather than
-buffered, and a daemon that restarts (or closes a kept-alive connection) under the pool."""
+"""The front's relay to the daemon: kept-alive connections, the daemon's answers passed on
+whole, a slow client held back rather than buffered, and a daemon that restarts (or closes
+a kept-alive connection) under the pool. Each test runs on both transports
+(api/relay.py with api/upstream.py, and api/plain.py)."""
 
 from __future__ import annotations
 
@@ -10,20 +11,16 @@ import socket
 from dataclasses import dataclass
 
 import orjson
-import psutil
 import pytest
 
 from tests.e2e.data_support import finished_run, inline_file, post_big, sha, text
 from tests.support.api import Api
 from tests.support.door import Front, P, door_stack, read_answer, start_front  # noqa: F401  (shared fixtures)
 from tests.support.procs import Stack
+from tests.support.transports import both_transports, unix_sockets
 from tests.support.waiting import wait_for
 
-
-def unix_sockets(pid: int) -> set[str]:
-    """The process's Unix sockets, as `socket:[inode]`."""
-    unix = {c.fd for c in psutil.Process(pid).net_connections(kind="unix")}
-    return {os.readlink(f"/proc/{pid}/fd/{fd}") for fd in unix if fd >= 0}
+pytestmark = both_transports
 
 
 @dataclass
@@ -92,8 +89,9 @@ async def test_requests_share_one_kept_alive_daemon_connection(relay: Relay) -> 
 
 
 async def test_sse_goes_out_with_the_daemons_framing(door_stack: Stack, front: Front) -> None:
-    """HTTP/1.1: the daemon's chunks as they were; HTTP/1.0: unchunked, to the close. Either
-    way the events are the daemon's own bytes."""
+    """HTTP/1.1: chunked; HTTP/1.0: unchunked, to the close. Either way the events are the
+    daemon's own bytes (its chunks as they were on the fast transport, which lends the
+    stream; chunked again by the plain one)."""
     direct = Api.for_socket(str(door_stack.settings.socket_path))
     try:
         session = await direct.session()
