@@ -1,4 +1,4 @@
-"""The fast relay's HTTP/1.1 answer parsing (api/upstream.py) against h11, a well-kept parser.
+"""The fast relay's own HTTP/1.1 (api/upstream.py, api/relay.py) against h11, a well-kept parser.
 
 Generated answers (Content-Length, chunked with random chunk sizes, extensions and
 trailers, read to the close; HEAD, 204 and 304; a second answer pipelined behind the
@@ -8,6 +8,8 @@ at the same byte (the relay passes on exactly the bytes h11 read as the body, fr
 included), or both must refuse: a bad status line, a bad chunk size or chunk end, a header
 without a colon, a bad or conflicting Content-Length, a Transfer-Encoding other than
 chunked, a head past the size limit.
+
+The request heads the relay writes are read back by h11 as a server, too.
 
 Deliberate differences, not generated: our client never asks for an interim (1xx) answer,
 reads CRLF line ends only (the daemon's aiohttp writes nothing else), and never reuses a
@@ -22,12 +24,16 @@ from dataclasses import dataclass
 
 import h11
 import pytest
+from aiohttp import HttpVersion, HttpVersion10, HttpVersion11
+from aiohttp.test_utils import make_mocked_request
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from llamon_playground.api.relay import request_head
 from llamon_playground.api.upstream import MAX_HEAD, Connection
+from llamon_playground.common.request_context import REQUEST_ID
 
-SETTINGS = settings(max_examples=150, derandomize=True, deadline=None,
+SETTINGS = settings(max_examples=150, derandomize=True, deadline=None, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 TOKEN = (string.ascii_letters + string.digits + "!#$%&'*+-.^_`|~").encode()
@@ -266,10 +272,12 @@ def corrupt(answer: Answer, how: str, draw: st.DrawFn) -> bytes:
     if how == "no_colon":
         return head + b"\r\nNo colon in this line\r\n\r\n" + rest
     if how == "content_length":
-        bad = draw(st.sampled_from([b"abc", b"-1", b"1.5", b"0x10", b"\xb2", b"5\r\nContent-Length: 6"]))
+        bad = draw(st.sampled_from([b"abc", b"-1", b"1.5", b"0x10", b"\xb2",
+                                    b"5\r\nContent-Length: 6"]))
         return head + b"\r\nContent-Length: " + bad + b"\r\n\r\n" + rest
     if how == "transfer_encoding":
-        bad = draw(st.sampled_from([b"gzip, chunked", b"identity", b"chunked\r\nTransfer-Encoding: chunked"]))
+        bad = draw(st.sampled_from([b"gzip, chunked", b"identity",
+                                    b"chunked\r\nTransfer-Encoding: chunked"]))
         return head + b"\r\nTransfer-Encoding: " + bad + b"\r\n\r\n" + rest
     raise AssertionError(how)
 
@@ -341,3 +349,41 @@ def test_an_answer_cut_short_is_never_taken_whole() -> None:
     chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel"
     assert agree(chunked, [], eof=True) == REFUSED
     assert agree(chunked, [], eof=False) == INCOMPLETE
+
+
+# -- the request head the relay writes ------------------------------------------------------------
+
+segments = st.lists(st.sampled_from(["a", "Z", "0", "-", ".", "_", "~", "%20", "%C3%A9", ":"]),
+                    min_size=1, max_size=6).map("".join)
+paths = st.lists(segments, min_size=1, max_size=4).map(
+    lambda parts: "/api/playground/v1/" + "/".join(parts))
+queries = st.sampled_from(["", "?after=12", "?follow=1&lines=5", "?q=a%20b&x="])
+header_values = words.map(lambda raw: raw.decode("latin-1")).filter(str.isascii)
+
+
+@settings(max_examples=60, derandomize=True, deadline=None, database=None)
+@given(st.sampled_from(["GET", "POST", "PATCH", "DELETE", "HEAD"]), paths, queries,
+       st.dictionaries(st.sampled_from(["Content-Type", "Accept", "Last-Event-ID", "Cookie",
+                                        "Authorization"]), header_values),
+       st.sampled_from([HttpVersion11, HttpVersion10]),
+       st.sampled_from(["", "Content-Length: 7", "Transfer-Encoding: chunked",
+                        "Connection: close"]))
+def test_the_request_head_h11_reads_is_the_one_meant(
+        method: str, path: str, query: str, headers: dict[str, str], version: HttpVersion,
+        extra: str) -> None:
+    """What goes up to the daemon (api/relay.py's request_head, lent or relayed), read by
+    h11 as a server: the method, the target as the client sent it, the named headers and
+    the front's own; never the client's Authorization or Cookie."""
+    request = make_mocked_request(method, path + query, headers=headers, version=version)
+    request[REQUEST_ID] = "req_0123abcd_1"
+    server = h11.Connection(h11.SERVER)
+    server.receive_data(request_head(request, extra))
+    event = server.next_event()
+    assert isinstance(event, h11.Request), event
+    assert (event.method, event.target) == (method.encode(), (path + query).encode())
+    assert event.http_version == b"1.%d" % version.minor
+    got = [(n.decode(), v.decode("latin-1")) for n, v in event.headers.raw_items()]
+    named = [(n, headers[n]) for n in ("Content-Type", "Accept", "Last-Event-ID")
+             if n in headers]
+    framing = [tuple(extra.split(": "))] if extra else []
+    assert got == [("Host", "daemon"), ("X-Request-Id", "req_0123abcd_1"), *named, *framing]
