@@ -12,6 +12,9 @@ front a bounded buffer, never the whole answer.
 A connection goes back to the pool only after a complete answer with nothing extra behind
 it; one the daemon closed (its keep-alive timeout, a restart) leaves the pool the moment
 the close is seen.
+
+Its reading is checked against h11's on generated answers; why the front has a client of
+its own at all, and how to run it without: docs/front-transport.md.
 """
 
 from __future__ import annotations
