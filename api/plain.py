@@ -52,7 +52,7 @@ def plain_session(socket_path: str) -> aiohttp.ClientSession:
 async def plain_relay(request: web.Request) -> web.StreamResponse:
     """Send the request to the daemon and pass its answer on."""
     over: list[BodyTooLarge] = []
-    headers = request_headers(request)
+    headers = [(name, _sendable(value)) for name, value in request_headers(request)]
     data: bytes | AsyncIterator[bytes] | None = None
     if request.body_exists:
         length = request.content_length
@@ -81,6 +81,18 @@ async def plain_relay(request: web.Request) -> web.StreamResponse:
         raise
     upstream.release()
     return answer
+
+
+def _sendable(value: str) -> str:
+    """A header value as aiohttp's client can send it. Bytes that are not UTF-8 reach the
+    front as surrogates, which the client would drop (an invalid `Last-Event-ID` would
+    arrive empty, and so be ignored): they go up as U+FFFD, still refused by the daemon
+    as the fast transport's raw bytes are."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return value
 
 
 async def _counted(body: AsyncIterator[bytes], over: list[BodyTooLarge]) -> AsyncIterator[bytes]:
