@@ -1,0 +1,117 @@
+"""What a person typed, and the filters, as one FTS5 MATCH expression.
+
+Every word is quoted as an FTS5 string (a `"` doubled), so no input is FTS5 syntax: `AND`,
+`NEAR(`, `col:` or a stray quote are words like any other. What a person may use: words
+(all must match, in any column), "a quoted phrase" (its words in that order), and `word*`
+(a prefix). The filters match words of the `facts` column, which the words typed never
+reach (they are held to the text columns).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from llamon_playground.common.contract import RunStatus
+from llamon_playground.daemon.errors import BadRequest
+
+MAX_QUERY_CHARS = 500
+MAX_TERMS = 16
+MAX_FILTER_CHARS = 200
+MIN_PREFIX_CHARS = 2  # `a*` would expand to most of the vocabulary
+TEXT_COLUMNS = ("input", "output", "label", "note", "title")  # the excerpt's `field` names
+STATUSES = frozenset(s.value for s in RunStatus)
+
+# A quoted phrase (its closing quote optional), or a run of anything but spaces and quotes.
+_TERM = re.compile(r'"([^"]*)"?|([^\s"]+)')
+# What the unicode61 tokenizer keeps: letters, digits (and private-use characters).
+_WORDY = re.compile(r"[^\W_]|[\ue000-\uf8ff]")
+
+
+def invalid(message: str) -> BadRequest:
+    return BadRequest(message, code="invalid_query")
+
+
+@dataclass(frozen=True)
+class Term:
+    text: str
+    prefix: bool = False
+
+    def fts(self) -> str:
+        quoted = '"' + self.text.replace('"', '""') + '"'
+        return quoted + " *" if self.prefix else quoted
+
+
+@dataclass(frozen=True)
+class SearchQuery:
+    """Parsed words and filters; `match()` is the MATCH expression (None: no condition)."""
+
+    terms: tuple[Term, ...] = ()
+    statuses: tuple[str, ...] = ()
+    reasons: tuple[str, ...] = ()
+    labelled: bool = False
+    evaluator_failed: bool = False
+    session_id: str | None = None
+    facts: tuple[str, ...] = field(default=(), init=False)
+
+    def match(self) -> str | None:
+        clauses = []
+        if self.terms:
+            words = " AND ".join(term.fts() for term in self.terms)
+            clauses.append("{" + " ".join(TEXT_COLUMNS) + "} : (" + words + ")")
+        if self.statuses:
+            clauses.append(_facts([fact("s", s) for s in self.statuses]))
+        if self.reasons:
+            clauses.append(_facts([fact("r", r) for r in self.reasons]))
+        if self.labelled:
+            clauses.append(_facts(["labelled"]))
+        if self.evaluator_failed:
+            clauses.append(_facts(["evalfailed"]))
+        if self.session_id is not None:
+            clauses.append(_facts([fact("x", self.session_id)]))
+        return " AND ".join(clauses) or None
+
+
+def fact(tag: str, value: str) -> str:
+    """A filter value as the one word the index holds for it (as the migration's view
+    writes it: the tag, then the value's UTF-8 bytes in hex)."""
+    return tag + value.encode().hex()
+
+
+def _facts(words: list[str]) -> str:
+    return "facts : (" + " OR ".join(f'"{w}"' for w in words) + ")"
+
+
+def parse_terms(q: str) -> tuple[Term, ...]:
+    """The words of `q`; 400 invalid_query when it is too long or holds no word."""
+    if len(q) > MAX_QUERY_CHARS:
+        raise invalid(f"`q` is longer than {MAX_QUERY_CHARS} characters")
+    terms = []
+    for match in _TERM.finditer(q):
+        phrase, word = match.group(1), match.group(2)
+        text = phrase if phrase is not None else word
+        prefix = phrase is None and text.endswith("*")
+        text = text.rstrip("*") if prefix else text
+        wordy = len(_WORDY.findall(text))
+        if wordy == 0:
+            continue  # punctuation only: no token to look for
+        terms.append(Term(text, prefix and wordy >= MIN_PREFIX_CHARS))
+    if q.strip() and not terms:
+        raise invalid("`q` holds no word to search for (letters or digits)")
+    if len(terms) > MAX_TERMS:
+        raise invalid(f"`q` holds more than {MAX_TERMS} words or phrases")
+    return tuple(terms)
+
+
+def parse_query(q: str, *, statuses: list[str], reasons: list[str], labelled: bool,
+                evaluator_failed: bool, session_id: str | None) -> SearchQuery:
+    """Words and filters, each checked; anything wrong is 400 invalid_query."""
+    for status in statuses:
+        if status not in STATUSES:
+            raise invalid(f"`status` must be one of {', '.join(sorted(STATUSES))}")
+    for name, values in (("reason", reasons), ("session", [session_id or "x"])):
+        for value in values:
+            if not value or len(value) > MAX_FILTER_CHARS:
+                raise invalid(f"`{name}` must be 1 to {MAX_FILTER_CHARS} characters")
+    return SearchQuery(parse_terms(q), tuple(dict.fromkeys(statuses)),
+                       tuple(dict.fromkeys(reasons)), labelled, evaluator_failed, session_id)
