@@ -87,7 +87,8 @@ def parse_terms(q: str) -> tuple[Term, ...]:
     if len(q) > MAX_QUERY_CHARS:
         raise invalid(f"`q` is longer than {MAX_QUERY_CHARS} characters")
     terms = []
-    for match in _TERM.finditer(q):
+    # FTS5 reads a string only up to a NUL (then says "unterminated string").
+    for match in _TERM.finditer(q.replace("\x00", " ")):
         phrase, word = match.group(1), match.group(2)
         text = phrase if phrase is not None else word
         prefix = phrase is None and text.endswith("*")
