@@ -94,7 +94,8 @@ MIGRATIONS: list[str] = [
     # its session's title, and in `facts` its filters as words nobody types (status,
     # reason, label present, an evaluator failed, session). The view says how a row
     # becomes those words; triggers keep the index in step inside whatever transaction
-    # changes a run or a session's title. The last statement indexes existing history.
+    # changes a run or a session's title. `prefix='3'`: a prefix search (`tik*`) reads one
+    # list, not every word it expands to. The last statement indexes existing history.
     """
     CREATE VIEW run_search_doc AS SELECT
         r.rowid AS run_rowid,
@@ -152,7 +153,7 @@ MIGRATIONS: list[str] = [
       FROM runs AS r LEFT JOIN sessions AS s ON s.id = r.session_id;
     CREATE VIRTUAL TABLE run_search USING fts5(
         input, output, label, note, title, facts,
-        columnsize=0, tokenize='unicode61 remove_diacritics 2');
+        columnsize=0, prefix='3', tokenize='unicode61 remove_diacritics 2');
     CREATE TRIGGER run_search_insert AFTER INSERT ON runs BEGIN
         INSERT INTO run_search (rowid, input, output, label, note, title, facts)
         SELECT run_rowid, input, output, label, note, title, facts

@@ -153,9 +153,15 @@ async def test_pages_run_newest_first_without_gaps_or_repeats(direct: Api) -> No
 
 @pytest.mark.parametrize("query", [
     "limit=0", "limit=1001", "limit=x", "after=-1", "status=done", "labelled=yes",
-    "q=" + "a" * 501, "q=%21%21%21", "reason=", "q=a&q=b"])
+    "q=" + "a" * 501, "reason=", "session=", "q=a&q=b"])
 async def test_bad_queries_are_400_invalid_query(direct: Api, query: str) -> None:
     assert (await refused(direct, query))["error"] == "invalid_query"
+
+
+async def test_a_query_without_words_finds_nothing(direct: Api) -> None:
+    session = await direct.session()
+    await finished_run(direct, session, [text("punctuation ! here")])
+    assert await found(direct, "!!! ?") == [] and len(await found(direct)) == 1
 
 
 @pytest.mark.parametrize("q", ['"unbalanced', "NEAR(a b", "a AND OR", "col:x", "{input}:x",

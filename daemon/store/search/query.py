@@ -10,15 +10,14 @@ reach (they are held to the text columns).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from llamon_playground.common.contract import RunStatus
 from llamon_playground.daemon.errors import BadRequest
 
 MAX_QUERY_CHARS = 500
-MAX_TERMS = 16
 MAX_FILTER_CHARS = 200
-MIN_PREFIX_CHARS = 2  # `a*` would expand to most of the vocabulary
+MIN_PREFIX_CHARS = 3  # `ab*` would expand to much of the vocabulary (the index keeps 3)
 TEXT_COLUMNS = ("input", "output", "label", "note", "title")  # the excerpt's `field` names
 STATUSES = frozenset(s.value for s in RunStatus)
 
@@ -47,12 +46,12 @@ class SearchQuery:
     """Parsed words and filters; `match()` is the MATCH expression (None: no condition)."""
 
     terms: tuple[Term, ...] = ()
+    nothing: bool = False  # `q` held no word (`!!!`): no run can match
     statuses: tuple[str, ...] = ()
     reasons: tuple[str, ...] = ()
     labelled: bool = False
     evaluator_failed: bool = False
     session_id: str | None = None
-    facts: tuple[str, ...] = field(default=(), init=False)
 
     def match(self) -> str | None:
         clauses = []
@@ -82,8 +81,9 @@ def _facts(words: list[str]) -> str:
     return "facts : (" + " OR ".join(f'"{w}"' for w in words) + ")"
 
 
-def parse_terms(q: str) -> tuple[Term, ...]:
-    """The words of `q`; 400 invalid_query when it is too long or holds no word."""
+def parse_terms(q: str) -> tuple[Term, ...] | None:
+    """The words of `q` (None: it holds no word at all, so nothing can match); 400
+    invalid_query when it is too long."""
     if len(q) > MAX_QUERY_CHARS:
         raise invalid(f"`q` is longer than {MAX_QUERY_CHARS} characters")
     terms = []
@@ -98,9 +98,7 @@ def parse_terms(q: str) -> tuple[Term, ...]:
             continue  # punctuation only: no token to look for
         terms.append(Term(text, prefix and wordy >= MIN_PREFIX_CHARS))
     if q.strip() and not terms:
-        raise invalid("`q` holds no word to search for (letters or digits)")
-    if len(terms) > MAX_TERMS:
-        raise invalid(f"`q` holds more than {MAX_TERMS} words or phrases")
+        return None
     return tuple(terms)
 
 
@@ -110,9 +108,11 @@ def parse_query(q: str, *, statuses: list[str], reasons: list[str], labelled: bo
     for status in statuses:
         if status not in STATUSES:
             raise invalid(f"`status` must be one of {', '.join(sorted(STATUSES))}")
-    for name, values in (("reason", reasons), ("session", [session_id or "x"])):
+    sessions = [] if session_id is None else [session_id]
+    for name, values in (("reason", reasons), ("session", sessions)):
         for value in values:
             if not value or len(value) > MAX_FILTER_CHARS:
                 raise invalid(f"`{name}` must be 1 to {MAX_FILTER_CHARS} characters")
-    return SearchQuery(parse_terms(q), tuple(dict.fromkeys(statuses)),
+    terms = parse_terms(q)
+    return SearchQuery(terms or (), terms is None, tuple(dict.fromkeys(statuses)),
                        tuple(dict.fromkeys(reasons)), labelled, evaluator_failed, session_id)

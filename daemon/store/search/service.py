@@ -46,6 +46,8 @@ class RunSearch:
     async def search(self, query: SearchQuery, after: int, limit: int
                      ) -> tuple[list[dict[str, Any]], str | None]:
         """A page of hits, newest first, and the cursor of the next page (or None)."""
+        if query.nothing:
+            return [], None
         bound = after or LAST_ROWID
         match = query.match()
         if match is None:
