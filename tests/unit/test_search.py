@@ -18,7 +18,7 @@ from llamon_playground.daemon.store.history import score_summary
 from llamon_playground.daemon.store.migrations import migrate
 from llamon_playground.daemon.store.search.excerpt import read_marked
 from llamon_playground.daemon.store.search.query import parse_query, parse_terms
-from llamon_playground.daemon.store.search.service import _MATCH_SQL, _SELECT, _SNIPPETS
+from llamon_playground.daemon.store.search.service import statement
 
 COLUMNS = "input, output, label, note, title, facts"
 
@@ -122,10 +122,8 @@ def test_no_typed_query_is_fts5_syntax(q: str) -> None:
         migrate(db)
         query = parse_query(q, statuses=["failed"], reasons=['a"b'], labelled=True,
                             evaluator_failed=False, session_id="x) OR (y")
-        match = query.match()
-        assert match is not None
-        sql = _MATCH_SQL.format(select=_SELECT, snippets=_SNIPPETS)
-        db.execute(sql, (match, 2**63 - 1, 10)).fetchall()  # raises on a syntax error
+        assert query.match() is not None
+        db.execute(*statement(query, 0, 10)).fetchall()  # raises on a syntax error
     finally:
         db.close()
 

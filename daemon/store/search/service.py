@@ -48,15 +48,7 @@ class RunSearch:
         """A page of hits, newest first, and the cursor of the next page (or None)."""
         if query.nothing:
             return [], None
-        bound = after or LAST_ROWID
-        match = query.match()
-        if match is None:
-            sql = _ALL_SQL.format(select=_SELECT, snippets=_NO_SNIPPETS)
-            params: tuple[Any, ...] = (bound, limit + 1)
-        else:
-            snippets = _SNIPPETS if query.terms else _NO_SNIPPETS
-            sql = _MATCH_SQL.format(select=_SELECT, snippets=snippets)
-            params = (match, bound, limit + 1)
+        sql, params = statement(query, after, limit + 1)
         try:
             rows = await self._store.fetch_all(sql, params)
         except sqlite3.OperationalError as exc:
@@ -68,6 +60,16 @@ class RunSearch:
         rows = rows[:limit]
         cursor = str(rows[-1]["_rowid"]) if more and rows else None
         return [hit(row) for row in rows], cursor
+
+
+def statement(query: SearchQuery, after: int, rows: int) -> tuple[str, tuple[Any, ...]]:
+    """The SQL and parameters that read `rows` hits after cursor `after` (0: the newest)."""
+    bound = after or LAST_ROWID
+    match = query.match()
+    if match is None:
+        return _ALL_SQL.format(select=_SELECT, snippets=_NO_SNIPPETS), (bound, rows)
+    snippets = _SNIPPETS if query.terms else _NO_SNIPPETS
+    return _MATCH_SQL.format(select=_SELECT, snippets=snippets), (match, bound, rows)
 
 
 def hit(row: sqlite3.Row) -> dict[str, Any]:

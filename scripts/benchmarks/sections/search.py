@@ -22,13 +22,7 @@ from urllib.parse import urlencode
 import orjson
 
 from llamon_playground.daemon.store.search.query import parse_query
-from llamon_playground.daemon.store.search.service import (
-    _MATCH_SQL,
-    _NO_SNIPPETS,
-    _SELECT,
-    _SNIPPETS,
-    LAST_ROWID,
-)
+from llamon_playground.daemon.store.search.service import statement
 from scripts.benchmarks.client import P, direct_session
 from scripts.benchmarks.figures import Figure, Target, log, pct
 from scripts.benchmarks.meters import MB
@@ -104,10 +98,9 @@ def in_process(conn: sqlite3.Connection, params: dict[str, Any]) -> float:
                         labelled="labelled" in params,
                         evaluator_failed="evaluator_failed" in params,
                         session_id=params.get("session"))
-    sql = _MATCH_SQL.format(select=_SELECT,
-                            snippets=_SNIPPETS if query.terms else _NO_SNIPPETS)
+    sql, args = statement(query, 0, PAGE + 1)
     t = time.perf_counter()
-    conn.execute(sql, (query.match(), LAST_ROWID, PAGE + 1)).fetchall()
+    conn.execute(sql, args).fetchall()
     return (time.perf_counter() - t) * 1000
 
 
