@@ -69,6 +69,11 @@ async def test_words_of_inputs_outputs_labels_notes_and_titles_are_found(api: Ap
         await found(api, '"zebra crossing"') == [echoed["id"]]
     assert await found(api, "lightho*") == [asked["id"]]
     assert await found(api, "LIGHTHOUSE") == [asked["id"]]
+    # Accents and case fold; offsets count code points (the parrot is one, not two).
+    accented = await finished_run(api, session, [text("\U0001f99c Café Olé")])
+    hit = (await search(api, "cafe"))["hits"][0]
+    assert hit["id"] == accented["id"] and matched_words(hit) == ["café"]
+    assert hit["excerpt"]["text"].startswith("\U0001f99c Café")
 
 
 async def test_edits_and_deletes_keep_the_index_in_step(direct: Api, daemon: Stack) -> None:
