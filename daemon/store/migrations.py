@@ -95,7 +95,9 @@ MIGRATIONS: list[str] = [
     # reason, label present, an evaluator failed, session). The view says how a row
     # becomes those words; triggers keep the index in step inside whatever transaction
     # changes a run or a session's title. `prefix='3'`: a prefix search (`tik*`) reads one
-    # list, not every word it expands to. The last statement indexes existing history.
+    # list, not every word it expands to. The three active statuses are one word, so a run's
+    # start (queued, preparing, running) does not re-index its input three times; the one
+    # active run is told apart by its row. The last statement indexes existing history.
     """
     CREATE VIEW run_search_doc AS SELECT
         r.rowid AS run_rowid,
@@ -128,7 +130,8 @@ MIGRATIONS: list[str] = [
         replace(replace(coalesce(r.label, ''), char(2), ''), char(3), '') AS label,
         replace(replace(coalesce(r.note, ''), char(2), ''), char(3), '') AS note,
         replace(replace(coalesce(s.title, ''), char(2), ''), char(3), '') AS title,
-        'run s' || hex(r.status)
+        'run s' || CASE WHEN r.status IN ('queued', 'preparing', 'running') THEN 'active'
+                        ELSE hex(r.status) END
             || CASE WHEN r.reason IS NULL THEN '' ELSE ' r' || hex(r.reason) END
             || CASE WHEN coalesce(r.label, '') = '' THEN '' ELSE ' labelled' END
             || CASE WHEN EXISTS (
@@ -167,7 +170,10 @@ MIGRATIONS: list[str] = [
         ON runs
         WHEN old.input IS NOT new.input OR old.output IS NOT new.output
           OR old.label IS NOT new.label OR old.note IS NOT new.note
-          OR old.status IS NOT new.status OR old.reason IS NOT new.reason
+          OR (old.status IS NOT new.status AND NOT (
+                 old.status IN ('queued', 'preparing', 'running')
+                 AND new.status IN ('queued', 'preparing', 'running')))
+          OR old.reason IS NOT new.reason
           OR old.scores IS NOT new.scores OR old.session_id IS NOT new.session_id
     BEGIN
         DELETE FROM run_search WHERE rowid = old.rowid;

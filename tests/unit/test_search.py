@@ -77,7 +77,8 @@ def test_the_index_equals_a_rebuild_after_any_mix_of_writes(conn: sqlite3.Connec
     words = ["apple", "pear", "plum", "fig", "kiwi", "lime"]
     live: list[str] = []
     for n in range(300):
-        action = rng.choice(["add", "add", "update", "label", "scores", "delete", "title"])
+        action = rng.choice(["add", "add", "update", "status", "label", "scores", "delete",
+                             "title"])
         if action == "add" or not live:
             live.append(f"r{n}")
             add_run(conn, f"r{n}", " ".join(rng.sample(words, 2)),
@@ -86,6 +87,12 @@ def test_the_index_equals_a_rebuild_after_any_mix_of_writes(conn: sqlite3.Connec
             conn.execute("UPDATE runs SET status = 'failed', reason = 'host_error', output = ? "
                          "WHERE id = ?", (orjson.dumps([{"kind": "text", "text": rng.choice(
                              words)}]).decode(), rng.choice(live)))
+        elif action == "status":  # at most one run active, as the unique index holds
+            target = rng.choice(live)
+            conn.execute("UPDATE runs SET status = 'completed' WHERE id != ? AND status IN "
+                         "('queued', 'preparing', 'running')", (target,))
+            conn.execute("UPDATE runs SET status = ? WHERE id = ?", (rng.choice(
+                ["queued", "preparing", "running", "completed", "input_required"]), target))
         elif action == "label":
             conn.execute("UPDATE runs SET label = ?, note = ? WHERE id = ?",
                          (rng.choice([None, "", "lbl"]), rng.choice(words), rng.choice(live)))
@@ -101,6 +108,25 @@ def test_the_index_equals_a_rebuild_after_any_mix_of_writes(conn: sqlite3.Connec
     assert live and index_is_rebuilt(conn)
     conn.execute("DELETE FROM runs")
     assert conn.execute("SELECT COUNT(*) FROM run_search").fetchone()[0] == 0
+
+
+def test_an_active_status_is_found_as_the_run_moves_through_its_start(
+        conn: sqlite3.Connection) -> None:
+    def found(*statuses: str) -> list[str]:
+        query = parse_query("hello", statuses=list(statuses), reasons=[], labelled=False,
+                            evaluator_failed=False, session_id=None)
+        return [row[0] for row in conn.execute(*statement(query, 0, 10)).fetchall()]
+
+    add_run(conn, "r1", "hello", status="queued")
+    assert found("queued") == ["r1"] and found("running") == [] and found("completed") == []
+    for status in ("preparing", "running"):
+        conn.execute("UPDATE runs SET status = ? WHERE id = 'r1'", (status,))
+    assert found("running") == ["r1"] and found("queued") == [] and \
+        found("queued", "running") == ["r1"]
+    conn.execute("UPDATE runs SET status = 'completed' WHERE id = 'r1'")
+    assert found("running") == [] and found("completed") == ["r1"] and \
+        found("running", "completed") == ["r1"]
+    assert index_is_rebuilt(conn)
 
 
 def test_a_rolled_back_write_leaves_the_index_as_it_was(conn: sqlite3.Connection) -> None:

@@ -20,6 +20,9 @@ MAX_FILTER_CHARS = 200
 MIN_PREFIX_CHARS = 3  # `ab*` would expand to much of the vocabulary (the index keeps 3)
 TEXT_COLUMNS = ("input", "output", "label", "note", "title")  # the excerpt's `field` names
 STATUSES = frozenset(s.value for s in RunStatus)
+# One word in the index for all three (a run's start does not re-index it): the query then
+# checks the row's own status, which costs nothing, since only one run is ever active.
+ACTIVE = ("queued", "preparing", "running")
 
 # A quoted phrase (its closing quote optional), or a run of anything but spaces and quotes.
 _TERM = re.compile(r'"([^"]*)"?|([^\s"]+)')
@@ -59,7 +62,9 @@ class SearchQuery:
             words = " AND ".join(term.fts() for term in self.terms)
             clauses.append("{" + " ".join(TEXT_COLUMNS) + "} : (" + words + ")")
         if self.statuses:
-            clauses.append(_facts([fact("s", s) for s in self.statuses]))
+            words = dict.fromkeys("sactive" if s in ACTIVE else fact("s", s)
+                                  for s in self.statuses)
+            clauses.append(_facts(list(words)))
         if self.reasons:
             clauses.append(_facts([fact("r", r) for r in self.reasons]))
         if self.labelled:

@@ -10,7 +10,12 @@ import orjson
 from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.history import score_summary
 from llamon_playground.daemon.store.search.excerpt import best_excerpt, snippet_sql
-from llamon_playground.daemon.store.search.query import TEXT_COLUMNS, SearchQuery, invalid
+from llamon_playground.daemon.store.search.query import (
+    ACTIVE,
+    TEXT_COLUMNS,
+    SearchQuery,
+    invalid,
+)
 
 # What a hit says of its run: the run list's fields without the parts, scores and error
 # (a page of hits stays small however long the outputs are), its session's title.
@@ -27,7 +32,7 @@ _MATCH_SQL = (
     "SELECT {select}, {snippets} FROM run_search "
     "JOIN runs AS r ON r.rowid = run_search.rowid "
     "LEFT JOIN sessions AS s ON s.id = r.session_id "
-    "WHERE run_search MATCH ? AND run_search.rowid < ? "
+    "WHERE run_search MATCH ? AND run_search.rowid < ? {status} "
     "ORDER BY run_search.rowid DESC LIMIT ?")
 _ALL_SQL = (
     "SELECT {select}, {snippets} FROM runs AS r "
@@ -69,7 +74,12 @@ def statement(query: SearchQuery, after: int, rows: int) -> tuple[str, tuple[Any
     if match is None:
         return _ALL_SQL.format(select=_SELECT, snippets=_NO_SNIPPETS), (bound, rows)
     snippets = _SNIPPETS if query.terms else _NO_SNIPPETS
-    return _MATCH_SQL.format(select=_SELECT, snippets=snippets), (match, bound, rows)
+    status, statuses = "", ()
+    if any(s in ACTIVE for s in query.statuses):
+        status = f"AND r.status IN ({', '.join('?' for _ in query.statuses)})"
+        statuses = query.statuses
+    sql = _MATCH_SQL.format(select=_SELECT, snippets=snippets, status=status)
+    return sql, (match, bound, *statuses, rows)
 
 
 def hit(row: sqlite3.Row) -> dict[str, Any]:
