@@ -59,12 +59,12 @@ class SearchQuery:
     def match(self) -> str | None:
         clauses = []
         if self.terms:
-            words = " AND ".join(term.fts() for term in self.terms)
-            clauses.append("{" + " ".join(TEXT_COLUMNS) + "} : (" + words + ")")
+            typed = " AND ".join(term.fts() for term in self.terms)
+            clauses.append("{" + " ".join(TEXT_COLUMNS) + "} : (" + typed + ")")
         if self.statuses:
-            words = dict.fromkeys("sactive" if s in ACTIVE else fact("s", s)
-                                  for s in self.statuses)
-            clauses.append(_facts(list(words)))
+            status_words = dict.fromkeys("sactive" if s in ACTIVE else fact("s", s)
+                                         for s in self.statuses)
+            clauses.append(_facts(list(status_words)))
         if self.reasons:
             clauses.append(_facts([fact("r", r) for r in self.reasons]))
         if self.labelled:

@@ -74,7 +74,8 @@ def statement(query: SearchQuery, after: int, rows: int) -> tuple[str, tuple[Any
     if match is None:
         return _ALL_SQL.format(select=_SELECT, snippets=_NO_SNIPPETS), (bound, rows)
     snippets = _SNIPPETS if query.terms else _NO_SNIPPETS
-    status, statuses = "", ()
+    status = ""
+    statuses: tuple[str, ...] = ()
     if any(s in ACTIVE for s in query.statuses):
         status = f"AND r.status IN ({', '.join('?' for _ in query.statuses)})"
         statuses = query.statuses
