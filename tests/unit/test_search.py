@@ -155,10 +155,11 @@ def test_no_typed_query_is_fts5_syntax(q: str) -> None:
 
 
 def test_words_phrases_and_prefixes() -> None:
-    terms = parse_terms('zebra "a phrase" pre* ab* "open')
+    terms = parse_terms('zebra "a phrase" pre* ab* re-ad* read-a* "open')
     assert terms is not None
     assert [(t.text, t.prefix) for t in terms] == [
-        ("zebra", False), ("a phrase", False), ("pre", True), ("ab", False), ("open", False)]
+        ("zebra", False), ("a phrase", False), ("pre", True), ("ab", False),
+        ("re-ad", False), ("read-a", False), ("open", False)]
     assert parse_terms("!!! ...") is None and parse_terms("") == ()
 
 

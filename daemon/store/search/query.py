@@ -26,8 +26,8 @@ ACTIVE = ("queued", "preparing", "running")
 
 # A quoted phrase (its closing quote optional), or a run of anything but spaces and quotes.
 _TERM = re.compile(r'"([^"]*)"?|([^\s"]+)')
-# What the unicode61 tokenizer keeps: letters, digits (and private-use characters).
-_WORDY = re.compile(r"[^\W_]|[\ue000-\uf8ff]")
+# What the unicode61 tokenizer keeps as tokens: letters, digits, private-use characters.
+_TOKENS = re.compile(r"(?:[^\W_]|[\ue000-\uf8ff])+")
 
 
 def invalid(message: str) -> BadRequest:
@@ -98,10 +98,11 @@ def parse_terms(q: str) -> tuple[Term, ...] | None:
         text = phrase if phrase is not None else word
         prefix = phrase is None and text.endswith("*")
         text = text.rstrip("*") if prefix else text
-        wordy = len(_WORDY.findall(text))
-        if wordy == 0:
+        tokens = _TOKENS.findall(text)
+        if not tokens:
             continue  # punctuation only: no token to look for
-        terms.append(Term(text, prefix and wordy >= MIN_PREFIX_CHARS))
+        # FTS5 expands only the phrase's last token (`re-ad*`: `re` then `ad...`).
+        terms.append(Term(text, prefix and len(tokens[-1]) >= MIN_PREFIX_CHARS))
     if q.strip() and not terms:
         return None
     return tuple(terms)
