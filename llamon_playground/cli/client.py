@@ -126,6 +126,7 @@ class PlaygroundClient:
 
     @property
     def http(self) -> aiohttp.ClientSession:
+        """The open HTTP session; RuntimeError outside `async with`."""
         if self._http is None:
             raise RuntimeError("use PlaygroundClient in `async with`")
         return self._http
@@ -171,6 +172,7 @@ class PlaygroundClient:
     # -- daemon, sessions, runs ------------------------------------------------------------
 
     async def health(self) -> Health:
+        """The daemon's health answer."""
         return cast(Health, await self._request("GET", "/health", None, None))
 
     async def sessions(self) -> list[Session]:
@@ -179,6 +181,7 @@ class PlaygroundClient:
 
     async def create_session(self, title: str = "",
                              metadata: dict[str, Any] | None = None) -> Session:
+        """A new session, with a title and optional metadata."""
         body: dict[str, Any] = {"title": title}
         if metadata:
             body["metadata"] = metadata
@@ -189,6 +192,7 @@ class PlaygroundClient:
         return cast(list[Run], await self._all(f"/sessions/{session_id}/runs", "runs"))
 
     async def run(self, run_id: str) -> Run:
+        """One run as the daemon knows it now."""
         return cast(Run, await self.call("GET", f"/runs/{run_id}"))
 
     async def create_run(self, session_id: str, parts: Sequence[InputPart], *,
@@ -312,6 +316,7 @@ class PlaygroundClient:
     # -- the Host --------------------------------------------------------------------------
 
     async def host(self) -> HostStatus:
+        """The Host's status."""
         return cast(HostStatus, await self.call("GET", "/host"))
 
     async def host_control(self, action: Literal["start", "stop", "restart"]) -> HostStatus:
