@@ -209,7 +209,7 @@ class WarmParent(TypedDict):
 
 
 class HostWarning(TypedDict):
-    """A project, exposure or start warning (`postgresql_backend`, `host_exposed`, `host_module_missing`...)."""
+    """A standing warning: `postgresql_backend`, `host_exposed`, `host_module_missing`..."""
 
     code: str
     message: str
