@@ -39,11 +39,26 @@ def test_keyboard_reaches_message_first_and_escape_closes_panels(page: Any) -> N
     expect(page.locator("#connection")).to_have_attribute("data-state", "live")
     page.locator("body").focus()
     message = page.get_by_label("Message")
-    for _ in range(3):
-        page.keyboard.press("Tab")
-        if message.evaluate("m => m === document.activeElement"):
-            break
+    # The first Tab stop is the skip link, shown while focused; Enter goes to the Message box.
+    skip = page.get_by_role("link", name="Skip to message")
+    page.keyboard.press("Tab")
+    expect(skip).to_be_focused()
+    expect(skip).to_be_in_viewport()
+    page.keyboard.press("Enter")
     expect(message).to_be_focused()
+    # What Tab goes through is the order on screen: the header, the sessions, the thread,
+    # the composer, then the run (document order, no CSS reordering).
+    order = page.evaluate("""() => {
+        const at = (sel) => document.querySelector(sel);
+        const parts = ['header.top', 'nav.sessions', '#run-list', '#composer', '#run-pane'];
+        return parts.map(at).every((node, i, all) => i === 0
+          || (all[i - 1].compareDocumentPosition(node) & Node.DOCUMENT_POSITION_FOLLOWING));
+      }""")
+    assert order
+    assert page.evaluate("""() => [...document.querySelectorAll('*')].every(
+        (n) => ['0', 'normal'].includes(getComputedStyle(n).order))""")
+    skip.evaluate("s => s.blur()")
+    expect(skip).not_to_be_in_viewport()
     page.locator("body").click(position={"x": 5, "y": 5})
     page.keyboard.press("?")
     shortcuts = page.get_by_role("dialog", name="Keyboard shortcuts")
