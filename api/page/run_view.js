@@ -9,6 +9,7 @@ import { GraphView } from './graph.js';
 import { Stepper } from './stepper.js';
 import { StreamedAnswer } from './stream_text.js';
 import { Trace } from './trace.js';
+import { runName } from './turn.js';
 
 const LOG_TAIL_LINES = 20;
 const RETRY_MS = 2000;
@@ -237,7 +238,9 @@ export class RunView {
         `evaluator ${run.score_summary.evaluators} · fail ${run.score_summary.failed}`)
       : null;
     this.head.replaceChildren(
-      el('h2', {}, run.label ? run.label : run.id),
+      // Named as the thread names it (its label, else what was sent); the id below it.
+      el('h2', {}, runName(run)),
+      el('p', { class: 'run-id' }, run.id),
       el('p', { class: 'facts' }, this.statusNode,
         run.reason ? el('span', { class: 'reason' }, run.reason) : null,
         run.duration_ms !== null ? el('span', { class: 'duration' }, ms(run.duration_ms)) : null,

@@ -127,3 +127,29 @@ def test_the_text_composer_offers_the_agent_cards_examples(page: Any) -> None:
     example.click()
     expect(page.get_by_label("Message")).to_have_value("stream hello world")
     expect(page.get_by_label("Message")).to_be_focused()
+
+
+def test_runs_are_named_ids_are_whole_and_file_pickers_are_buttons(page: Any) -> None:
+    _, older = finished(page, "stream named by what was sent")
+    view, newer = finished(page, "stream and another one")
+    # The run view's heading is what was sent (as the thread says it); the id under it.
+    expect(view.locator(".run-head h2")).to_have_text("stream and another one")
+    expect(view.locator(".run-head .run-id")).to_have_text(newer)
+    # Compare shows each id whole, on one line of its own.
+    for run_id in (newer, older):
+        page.get_by_role("checkbox", name=f"Pick {run_id} to compare or export").check()
+    button(page, "Compare").click()
+    ids = page.get_by_role("article", name="Compare").locator(".run-id")
+    expect(ids).to_have_text([older, newer])
+    assert ids.evaluate_all("""ids => ids.every((i) => i.getClientRects().length === 1
+        && i.scrollWidth <= i.clientWidth + 1)""")
+    # A file picker reads as the button beside it, its name whole: no cut "No file chosen".
+    for name in ("Import bundle", "Attach files"):
+        picker = page.locator("label.file-button", has_text=name)
+        assert picker.evaluate("l => l.scrollWidth <= l.clientWidth"), name
+        assert picker.locator("input[type=file]").evaluate(
+            "i => getComputedStyle(i).opacity === '0'"), name
+    import_label = page.locator("label.file-button", has_text="Import bundle")
+    export = button(page, "Export 2 picked runs")
+    assert import_label.evaluate("l => l.getBoundingClientRect().width") == export.evaluate(
+        "b => b.getBoundingClientRect().width")
