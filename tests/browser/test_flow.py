@@ -183,6 +183,8 @@ def test_the_graph_view_has_no_serious_violation(browser: Any, page_stack: Any, 
     expect(view).to_have_attribute("data-status", "completed")
     expect(view.get_by_role("group", name="Graph")).to_be_visible()
     view.get_by_text("Trace and scores").click()
+    view.get_by_role("button", name="Show notify in the graph").click()
+    expect(view.locator(".graph-node[data-focus]")).to_have_count(1)
     found = blocking_violations(tab)
     context.close()
     assert not found, found
