@@ -150,6 +150,7 @@ const app = {
     const sessionId = view.detail && view.detail.session_id;
     if (sessionId && (sessionId !== this.sessionId || sessionId !== this.runList.sessionId)) {
       await this.selectSession(sessionId, 'run');
+      this.runList.reveal(runId);
     } else {
       this.runList.setOpen(runId);
       if (!this.runList.has(runId)) await this.runList.refresh([runId]);

@@ -160,6 +160,17 @@ export class RunList {
     });
   }
 
+  // The open run's turn brought into view (a link or a reload opened it), unless it is.
+  reveal(runId) {
+    const index = this.order.findIndex((run) => run.id === runId);
+    if (index < 0 || !this.node.clientHeight) return;
+    const top = index * ROW;
+    if (top >= this.node.scrollTop && top + ROW <= this.node.scrollTop + this.node.clientHeight) return;
+    this.node.scrollTop = Math.max(0, top - (this.node.clientHeight - ROW) / 2);
+    this.follow = this.atEnd();
+    this.render();
+  }
+
   setOpen(openId) {
     this.openId = openId;
     this.redraw();

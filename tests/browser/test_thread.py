@@ -114,6 +114,12 @@ def test_the_thread_reads_down_to_the_newest_turn_by_the_composer(page: Any) -> 
     page.reload()
     page.locator(".session-item", has_text="stream turn 0").click()
     expect(card(page, late)).to_be_in_viewport(ratio=0.9)
+    # A link to an older run shows that run's turn in the thread.
+    page.goto(page.url.split("#")[0] + f"#{sent[0]}")
+    page.reload()
+    expect(page.locator("article.run-view")).to_have_attribute("data-run-id", sent[0])
+    expect(card(page, sent[0])).to_be_in_viewport(ratio=0.9)
+    expect(card(page, sent[0])).to_have_attribute("aria-current", "true")
 
 
 def test_a_resume_stays_right_after_the_question_it_answers(page: Any) -> None:
