@@ -333,7 +333,8 @@ function wire() {
   const follow = () => {
     const linked = /^#(run_[0-9a-f]+)$/.exec(location.hash);
     if (linked && !(app.view && app.view.runId === linked[1])) {
-      app.openRun(linked[1]).catch((e) => app.fail(e));
+      // A link shows its run's turn in the thread as well.
+      app.openRun(linked[1]).then(() => app.runList.reveal(linked[1]), (e) => app.fail(e));
     }
   };
   window.addEventListener('hashchange', follow);

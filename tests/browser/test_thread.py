@@ -120,6 +120,9 @@ def test_the_thread_reads_down_to_the_newest_turn_by_the_composer(page: Any) -> 
     expect(page.locator("article.run-view")).to_have_attribute("data-run-id", sent[0])
     expect(card(page, sent[0])).to_be_in_viewport(ratio=0.9)
     expect(card(page, sent[0])).to_have_attribute("aria-current", "true")
+    page.evaluate(f"location.hash = '#{sent[5]}'")  # a link within the page
+    expect(page.locator("article.run-view")).to_have_attribute("data-run-id", sent[5])
+    expect(card(page, sent[5])).to_be_in_viewport(ratio=0.9)
 
 
 def test_a_resume_stays_right_after_the_question_it_answers(page: Any) -> None:
