@@ -6,6 +6,7 @@ import { exportBundle, importBundle } from './bundles.js';
 import { compareView } from './compare.js';
 import { Composer } from './composer.js';
 import { Connection } from './connection.js';
+import { HistoryFooter } from './footer.js';
 import { HostLogs } from './host_logs.js';
 import { HostPanel } from './host_panel.js';
 import { showPanel, wireKeys, wirePanels } from './keys.js';
@@ -13,6 +14,7 @@ import { Welcome } from './welcome.js';
 import { DAEMON, Notices } from './notices.js';
 import { RunList } from './run_list.js';
 import { RunView } from './run_view.js';
+import { Search } from './search.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -30,6 +32,8 @@ const app = {
 
   notices: null,
   connection: null,
+  search: null,   // the search box over all history (search.js)
+  footer: null,   // the history's size and retention policy (footer.js)
 
   notice(text, owner) {
     this.notices.show(text, owner);
@@ -134,6 +138,7 @@ const app = {
       this.changed.clear();
       this.runList.refresh(changed).then(() => this.showRunsEmpty(), (e) => this.fail(e));
       this.loadSessions().catch((e) => this.fail(e));
+      this.footer.soon();
     }, 100);
   },
 
@@ -143,6 +148,7 @@ const app = {
     this.view = view;
     $('run-pane').replaceChildren(view.node);
     showPanel('run');
+    this.search.setOpen(runId);
     // The address keeps the open run: a reload (or a link) comes back to it.
     history.replaceState(null, '', `#${runId}`);
     await view.open();
@@ -242,7 +248,9 @@ function guard(action) {
 async function showProject(welcome) {
   const response = await fetch('/health', { credentials: 'same-origin' });
   if (!response.ok) return;
-  const { project } = await response.json();
+  const health = await response.json();
+  app.footer.show(health);
+  const { project } = health;
   if (!project) return;
   const name = project.split('/').filter(Boolean).pop() || project;
   $('project').replaceChildren(el('strong', {}, name), ' ', el('span', { class: 'path' }, project));
@@ -268,6 +276,11 @@ function wire() {
   app.logs = new HostLogs($('host-logs'));
   app.runList = new RunList($('run-list'), { open: (id) => app.openRun(id),
     pickBox: (run) => app.pickBox(run), failed: (error) => app.fail(error) });
+  app.footer = new HistoryFooter($('history-size'));
+  app.search = new Search({ form: $('search'), box: $('search-q'), filters: $('search-filters'),
+    statuses: $('search-statuses'), labelled: $('search-labelled'), failed: $('search-failed'),
+    state: $('search-state'), results: $('search-results'), column: document.querySelector('.sessions') },
+  { open: (id) => app.openRun(id), failed: (error) => app.fail(error) });
   app.host = new HostPanel($('host-state'), $('host-body'), (error) => app.fail(error));
   $('export-bundle').addEventListener('click', guard(async () => {
     if (await exportBundle(app.sessionId, app.picked)) app.notice('Bundle exported.');
@@ -277,6 +290,7 @@ function wire() {
     event.target.value = '';
     if (!file) return;
     const imported = await importBundle(file);
+    app.footer.soon();
     app.notice(`Imported ${Object.keys(imported.sessions).length} sessions and ${Object.keys(imported.runs).length} runs.`);
     // The view goes to what came in: the first imported session's thread.
     const [first] = Object.values(imported.sessions);
@@ -288,6 +302,7 @@ function wire() {
     if (!window.confirm(`Delete all history: ${app.sessions.length} sessions, ${runs} runs, their events and files? This cannot be undone.`)) return;
     await call('DELETE', '/sessions');
     await app.forgetSession();
+    app.footer.refresh().catch(() => {});
   }));
   wireKeys({ shortcuts: $('shortcuts'), hostPanel: document.querySelector('.host-panel'),
     logs: app.logs, welcome: app.welcome, message: $('message') });
