@@ -87,6 +87,11 @@ def history(url: str, token: str) -> dict[str, str]:
     runs["rerun"] = api(url, token, "POST", f"/runs/{runs['left']}/rerun",
                         {"parts": [{"kind": "text", "text": "stream hello again, reworded"}]})["run_id"]
     finished(url, token, runs["rerun"])
+    # Another session, for search to find words across sessions.
+    other = api(url, token, "POST", "/sessions", {"title": "release notes"})["id"]
+    runs["other"] = api(url, token, "POST", f"/sessions/{other}/runs",
+                        {"parts": [{"kind": "text", "text": "stream hello to the release notes reader"}]})["run_id"]
+    finished(url, token, runs["other"])
     return runs
 
 
@@ -128,6 +133,16 @@ def shoot(browser: Any, login: str, url: str, runs: dict[str, str], scheme: str)
     page.get_by_role("button", name="Compare", exact=True).click()
     expect(page.locator("pre.diff")).to_be_visible()
     page.screenshot(path=OUT / f"compare-{scheme}.png")
+    # Search: words over every session, the matched words marked; a hit opened.
+    page.get_by_role("searchbox", name="Search runs").fill("hello")
+    hits = page.locator("#search-results .hit")
+    expect(hits.first.locator("mark")).to_be_visible()
+    hits.and_(page.locator(f"[data-run-id='{runs['other']}']")).click()
+    expect(view).to_have_attribute("data-run-id", runs["other"])
+    page.screenshot(path=OUT / f"search-{scheme}.png")
+    page.set_viewport_size({"width": 800, "height": 700})
+    page.get_by_role("group", name="Panels").get_by_role("button", name="Sessions").click()
+    page.screenshot(path=OUT / f"search-narrow-{scheme}.png")
     context.close()
 
 

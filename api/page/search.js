@@ -6,11 +6,12 @@
 import { RUN_STATUSES, call } from './api.js';
 import { el, ms } from './dom.js';
 
-const ROW = 78;        // px; keep in step with .hit-item in style.css
+const ROW = 92;        // px; keep in step with .hit-item in style.css
 const MARGIN = 8;      // rows rendered above and below the visible ones
 const PAGE = 50;       // hits a read
 const PREFETCH = 20;   // rows left below the view that start the next read
 const DEBOUNCE = 250;  // ms after the last key before typing searches
+const LEAD = 24;       // code points kept before the first match
 const FIELDS = { input: 'you: ', output: 'agent: ', label: 'label: ', note: 'note: ',
                  title: 'session: ' };
 
@@ -21,6 +22,13 @@ export function marked(excerpt) {
   const out = [];
   let at = 0;
   const spans = [...(excerpt.matches || [])].sort((a, b) => a[0] - b[0]);
+  // A narrow column shows a line or two: the words before the first match are cut to a
+  // few (at a space), so the match is in sight.
+  if (spans.length && spans[0][0] > LEAD) {
+    const space = points.lastIndexOf(' ', spans[0][0] - LEAD);
+    at = space >= 0 && space < spans[0][0] ? space + 1 : spans[0][0] - LEAD;
+    out.push('…');
+  }
   for (const [start, end] of spans) {
     const from = Math.max(start, at);
     const to = Math.min(end, points.length);
@@ -214,7 +222,10 @@ export class Search {
   }
 
   card(hit, index, setsize) {
-    const when = (hit.created_at || '').slice(0, 16).replace('T', ' ');
+    // A hit of today shows its time; an older one its date.
+    const created = hit.created_at || '';
+    const today = new Date().toISOString().slice(0, 10);
+    const when = created.startsWith(today) ? created.slice(11, 16) : created.slice(0, 10);
     const excerpt = hit.excerpt;
     const words = excerpt
       ? [el('span', { class: 'turn-prefix' }, FIELDS[excerpt.field] || ''), marked(excerpt)]
@@ -226,7 +237,7 @@ export class Search {
       el('span', { class: 'turn-line turn-top', title: `${hit.session_title || 'untitled'} · ${hit.created_at || ''}` },
         el('span', { class: 'hit-session' }, hit.session_title || 'untitled'),
         el('span', { class: 'when' }, when)),
-      el('span', { class: 'turn-line hit-excerpt', title: excerpt ? excerpt.text : null }, words),
+      el('span', { class: 'hit-excerpt', title: excerpt ? excerpt.text : null }, words),
       el('span', { class: 'turn-line facts' },
         el('span', { class: 'status', dataset: { status: hit.status } }, hit.status),
         hit.reason ? el('span', { class: 'reason' }, hit.reason) : null,
