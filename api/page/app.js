@@ -15,6 +15,7 @@ import { DAEMON, Notices } from './notices.js';
 import { RunList } from './run_list.js';
 import { RunView } from './run_view.js';
 import { Search } from './search.js';
+import { Suites, saveSuite } from './suites.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -34,6 +35,7 @@ const app = {
   connection: null,
   search: null,   // the search box over all history (search.js)
   footer: null,   // the history's size and retention policy (footer.js)
+  suites: null,   // the Suites view and a suite run's report (suites.js)
 
   notice(text, owner) {
     this.notices.show(text, owner);
@@ -96,22 +98,40 @@ const app = {
   updateCompare() {
     $('compare').disabled = this.picked.length !== 2;
     const runs = this.picked.length;
+    $('save-suite').disabled = runs === 0;
+    $('save-suite').textContent = runs ? `Save ${runs} picked run${runs > 1 ? 's' : ''} as a suite`
+      : 'Save as suite';
     $('export-bundle').textContent = runs ? `Export ${runs} picked run${runs > 1 ? 's' : ''}`
       : 'Export bundle';
   },
 
   async compare() {
     const created = Object.fromEntries(this.picked.map((id) => [id, (this.runList.find(id) || {}).created_at]));
-    const view = await compareView(this.picked, created);
+    this.showPane(await compareView(this.picked, created));
+  },
+
+  // A view other than a run's (Compare, Suites, a suite report) in the run pane.
+  showPane(node) {
     if (this.view) this.view.close();
     this.view = null;
-    $('run-pane').replaceChildren(view);
+    $('run-pane').replaceChildren(node);
     showPanel('run');
+  },
+
+  async saveSuite() {
+    const runs = this.picked.length;
+    const name = window.prompt(`Name the suite of ${runs} run${runs > 1 ? 's' : ''}:`,
+      `suite ${new Date().toISOString().slice(0, 16).replace('T', ' ')}`);
+    if (name === null) return;
+    const suite = await saveSuite(name, this.picked);
+    this.notice(`Suite "${suite.name}" saved with ${suite.case_count} cases.`);
+    await this.suites.list();
   },
 
   // After a delete: no session picked, no run shown, the lists read again.
   async forgetSession() {
     this.sessionId = null;
+    this.suites.close();
     if (this.view) this.view.close();
     this.view = null;
     $('run-pane').replaceChildren(el('p', { class: 'hint empty' },
@@ -143,6 +163,7 @@ const app = {
   },
 
   async openRun(runId) {
+    this.suites.close();
     if (this.view) this.view.close();
     const view = new RunView(runId, this);
     this.view = view;
@@ -281,6 +302,10 @@ function wire() {
     statuses: $('search-statuses'), labelled: $('search-labelled'), failed: $('search-failed'),
     state: $('search-state'), results: $('search-results'), column: document.querySelector('.sessions') },
   { open: (id) => app.openRun(id), failed: (error) => app.fail(error) });
+  app.suites = new Suites({ show: (node) => app.showPane(node), failed: (error) => app.fail(error),
+    compare: (left, right) => compareView([left, right]).then((view) => app.showPane(view)) });
+  $('suites-button').addEventListener('click', guard(() => app.suites.list()));
+  $('save-suite').addEventListener('click', guard(() => app.saveSuite()));
   app.host = new HostPanel($('host-state'), $('host-body'), (error) => app.fail(error));
   $('export-bundle').addEventListener('click', guard(async () => {
     if (await exportBundle(app.sessionId, app.picked)) app.notice('Bundle exported.');

@@ -1,0 +1,182 @@
+// Suites on the page: picked runs saved as a suite, the Suites view (each suite with "Run"
+// and its last report), and a suite run's report filling in live from its progress events
+// (`/suite-runs/{id}/events`): per case the status before → after, the duration delta, the
+// answer's diff size, data and file changes and the score deltas, each done row opening
+// Compare of its baseline and its new run. Counts only: the page gives no verdict, as the
+// API gives none.
+import { API, call } from './api.js';
+import { button, el, ms } from './dom.js';
+
+const OVER = new Set(['completed', 'cancelled', 'failed', 'interrupted']);
+const REREAD_MS = 150;  // progress events come in bursts: the report is read once for them
+
+// `picked`: run ids; each becomes a case (a run in a resume chain replays its chain).
+export function saveSuite(name, picked) {
+  return call('POST', '/suites', { name, cases: picked.map((runId) => ({ run_id: runId })) });
+}
+
+function signed(value, unit = '') {
+  if (typeof value !== 'number') return '';
+  const rounded = Math.round(value * 1000) / 1000;
+  return `${rounded > 0 ? '+' : ''}${unit === 'ms' ? ms(rounded) : rounded}`;
+}
+
+function mean(value) {
+  return typeof value === 'number' ? String(Math.round(value * 1000) / 1000) : '–';
+}
+
+export class Suites {
+  // hooks: show(node) puts a view in the run pane; compare(left, right) opens Compare;
+  // failed(error).
+  constructor(hooks) {
+    this.hooks = hooks;
+    this.events = null;
+    this.timer = 0;
+    this.reportId = null;
+    this.shown = null;  // the view last put in the pane
+  }
+
+  display(node) {
+    this.shown = node;
+    this.hooks.show(node);
+  }
+
+  close() {
+    if (this.events) this.events.close();
+    this.events = null;
+    clearTimeout(this.timer);
+    this.reportId = null;
+  }
+
+  async list() {
+    this.close();
+    const { suites } = await call('GET', '/suites');
+    const items = suites.map((suite) => el('li', { class: 'suite-item', dataset: { suiteId: suite.id } },
+      el('span', { class: 'suite-name' }, suite.name),
+      el('span', { class: 'hint' }, `${suite.case_count} case${suite.case_count === 1 ? '' : 's'}`,
+        suite.run_on_save ? ' · runs on save' : ''),
+      button('Run', () => this.run(suite).catch((e) => this.hooks.failed(e)),
+        { 'aria-label': `Run ${suite.name}` }),
+      suite.last_suite_run_id ? button('Last report', () => this.report(suite.last_suite_run_id)
+        .catch((e) => this.hooks.failed(e)), { 'aria-label': `Last report of ${suite.name}` }) : null));
+    this.display(el('article', { class: 'suites-view', 'aria-label': 'Suites' },
+      el('h2', {}, 'Suites'),
+      items.length ? el('ul', { class: 'suite-list' }, items)
+        : el('p', { class: 'hint empty' },
+          'No suites yet: tick runs in the thread, then "Save as suite". A suite reruns them all against the code on disk.')));
+  }
+
+  async run(suite) {
+    const started = await call('POST', `/suites/${encodeURIComponent(suite.id)}/runs`);
+    await this.report(started.suite_run_id);
+  }
+
+  // The report as far as the run got; while it runs, read again as its progress comes.
+  async report(suiteRunId) {
+    this.close();
+    this.reportId = suiteRunId;
+    const doc = await call('GET', `/suite-runs/${encodeURIComponent(suiteRunId)}`);
+    if (this.reportId !== suiteRunId) return;
+    this.display(this.reportView(doc));
+    if (OVER.has(doc.status)) return;
+    const events = new EventSource(`${API}/suite-runs/${encodeURIComponent(suiteRunId)}/events`);
+    this.events = events;
+    const reread = () => {
+      clearTimeout(this.timer);
+      this.timer = setTimeout(() => this.refresh(suiteRunId), REREAD_MS);
+    };
+    events.addEventListener('suite.case', reread);
+    events.addEventListener('suite.status', (event) => {
+      const data = JSON.parse(event.data);
+      if (OVER.has(data.status)) {
+        events.close();
+        if (this.events === events) this.events = null;
+      }
+      reread();
+    });
+  }
+
+  async refresh(suiteRunId) {
+    try {
+      // The pane shows something else now (a run, Compare): the report stops following.
+      if (!this.shown || !this.shown.isConnected) {
+        this.close();
+        return;
+      }
+      const doc = await call('GET', `/suite-runs/${encodeURIComponent(suiteRunId)}`);
+      if (this.reportId === suiteRunId && this.shown.isConnected) this.display(this.reportView(doc));
+    } catch (error) {
+      this.hooks.failed(error);
+    }
+  }
+
+  reportView(doc) {
+    const s = doc.summary;
+    const finished = s.done + s.skipped;
+    const running = !OVER.has(doc.status);
+    const moved = (s.statuses_moved || []).map((m) => `${m.before} → ${m.after}: ${m.count}`);
+    const evaluators = (s.evaluators || []).map((e) => el('tr', {},
+      el('th', { scope: 'row' }, e.evaluator),
+      el('td', {}, `${mean(e.mean_before)} → ${mean(e.mean_after)}`),
+      el('td', {}, String(e.pass_to_fail)), el('td', {}, String(e.fail_to_pass))));
+    return el('article', { class: 'suite-report', 'aria-label': 'Suite report',
+      dataset: { suiteRunId: doc.id, status: doc.status } },
+    el('h2', {}, `Suite report: ${doc.suite_name || doc.suite_id}`),
+    el('p', { class: 'facts' },
+      el('span', { class: 'status', dataset: { status: doc.status } }, doc.status),
+      doc.reason ? el('span', { class: 'reason' }, doc.reason) : null,
+      el('span', { class: 'hint' }, doc.trigger === 'save' ? 'run on save' : 'run by hand')),
+    el('div', { class: 'suite-progress' },
+      el('progress', { max: s.cases, value: finished, 'aria-label': 'Cases finished' }),
+      el('span', {}, `${finished} of ${s.cases} cases finished`,
+        s.skipped ? ` (${s.skipped} skipped)` : '')),
+    el('div', { class: 'actions' },
+      running ? button('Cancel suite run', () => call('DELETE', `/suite-runs/${encodeURIComponent(doc.id)}`)
+        .catch((e) => this.hooks.failed(e))) : null,
+      button('All suites', () => this.list().catch((e) => this.hooks.failed(e)))),
+    el('p', { class: 'suite-summary' },
+      `${s.changed} of ${s.cases} cases changed · ${s.status_moved_cases} moved status`,
+      moved.length ? ` (${moved.join(', ')})` : ''),
+    evaluators.length ? el('table', { class: 'scores suite-evaluators' },
+      el('caption', {}, 'Evaluators: mean score before → after'),
+      el('thead', {}, el('tr', {}, el('th', { scope: 'col' }, 'evaluator'), el('th', { scope: 'col' }, 'mean'),
+        el('th', { scope: 'col' }, 'pass → fail'), el('th', { scope: 'col' }, 'fail → pass'))),
+      el('tbody', {}, evaluators)) : null,
+    el('div', { class: 'table-scroll' }, this.caseTable(doc.cases)),
+    el('p', { class: 'hint run-id' }, `code ${doc.code_fingerprint || 'not known yet'}`,
+      (doc.baseline_fingerprints || []).length
+        ? ` · baselines from ${doc.baseline_fingerprints.join(', ')}` : ''),
+    el('p', { class: 'hint' }, 'Counts only: whether a change is a regression is yours to say.'));
+  }
+
+  caseTable(cases) {
+    const head = ['#', 'case', 'state', 'status', 'duration', 'answer', 'data', 'files', 'scores', '']
+      .map((name) => el('th', { scope: 'col' }, name));
+    const rows = cases.map((row) => {
+      const done = row.state === 'done';
+      const base = row.baseline || {};
+      const newest = row.run_ids[row.run_ids.length - 1];
+      const status = done ? `${row.status_before || '–'} → ${row.status_after || '–'}`
+        : row.state === 'skipped' ? `skipped${row.skipped_for ? ` (${row.skipped_for})` : ''}` : '';
+      const scores = (row.scores || []).filter((sc) => sc.delta || sc.pass_before !== sc.pass_after)
+        .map((sc) => `${sc.evaluator} ${signed(sc.delta)}${sc.pass_before !== sc.pass_after
+          ? ` (${sc.pass_before} → ${sc.pass_after})` : ''}`);
+      const comparable = done && base.run_id && !base.deleted && newest;
+      return el('tr', { class: 'case-row', dataset: { caseId: row.case_id, state: row.state,
+        changed: row.changed ? 'true' : 'false', moved: row.status_moved ? 'true' : 'false' } },
+      el('td', {}, String(row.position + 1)),
+      el('td', {}, row.kind || '', base.deleted ? el('span', { class: 'hint' }, ' (baseline deleted)') : null),
+      el('td', {}, row.state),
+      el('td', { class: row.status_moved ? 'moved' : null }, status),
+      el('td', {}, done ? signed(row.duration_delta_ms, 'ms') : ''),
+      el('td', {}, done ? (row.text_changed ? `${row.text_diff_lines} lines differ` : 'same') : ''),
+      el('td', {}, done ? String((row.data_changes || []).length) : ''),
+      el('td', {}, done ? String(row.files_changed || 0) : ''),
+      el('td', {}, done ? (scores.join('; ') || 'same') : ''),
+      el('td', {}, comparable ? button('Compare', () => this.hooks.compare(base.run_id, newest),
+        { 'aria-label': `Compare case ${row.position + 1} with its baseline` }) : null));
+    });
+    return el('table', { class: 'scores suite-cases' }, el('caption', {}, 'Cases: baseline → this run'),
+      el('thead', {}, el('tr', {}, head)), el('tbody', {}, rows));
+  }
+}

@@ -1,0 +1,95 @@
+"""Suites on the page: picked runs saved as a suite, the Suites view, Run, the report filling
+in from the suite run's progress events, each done row opening Compare of its baseline and
+its new run; and no serious axe-core violation light and dark."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.browser.accessibility import blocking_violations
+from tests.browser.helpers import button, expect, finished
+from tests.support.procs import Stack
+
+
+def save_picked(page: Any, runs: list[str], name: str) -> None:
+    """Tick `runs` in the thread and save them as the suite `name` (the prompt answered)."""
+    for run_id in runs:
+        page.get_by_role("checkbox", name=f"Pick {run_id} to compare or export").check()
+    page.once("dialog", lambda dialog: dialog.accept(name))
+    plural = "s" if len(runs) > 1 else ""
+    button(page, f"Save {len(runs)} picked run{plural} as a suite").click()
+
+
+def run_suite(page: Any, name: str, runs: list[str]) -> Any:
+    save_picked(page, runs, name)
+    suites = page.get_by_role("article", name="Suites")
+    cases = f"{len(runs)} case{'s' if len(runs) > 1 else ''}"
+    expect(suites.locator(".suite-item", has_text=name)).to_contain_text(cases)
+    suites.get_by_role("button", name=f"Run {name}", exact=True).click()
+    report = page.get_by_role("article", name="Suite report")
+    expect(report.get_by_role("heading")).to_have_text(f"Suite report: {name}")
+    expect(report).to_have_attribute("data-status", "completed")  # from the progress events
+    return report
+
+
+def test_picked_runs_saved_run_as_a_suite_and_a_row_opens_compare(page: Any) -> None:
+    expect(button(page, "Save as suite")).to_be_disabled()
+    _, first = finished(page, "stream alpha hello")
+    _, second = finished(page, "refuse the beta request", "failed")
+    report = run_suite(page, "smoke", [first, second])
+    expect(report.get_by_role("progressbar", name="Cases finished")).to_have_attribute("value", "2")
+    expect(report).to_contain_text("2 of 2 cases finished")
+    rows = report.locator("tr.case-row")
+    expect(rows).to_have_count(2)
+    expect(rows.nth(0)).to_have_attribute("data-state", "done")
+    expect(rows.nth(0)).to_contain_text("completed → completed")
+    expect(rows.nth(1)).to_contain_text("failed → failed")
+    expect(report.locator(".suite-summary")).to_contain_text("moved status")
+    expect(report).to_contain_text("Counts only")
+
+    # A row opens Compare: the baseline (the picked run) on the left, the case's new run right.
+    report.get_by_role("button", name="Compare case 1 with its baseline").click()
+    compare = page.get_by_role("article", name="Compare")
+    expect(compare.locator(".side-left .run-id")).to_have_text(first)
+    expect(compare.locator(".side-right .run-id")).not_to_have_text(first)
+    expect(compare.locator(".side-right")).to_contain_text("completed")
+
+    # The Suites view again: the suite's last report.
+    button(page, "Suites").click()
+    page.get_by_role("button", name="Last report of smoke").click()
+    expect(page.get_by_role("article", name="Suite report")).to_have_attribute("data-status", "completed")
+
+
+@pytest.fixture(params=["light", "dark"])
+def scheme_page(request: pytest.FixtureRequest, browser: Any,
+                page_stack: tuple[Stack, str]) -> Iterator[Any]:
+    """A logged-in page in a context that lets axe-core in (bypass_csp) and in one scheme."""
+    stack, url = page_stack
+    context = browser.new_context(viewport={"width": 1280, "height": 720}, bypass_csp=True,
+                                  color_scheme=request.param)
+    context.set_default_timeout(20_000)
+    tab = context.new_page()
+    tab.goto(f"{url}/?token={stack.token}")
+    expect(tab.locator("#connection")).to_have_attribute("data-state", "live")
+    yield tab
+    context.close()
+
+
+def test_the_suite_views_have_no_serious_violation(scheme_page: Any, request: Any) -> None:
+    page = scheme_page
+    _, run_id = finished(page, "stream gamma hello")
+    run_suite(page, f"a11y {request.node.callspec.id}", [run_id])
+    found = blocking_violations(page)
+    assert not found, f"report: {found}"
+    button(page, "Suites").click()
+    expect(page.get_by_role("article", name="Suites")).to_be_visible()
+    found = blocking_violations(page)
+    assert not found, f"suites: {found}"
+    page.set_viewport_size({"width": 800, "height": 700})
+    page.get_by_role("button", name=f"Last report of a11y {request.node.callspec.id}").click()
+    expect(page.get_by_role("article", name="Suite report")).to_be_visible()
+    found = blocking_violations(page)
+    assert not found, f"narrow report: {found}"
