@@ -92,6 +92,8 @@ def history(url: str, token: str) -> dict[str, str]:
     runs["other"] = api(url, token, "POST", f"/sessions/{other}/runs",
                         {"parts": [{"kind": "text", "text": "stream hello to the release notes reader"}]})["run_id"]
     finished(url, token, runs["other"])
+    api(url, token, "POST", "/suites", {"name": "tour of the page", "cases": [
+        {"run_id": runs[name]} for name in ("left", "right", "failed", "resume", "rerun")]})
     return runs
 
 
@@ -143,6 +145,14 @@ def shoot(browser: Any, login: str, url: str, runs: dict[str, str], scheme: str)
     page.set_viewport_size({"width": 800, "height": 700})
     page.get_by_role("group", name="Panels").get_by_role("button", name="Sessions").click()
     page.screenshot(path=OUT / f"search-narrow-{scheme}.png")
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.get_by_role("searchbox", name="Search runs").press("Escape")
+    # A suite of the tour's runs, run against the code on disk: its report.
+    page.get_by_role("button", name="Suites", exact=True).click()
+    page.get_by_role("button", name="Run tour of the page", exact=True).click()
+    report = page.get_by_role("article", name="Suite report")
+    expect(report).to_have_attribute("data-status", "completed")
+    page.screenshot(path=OUT / f"suite-{scheme}.png")
     context.close()
 
 

@@ -21,6 +21,11 @@ function signed(value, unit = '') {
   return `${rounded > 0 ? '+' : ''}${unit === 'ms' ? ms(rounded) : rounded}`;
 }
 
+// A code fingerprint's first characters (the whole one in the line's title).
+function short(fingerprint) {
+  return fingerprint ? String(fingerprint).slice(0, 12) : '';
+}
+
 function mean(value) {
   return typeof value === 'number' ? String(Math.round(value * 1000) / 1000) : '–';
 }
@@ -143,9 +148,11 @@ export class Suites {
         el('th', { scope: 'col' }, 'pass → fail'), el('th', { scope: 'col' }, 'fail → pass'))),
       el('tbody', {}, evaluators)) : null,
     el('div', { class: 'table-scroll' }, this.caseTable(doc.cases)),
-    el('p', { class: 'hint run-id' }, `code ${doc.code_fingerprint || 'not known yet'}`,
-      (doc.baseline_fingerprints || []).length
-        ? ` · baselines from ${doc.baseline_fingerprints.join(', ')}` : ''),
+    el('p', { class: 'hint run-id', title: [doc.code_fingerprint, ...(doc.baseline_fingerprints || [])]
+      .filter(Boolean).join('\n') || null },
+    `code ${short(doc.code_fingerprint) || 'not known yet'}`,
+    (doc.baseline_fingerprints || []).length
+      ? ` · baselines from ${doc.baseline_fingerprints.map(short).join(', ')}` : ''),
     el('p', { class: 'hint' }, 'Counts only: whether a change is a regression is yours to say.'));
   }
 
@@ -156,7 +163,9 @@ export class Suites {
       const done = row.state === 'done';
       const base = row.baseline || {};
       const newest = row.run_ids[row.run_ids.length - 1];
-      const status = done ? `${row.status_before || '–'} → ${row.status_after || '–'}`
+      const status = !done ? '' : row.status_moved
+        ? `${row.status_before || '–'} → ${row.status_after || '–'}` : `${row.status_after}, as before`;
+      const shown = done ? status
         : row.state === 'skipped' ? `skipped${row.skipped_for ? ` (${row.skipped_for})` : ''}` : '';
       const scores = (row.scores || []).filter((sc) => sc.delta || sc.pass_before !== sc.pass_after)
         .map((sc) => `${sc.evaluator} ${signed(sc.delta)}${sc.pass_before !== sc.pass_after
@@ -167,7 +176,7 @@ export class Suites {
       el('td', {}, String(row.position + 1)),
       el('td', {}, row.kind || '', base.deleted ? el('span', { class: 'hint' }, ' (baseline deleted)') : null),
       el('td', {}, row.state),
-      el('td', { class: row.status_moved ? 'moved' : null }, status),
+      el('td', { class: row.status_moved ? 'moved' : null }, shown),
       el('td', {}, done ? signed(row.duration_delta_ms, 'ms') : ''),
       el('td', {}, done ? (row.text_changed ? `${row.text_diff_lines} lines differ` : 'same') : ''),
       el('td', {}, done ? String((row.data_changes || []).length) : ''),

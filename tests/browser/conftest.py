@@ -50,7 +50,8 @@ def browser() -> Iterator[Any]:
 def page_stack(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
                ) -> Iterator[tuple[Stack, str]]:
     """The stack of the module's example project (`EXAMPLE` in the module; echo_agent),
-    with the module's `PYPROJECT_EXTRA` lines (if any) added to its `[tool.llamon]`."""
+    with the module's `PYPROJECT_EXTRA` lines (if any) added to its `[tool.llamon]` and
+    its `EXTRA_ENV` (if any) in the daemon's and the front's environment."""
     require_browser()
     runtime = short_tmpdir("lpb")
     example = getattr(request.module, "EXAMPLE", "echo_agent")
@@ -60,7 +61,7 @@ def page_stack(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
     pyproject = project / "pyproject.toml"
     pyproject.write_text(pyproject.read_text() + getattr(request.module, "PYPROJECT_EXTRA", ""))
     try:
-        with stack_for(project, runtime) as stack:
+        with stack_for(project, runtime, extra_env=getattr(request.module, "EXTRA_ENV", None)) as stack:
             stack.start_daemon()
             _, url = stack.start_front()
             yield stack, url

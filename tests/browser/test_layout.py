@@ -5,6 +5,7 @@ console error."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from tests.browser.helpers import button, expect, finished
@@ -85,6 +86,13 @@ def test_disabled_looks_disabled_and_the_header_names_the_project(page: Any) -> 
     # No session yet: no title box with Rename and Delete, but words saying what to do.
     expect(page.locator("#session-head")).to_be_hidden()
     expect(page.locator("#runs-empty")).to_contain_text("type a message")
+
+
+def test_the_footer_says_history_has_no_retention_limit_by_default(page: Any) -> None:
+    # The size and policy come from /health's `history` (a policy set: test_footer.py).
+    expect(page.get_by_role("contentinfo")).to_have_text(re.compile(
+        r"^History: [\d.]+ (bytes|KiB|MiB) on disk\. "
+        r"No retention limit: history is kept until you delete it\.$"))
 
 
 def test_a_load_logs_no_console_error(browser: Any, page_stack: Any) -> None:
