@@ -37,11 +37,10 @@ export class HistoryFooter {
 
   show(health) {
     const text = historyText(health && health.history);
+    if (health && health.history) this.node.dataset.bytes = String(health.history.bytes);
+    if (text === this.node.textContent) return;  // a write would lay the page out again
     this.node.textContent = text;
     this.node.hidden = !text;
-    if (health && health.history) {
-      this.node.dataset.bytes = String(health.history.bytes);
-    }
   }
 
   async refresh() {
