@@ -110,15 +110,16 @@ async def build_services(settings: Settings, environ: dict[str, str]) -> Service
         start_timeout=settings.host_start_timeout, stop_grace=settings.host_stop_grace,
         spawner=WarmSpawner(lambda: warm_options(settings), WarmPaths(
             modules=settings.runtime_dir / "host-modules.json",
-            parent_log=settings.runtime_dir / "host-parent.log"))))
+            parent_log=settings.runtime_dir / "host-parent.log")),
+        log_bytes=settings.limits.host_log_bytes))
     host.warnings = warnings
     host.listeners.append(project_events.host_changed)
     # No total timeout: run streams last as long as the Host streams.
     http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_connect=5))
     journal = RunJournal(store, blobs)
     executor = RunExecutor(settings.project_dir, journal, blobs, host, http,
-                           stall_timeout=settings.host_stall_timeout)
-    runs = RunManager(store, blobs, hub, journal, executor)
+                           stall_timeout=settings.host_stall_timeout, limits=settings.limits)
+    runs = RunManager(store, blobs, hub, journal, executor, settings.limits)
     services = Services(settings, store, blobs, hub, host, runs, http, project_events,
                         ReloadCoordinator(host, runs))
     return services

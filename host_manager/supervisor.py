@@ -70,12 +70,13 @@ class HostConfig:
     start_timeout: float
     stop_grace: float
     spawner: Spawner  # cold, or forked from a warm parent (spawn/warm.py)
+    log_bytes: int  # Host log text kept in memory (common/limits.py)
 
 
 class HostSupervisor:
     def __init__(self, config: HostConfig) -> None:
         self.config = config
-        self.logs = HostLogs(config.log_path)
+        self.logs = HostLogs(config.log_path, max_bytes=config.log_bytes)
         self.state = HostState.STOPPED
         self.generation: Generation | None = None
         self.warnings: list[dict[str, str]] = []  # the project's (set by the daemon)

@@ -24,6 +24,7 @@ from typing import Any
 
 import orjson
 
+from llamon_playground.common.limits import DEFAULT_LIMITS, Limits
 from llamon_playground.daemon.data.big_documents import dismantle
 from llamon_playground.daemon.data.bundle_validate import (
     BUNDLE_FORMAT,
@@ -232,14 +233,15 @@ def bundle_of(body: Any) -> Any:
     return body
 
 
-async def import_bundle(store: Store, blobs: BlobStore, body: Any) -> dict[str, Any]:
+async def import_bundle(store: Store, blobs: BlobStore, body: Any,
+                        limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
     """Write a parsed bundle's sessions, runs, events and files; the new IDs by old ones.
     `body` is used up: its lists are emptied as it is let go (big_documents)."""
     bundle = bundle_of(body)
     valid: ValidBundle | None = None
     plan: ImportPlan | None = None
     try:
-        valid = await asyncio.to_thread(validate_bundle, bundle)
+        valid = await asyncio.to_thread(validate_bundle, bundle, limits)
         plan = await asyncio.to_thread(plan_import, valid)  # redaction and dumps of each row
         created = await asyncio.to_thread(_put_blobs, blobs, valid.blobs)
         rows = plan

@@ -14,6 +14,7 @@ from typing import Any
 from aiohttp import web
 
 from llamon_playground.common.http_json import json_response
+from llamon_playground.daemon.data.sizes import check_capture_event
 from llamon_playground.daemon.errors import ApiError, BadRequest, Conflict
 from llamon_playground.daemon.http.util import read_json
 from llamon_playground.daemon.services import SERVICES
@@ -24,6 +25,22 @@ MAX_CAPTURE_BYTES = 1024 * 1024
 MAX_EVENTS = 1000
 RESERVED_FIELDS = ("seq", "run_id", "kind")
 SCORE_OPTIONAL = ("reason", "passStatus", "scope", "node", "duration_ms")
+
+
+class RunCaptureCount:
+    """How many capture events the active run has stored (the per-run limit's count)."""
+
+    def __init__(self) -> None:
+        self.run_id: str | None = None
+        self.count = 0
+
+    def of(self, run_id: str) -> int:
+        if run_id != self.run_id:
+            self.run_id, self.count = run_id, 0
+        return self.count
+
+
+CAPTURE_COUNT = web.AppKey("capture_count", RunCaptureCount)
 
 
 class CaptureRefused(ApiError):
@@ -69,11 +86,17 @@ async def capture(request: web.Request) -> web.Response:
         raise Conflict("captures are accepted only for the active run of this Host generation",
                        code="capture_not_active")
     received = round(time.time(), 6)
+    counter = request.app[CAPTURE_COUNT]
+    stored = counter.of(run_id)
+    limits = s.settings.limits
     payloads: list[dict[str, Any]] = []
     scores: list[dict[str, Any]] = []
     for event in events:
         if not isinstance(event, dict) or not isinstance(event.get("type"), str):
             raise BadRequest("each event needs a string `type`", code="invalid_capture")
+        # The whole request is refused when one event is: nothing of it is written.
+        check_capture_event(event, stored + len(payloads) + 1, f"events[{len(payloads)}]",
+                            limits)
         payload = {k: v for k, v in event.items() if k not in RESERVED_FIELDS}
         if not is_time(payload.get("ts")):
             # The page draws the trace as a timeline: every event gets its time, the Host's
@@ -82,6 +105,7 @@ async def capture(request: web.Request) -> web.Response:
         payloads.append(payload)
         if event["type"] == "evaluation.result":
             scores.append(score_entry(event))
+    counter.count = stored + len(payloads)  # before any await: a concurrent post counts on
     await s.store.open()
     for payload in payloads:
         s.store.append_event(run_id, "trace", payload)
@@ -92,4 +116,5 @@ async def capture(request: web.Request) -> web.Response:
 
 
 def add_capture_routes(app: web.Application) -> None:
+    app[CAPTURE_COUNT] = RunCaptureCount()
     app.router.add_post(CAPTURE_PATH, capture)

@@ -124,7 +124,7 @@ async def import_(request: web.Request) -> web.Response:
         del raw  # the parsed bundle is all the import needs from here
         try:
             async with request.app[BLOB_CHANGES]:
-                mapping = await import_bundle(s.store, s.blobs, body)
+                mapping = await import_bundle(s.store, s.blobs, body, s.settings.limits)
         finally:
             del body  # emptied by the import: gone before the collector is back on
     return json_response(mapping, 201)

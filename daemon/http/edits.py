@@ -26,7 +26,8 @@ async def patch_session(request: web.Request) -> web.Response:
     s = request.app[SERVICES]
     session_id = request.match_info["session_id"]
     # Validated in full before anything is written: a refused edit changes nothing.
-    fields = parse_session_fields(await read_json(request, s.settings.max_request_bytes))
+    fields = parse_session_fields(await read_json(request, s.settings.max_request_bytes),
+                                  s.settings.limits)
     if "metadata" in fields:
         fields["metadata"] = redact_metadata(fields["metadata"])
     session = await history.update_session(s.store, session_id, fields)

@@ -100,7 +100,7 @@ async def create_session(request: web.Request) -> web.Response:
     body = await body_of(request)
     if isinstance(body, dict) and body.get("metadata") is None:
         body.pop("metadata", None)  # null metadata is an empty object, as it always was
-    fields = parse_session_fields({} if body is None else body)
+    fields = parse_session_fields({} if body is None else body, svc(request).settings.limits)
     session = await history.create_session(svc(request).store, fields.get("title", ""),
                                             redact_metadata(fields.get("metadata", {})))
     return json_response(session, 201)

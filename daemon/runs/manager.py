@@ -10,6 +10,7 @@ import asyncio
 import logging
 from typing import Any
 
+from llamon_playground.common.limits import DEFAULT_LIMITS, Limits
 from llamon_playground.daemon.data.edits import parse_rerun
 from llamon_playground.daemon.data.parts import RunRequest, parse_run_request
 from llamon_playground.daemon.data.redact import redact_metadata
@@ -32,7 +33,8 @@ SHUTDOWN_WAIT = 10.0
 
 class RunManager:
     def __init__(self, store: Store, blobs: BlobStore, hub: EventHub, journal: RunJournal,
-                 executor: RunExecutor) -> None:
+                 executor: RunExecutor, limits: Limits = DEFAULT_LIMITS) -> None:
+        self._limits = limits
         self._store = store
         self._blobs = blobs
         self._hub = hub
@@ -50,14 +52,14 @@ class RunManager:
     # -- create / resume / rerun ------------------------------------------------------------
 
     async def create(self, session_id: str, body: Any) -> dict[str, Any]:
-        request = parse_run_request(body)
+        request = parse_run_request(body, limits=self._limits)
         session = await get_session(self._store, session_id)
         if session is None:
             raise NotFound(f"no session {session_id}", code="session_not_found")
         return await self._start(session_id, session["context_id"], request)
 
     async def resume(self, run_id: str, body: Any) -> dict[str, Any]:
-        request = parse_run_request(body)
+        request = parse_run_request(body, limits=self._limits)
         parent = await get_run(self._store, run_id)
         if parent is None:
             raise NotFound(f"no run {run_id}", code="run_not_found")
@@ -74,7 +76,7 @@ class RunManager:
     async def rerun(self, run_id: str, body: Any) -> dict[str, Any]:
         """A new run of a stored input; what the body gives replaces the stored field
         (validated as a new run's, before anything is written), the rest is cloned."""
-        edits = parse_rerun(body)
+        edits = parse_rerun(body, self._limits)
         original = await get_run(self._store, run_id)
         if original is None:
             raise NotFound(f"no run {run_id}", code="run_not_found")

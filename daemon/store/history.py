@@ -10,6 +10,7 @@ import orjson
 
 from llamon_playground.daemon.data.compare import latest_scores
 from llamon_playground.daemon.store.database import Store, utcnow
+from llamon_playground.daemon.store.excerpts import SESSION_LIST_COLUMNS, run_list_columns
 from llamon_playground.daemon.store.ids import new_context_id, new_session_id
 
 RUN_JSON_COLUMNS = ("input", "output", "error", "scores", "edited_fields")
@@ -96,11 +97,12 @@ def _page(rows: list[sqlite3.Row], limit: int) -> tuple[list[sqlite3.Row], str |
 
 async def list_sessions(store: Store, after: int = 0, limit: int = 100) -> Page:
     rows, cursor = _page(await store.fetch_all(
-        "SELECT s.rowid AS _rowid, s.*, "
+        f"SELECT {SESSION_LIST_COLUMNS}, "
         "(SELECT COUNT(*) FROM runs r WHERE r.session_id = s.id) AS run_count "
         "FROM sessions s WHERE s.rowid > ? ORDER BY s.rowid LIMIT ?", (after, limit + 1)),
         limit)
-    return [{**session_to_dict(r), "run_count": r["run_count"]} for r in rows], cursor
+    return [{**session_to_dict(r), "run_count": r["run_count"],
+             "metadata_truncated": bool(r["metadata_truncated"])} for r in rows], cursor
 
 
 async def get_session(store: Store, session_id: str) -> dict[str, Any] | None:
@@ -118,12 +120,15 @@ async def list_runs(store: Store, session_id: str, after: int = 0, limit: int = 
     """A session's runs, oldest first; `newest_first` pages backwards (a history view shows
     the newest run on top and reads older pages only when they are scrolled to). `after` is
     the previous page's cursor either way; 0 starts at the first (or the newest) run."""
+    # Excerpts, never whole outputs (store/excerpts.py): every column by name but those.
+    select = run_list_columns([row[0] for row in await store.fetch_all(
+        "SELECT name FROM pragma_table_info('runs')")])
     if newest_first:
-        sql = ("SELECT rowid AS _rowid, * FROM runs WHERE session_id = ? AND rowid < ? "
+        sql = (f"SELECT {select} FROM runs WHERE session_id = ? AND rowid < ? "
                "ORDER BY rowid DESC LIMIT ?")
         bound = after or 2**63 - 1
     else:
-        sql = ("SELECT rowid AS _rowid, * FROM runs WHERE session_id = ? AND rowid > ? "
+        sql = (f"SELECT {select} FROM runs WHERE session_id = ? AND rowid > ? "
                "ORDER BY rowid LIMIT ?")
         bound = after
     rows, cursor = _page(await store.fetch_all(sql, (session_id, bound, limit + 1)), limit)

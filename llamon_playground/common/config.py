@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from llamon_playground import __version__
+from llamon_playground.common.limits import LIMIT_ENV_NAMES, Limits
 
 Environ = Mapping[str, str]
 
@@ -129,6 +130,8 @@ class Settings:
     # Built with the rest (one builder per process); the front reads it, and the daemon its
     # max_connections (the cap on the streams it writes on lent connections).
     front: FrontSettings = field(default_factory=FrontSettings)
+    # The sizes a request, a bundle or a Host may bring in (common/limits.py).
+    limits: Limits = field(default_factory=Limits)
 
     @property
     def runtime_dir(self) -> Path:
@@ -202,6 +205,8 @@ DAEMON_ENV = (
     EnvVar("watch", "LLAMON_PLAYGROUND_WATCH", _switch),
     EnvVar("host_stall_timeout", "LLAMON_PLAYGROUND_HOST_STALL_TIMEOUT", float),
 )
+# One variable a limit (the names live beside the limits, common/limits.py).
+LIMITS_ENV = tuple(EnvVar(name, env, _whole) for name, env in LIMIT_ENV_NAMES.items())
 # systemd's notify protocol, set by a Type=notify unit (systemd/*.service).
 SYSTEMD_ENV = (
     EnvVar("notify_socket", "NOTIFY_SOCKET", str),
@@ -222,4 +227,5 @@ def build_settings(project: str | os.PathLike[str], environ: Environ | None = No
     env = os.environ if environ is None else environ
     return Settings(project_dir=Path(project).resolve(), runtime_base=default_runtime_base(env),
                     front=FrontSettings(**_from_env(FRONT_ENV, env)),
+                    limits=Limits(**_from_env(LIMITS_ENV, env)),
                     **_from_env(DAEMON_ENV + SYSTEMD_ENV, env))

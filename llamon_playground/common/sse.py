@@ -18,6 +18,17 @@ from collections.abc import AsyncIterable, AsyncIterator, Iterable
 from dataclasses import dataclass
 
 BOM = b"\xef\xbb\xbf"
+# A line's limit is on what it carries: its field name ("data: ") is not counted.
+FIELD_NAME_ROOM = 16
+
+
+class SseTooLarge(Exception):
+    """A line or an event of the stream is longer than the parser was told to take."""
+
+    def __init__(self, what: str, limit: int) -> None:
+        super().__init__(f"{what} is longer than {limit} bytes")
+        self.what = what
+        self.limit = limit
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,10 +47,19 @@ class SseEvent:
 
 
 class SseParser:
-    """Feed it the body's bytes in chunks cut anywhere; it returns the events they complete."""
+    """Feed it the body's bytes in chunks cut anywhere; it returns the events they complete.
 
-    def __init__(self) -> None:
+    With `max_line` / `max_event` (bytes), a longer line, or an event whose `data` lines
+    join to more, raises SseTooLarge as soon as it is seen: at most about that much of it
+    is ever held.
+    """
+
+    def __init__(self, max_line: int | None = None, max_event: int | None = None) -> None:
+        self._max_line = max_line
+        self._max_event = max_event
         self._pending: list[bytes] = []  # the start of a line not ended yet
+        self._pending_bytes = 0
+        self._data_bytes = 0
         self._after_cr = False  # the last chunk ended in CR: a LF first in the next is its pair
         self._at_start = True  # a BOM may still be coming
         self._data: list[bytes] = []
@@ -65,17 +85,26 @@ class SseParser:
         if b"\n" not in chunk and b"\r" not in chunk:
             if chunk:
                 self._pending.append(chunk)  # no line ends here: keep it, join once it does
+                self._pending_bytes += len(chunk)
+                if self._max_line is not None and self._pending_bytes > self._max_line + FIELD_NAME_ROOM:
+                    raise SseTooLarge("a line of the event stream", self._max_line)
             return []
         if self._pending:
             self._pending.append(chunk)
             chunk = b"".join(self._pending)
             self._pending = []
+            self._pending_bytes = 0
         lines = chunk.splitlines()
         last = chunk[-1:]
         if last == b"\r":
             self._after_cr = True
         elif last != b"\n":
             self._pending.append(lines.pop())  # the unfinished tail
+            self._pending_bytes = len(self._pending[0])
+        if self._max_line is not None:
+            longest = max(map(len, lines), default=0)
+            if max(longest, self._pending_bytes) > self._max_line + FIELD_NAME_ROOM:
+                raise SseTooLarge("a line of the event stream", self._max_line)
         return self._lines(lines)
 
     def _lines(self, lines: Iterable[bytes]) -> list[SseEvent]:
@@ -88,6 +117,7 @@ class SseParser:
                         b"\n".join(self._data).decode("utf-8", "replace"),
                         self.last_event_id, self.retry))
                 self._data = []
+                self._data_bytes = 0
                 self._event = b""
                 self._seen_data = False
                 continue
@@ -99,6 +129,9 @@ class SseParser:
             if name == b"data":
                 self._data.append(value)
                 self._seen_data = True
+                self._data_bytes += len(value) + 1
+                if self._max_event is not None and self._data_bytes > self._max_event + 1:
+                    raise SseTooLarge("an event of the event stream", self._max_event)
             elif name == b"event":
                 self._event = value
             elif name == b"id":
