@@ -11,7 +11,7 @@ import aiohttp
 import orjson
 
 from llamon_playground.common.limits import DEFAULT_LIMITS, LIMIT_ENV_NAMES, Limits
-from llamon_playground.common.sse import SseEvent, SseParser, SseTooLarge
+from llamon_playground.common.sse import SseEvent, SseParser
 from llamon_playground.daemon.a2a.wire import (
     V1,
     A2AEvent,
@@ -154,18 +154,22 @@ async def _read_sse(resp: aiohttp.ClientResponse,
         chunk = await content.readany()
         if not chunk:
             return
-        try:
-            frames = parser.feed(chunk)
-        except SseTooLarge as exc:
-            field = "host_line_bytes" if "line" in exc.what else "host_event_bytes"
-            raise HostOutputTooLarge(exc.what.replace(" of the event stream", ""),
-                                     exc.limit, field) from exc
-        streamed += sum(len(frame.data) for frame in frames)
+        frames = parser.feed(chunk)
+        kept: list[SseEvent] = []
+        for frame in frames:  # what came before a limit is kept
+            streamed += len(frame.data)
+            if streamed > limits.run_output_bytes:
+                break
+            kept.append(frame)
+        if kept:
+            yield [_event(frame) for frame in kept]
         if streamed > limits.run_output_bytes:
             raise HostOutputTooLarge("a run's output", limits.run_output_bytes,
                                      "run_output_bytes")
-        if frames:
-            yield [_event(frame) for frame in frames]
+        if parser.overflow is not None:
+            field = "host_line_bytes" if "line" in parser.overflow.what else "host_event_bytes"
+            raise HostOutputTooLarge(parser.overflow.what.replace(" of the event stream", ""),
+                                     parser.overflow.limit, field)
         if resp.connection is not None and transport is not None \
                 and not transport.is_closing():
             # The kernel keeps what comes meanwhile (aiohttp's own flow control pauses the

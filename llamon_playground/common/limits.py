@@ -49,13 +49,13 @@ LIMIT_ENV_NAMES = {
 
 
 def json_size_over(value: Any, limit: int) -> int | None:
-    """None when `value` encoded as JSON takes at most `limit` bytes, else a lower bound of its
-    size that is over `limit`.
+    """None when `value`, as compact JSON, takes at most `limit` bytes; else a size over it.
 
-    An estimate that never undercounts by much: strings count their characters (UTF-8 may
-    be up to 4× that, so non-ASCII counts its encoded length) plus quotes; numbers their
-    `repr`; every container its brackets and separators. The walk stops at the first
-    total over the limit, so the cost is bounded by the limit, not by the value."""
+    Strings count their UTF-8 bytes and quotes (escapes are not counted), numbers their
+    `repr`, containers their brackets, colons and commas: for plain text the exact size
+    orjson writes. The walk stops at the first total over the limit, so the cost is bounded
+    by the limit, not by the value (a 200 MiB string costs what a 257 KiB one does).
+    """
     total = 0
     stack: list[Any] = [value]
     while stack:
@@ -63,16 +63,18 @@ def json_size_over(value: Any, limit: int) -> int | None:
         if isinstance(item, str):
             total += _str_bytes(item, limit - total) + 2
         elif isinstance(item, dict):
-            total += 2 + 2 * len(item)  # braces, a colon and a comma a member
+            total += 2 + max(2 * len(item) - 1, 0)  # braces, a colon a member, commas between
             for key, child in item.items():
                 total += _str_bytes(str(key), limit - total) + 2
                 if total > limit:
                     return total
                 stack.append(child)
         elif isinstance(item, list):
-            total += 2 + len(item)
+            total += 2 + max(len(item) - 1, 0)
             stack.extend(item)
-        elif item is None or isinstance(item, bool):
+        elif item is None or item is True:
+            total += 4
+        elif item is False:
             total += 5
         else:
             total += len(repr(item))

@@ -50,8 +50,9 @@ class SseParser:
     """Feed it the body's bytes in chunks cut anywhere; it returns the events they complete.
 
     With `max_line` / `max_event` (bytes), a longer line, or an event whose `data` lines
-    join to more, raises SseTooLarge as soon as it is seen: at most about that much of it
-    is ever held.
+    join to more, sets `overflow` as soon as it is seen: at most about that much of it is
+    ever held, the events completed before it are still returned, and the parser takes
+    nothing more.
     """
 
     def __init__(self, max_line: int | None = None, max_event: int | None = None) -> None:
@@ -60,6 +61,7 @@ class SseParser:
         self._pending: list[bytes] = []  # the start of a line not ended yet
         self._pending_bytes = 0
         self._data_bytes = 0
+        self.overflow: SseTooLarge | None = None
         self._after_cr = False  # the last chunk ended in CR: a LF first in the next is its pair
         self._at_start = True  # a BOM may still be coming
         self._data: list[bytes] = []
@@ -69,6 +71,8 @@ class SseParser:
         self.retry: int | None = None
 
     def feed(self, chunk: bytes) -> list[SseEvent]:
+        if self.overflow is not None:
+            return []
         if self._at_start:
             chunk = b"".join(self._pending) + chunk
             self._pending = []
@@ -86,8 +90,7 @@ class SseParser:
             if chunk:
                 self._pending.append(chunk)  # no line ends here: keep it, join once it does
                 self._pending_bytes += len(chunk)
-                if self._max_line is not None and self._pending_bytes > self._max_line + FIELD_NAME_ROOM:
-                    raise SseTooLarge("a line of the event stream", self._max_line)
+                self._check_line(self._pending_bytes)
             return []
         if self._pending:
             self._pending.append(chunk)
@@ -101,15 +104,24 @@ class SseParser:
         elif last != b"\n":
             self._pending.append(lines.pop())  # the unfinished tail
             self._pending_bytes = len(self._pending[0])
-        if self._max_line is not None:
-            longest = max(map(len, lines), default=0)
-            if max(longest, self._pending_bytes) > self._max_line + FIELD_NAME_ROOM:
-                raise SseTooLarge("a line of the event stream", self._max_line)
-        return self._lines(lines)
+        events = self._lines(lines)
+        self._check_line(self._pending_bytes)
+        return events
+
+    def _check_line(self, size: int) -> bool:
+        """Is a line of `size` bytes over the limit? (Then the parser stops, saying why.)"""
+        if self._max_line is not None and size > self._max_line + FIELD_NAME_ROOM:
+            self.overflow = self.overflow or SseTooLarge("a line of the event stream",
+                                                         self._max_line)
+            self._pending = []
+            return True
+        return False
 
     def _lines(self, lines: Iterable[bytes]) -> list[SseEvent]:
         events: list[SseEvent] = []
         for line in lines:
+            if self._check_line(len(line)):
+                break
             if not line:
                 if self._seen_data:
                     events.append(SseEvent(
@@ -131,7 +143,10 @@ class SseParser:
                 self._seen_data = True
                 self._data_bytes += len(value) + 1
                 if self._max_event is not None and self._data_bytes > self._max_event + 1:
-                    raise SseTooLarge("an event of the event stream", self._max_event)
+                    self.overflow = SseTooLarge("an event of the event stream",
+                                                self._max_event)
+                    self._data = []
+                    break
             elif name == b"event":
                 self._event = value
             elif name == b"id":
