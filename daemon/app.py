@@ -50,6 +50,7 @@ from llamon_playground.host_manager.crash_policy import CrashSettings
 from llamon_playground.host_manager.environment import ENV_MARKER, ENV_TREE
 from llamon_playground.host_manager.errors import HostUnavailable
 from llamon_playground.host_manager.fingerprint import WatchRules
+from llamon_playground.host_manager.reaper import Lifeline
 from llamon_playground.host_manager.orphans import reap_marked, reap_orphan, tree_id
 from llamon_playground.host_manager.spawn.warm import WarmOptions, WarmPaths, WarmSpawner
 from llamon_playground.host_manager.supervisor import HostConfig, HostSupervisor
@@ -194,6 +195,8 @@ async def serve(settings: Settings, environ: dict[str, str]) -> None:
         # ... and every process of its tree, wherever it went (a Host started through a
         # shell survives its parent's death).
         left = reap_marked(ENV_TREE, tree_id(settings.host_record_path), "boot")
+        # ... and, should this daemon die, the tree goes with it even if none comes back.
+        lifeline = Lifeline.start(settings.host_record_path, environ)
         services = await build_services(settings, environ)
         services.host.note_reaped(left)
         set_context_fallback(lambda: _log_context(services))
@@ -249,10 +252,12 @@ async def serve(settings: Settings, environ: dict[str, str]) -> None:
                         task.cancel()
                         await asyncio.gather(task, return_exceptions=True)
                 await shutdown(services)
+                lifeline.stand_down()  # the Host is stopped: nothing for the reaper to do
                 await runner.cleanup()
         finally:
             if not services.http.closed:
                 await services.http.close()
+            lifeline.close()  # not stood down: the reaper ends whatever is left
     finally:
         remove_discovery(settings)
         lock.release()

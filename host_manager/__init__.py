@@ -5,7 +5,8 @@ starts a generation's process (cold, or forked from a warm parent); each helper 
 job: `environment` (what the child starts with), `process` (spawn and stop a process
 group), `readiness`, `change_policy` (does a file change warrant a restart?),
 `crash_policy` (back-off and crashloop), `orphans` (the generation record, reaping it and
-the whole Host tree by its environment marker),
+the whole Host tree by its environment marker), `reaper` (the process that ends that tree when the daemon dies, and the
+daemon's end of its lifeline pipe),
 `logs`, `watcher`, `capture` (the daemon's end of the capture channel). `host_side` is
 what a Host imports from us: the capture channel's other end and `StreamingTaskStore`.
 """
