@@ -11,6 +11,7 @@ import aiohttp
 from aiohttp import web
 
 from llamon_playground.common.config import Settings
+from llamon_playground.common.parser_errors import PlainRunner
 from llamon_playground.common.fd_budget import connection_cap
 from llamon_playground.common.http_json import name_the_server
 from llamon_playground.common.logging_setup import set_context_fallback
@@ -212,7 +213,8 @@ async def serve(settings: Settings, environ: dict[str, str]) -> None:
                 await shutdown(services)
                 raise BootFailed(f"boot recovery failed: {exc}") from exc
             app = make_app(services)
-            runner = web.AppRunner(app, handle_signals=False, access_log=None,
+            # Parser-level errors answered plainly too: our Server header, nothing echoed.
+            runner = PlainRunner(app, handle_signals=False, access_log=None,
                                    shutdown_timeout=1.0)
             await runner.setup()
             with suppress(FileNotFoundError):
