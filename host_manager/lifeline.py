@@ -1,7 +1,8 @@
 """The Host tree dies with the daemon, even when no daemon comes back (docs/host.md, "When
 the daemon dies").
 
-A small process per daemon that outlives it for that one job. It holds the read end of a
+A small process per daemon that outlives it for that one job (the lifeline's reaper; not
+`launch.Reaper`, which stops a generation the daemon itself ends). It holds the read end of a
 lifeline pipe whose only write end is the daemon's: when a read answers EOF, the daemon is
 gone, however it went (SIGKILL, a crash, the OOM killer), since the kernel closes a dead
 process's descriptors. Then the reaper ends the whole Host tree, exactly as the next
@@ -14,7 +15,7 @@ The core is pure pipe/EOF + signals + psutil (`watch`, `reap`): nothing Linux-on
 platform without PR_SET_PDEATHSIG or pidfds (macOS) reuses it unchanged.
 
 The daemon's end is `Lifeline`: `Lifeline.start` spawns the reaper (`python -m
-llamon_playground.host_manager.reaper RECORD_PATH`) with the pipe's read end as its stdin,
+llamon_playground.host_manager.lifeline RECORD_PATH`) with the pipe's read end as its stdin,
 in a session of its own (a signal to the daemon's group, a terminal's Ctrl-C, does not
 reach it), and keeps the only write end. That end is close-on-exec and never inherited: no
 Host, warm parent or other child holds it, so the pipe reads EOF exactly when the daemon is
@@ -60,7 +61,7 @@ def reap(record_path: Path) -> list[dict[str, Any]]:
     return reaped
 
 
-REAPER_MODULE = "llamon_playground.host_manager.reaper"
+LIFELINE_MODULE = "llamon_playground.host_manager.lifeline"
 EXIT_WAIT = 2.0
 
 
@@ -76,7 +77,7 @@ class Lifeline:
         read_fd, write_fd = os.pipe()  # both close-on-exec (PEP 446)
         try:
             process = subprocess.Popen(
-                [sys.executable, "-m", REAPER_MODULE, str(record_path)], stdin=read_fd,
+                [sys.executable, "-m", LIFELINE_MODULE, str(record_path)], stdin=read_fd,
                 stdout=subprocess.DEVNULL, env=env, start_new_session=True)
         except BaseException:
             os.close(write_fd)

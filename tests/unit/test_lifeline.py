@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from llamon_playground.host_manager.reaper import STAND_DOWN, watch
+from llamon_playground.host_manager.lifeline import STAND_DOWN, watch
 
 
 def test_eof_on_the_lifeline_means_the_daemon_died() -> None:
