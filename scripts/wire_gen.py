@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Literal, NotRequired, get_args, get_origin
 
 from llamon_playground.common.wire import COMPONENTS, EXTRAS, documents, history, host, requests
+from llamon_playground.common.wire import search as search_wire
 from llamon_playground.common.wire import words
 from llamon_playground.common.wire.json_schema import is_typeddict, is_union
 from llamon_playground.common.wire.rules import Doc
@@ -33,7 +34,7 @@ COMMAND = "scripts/gen_wire"
 MAX_LINE = 100
 # The declaration's modules behind each generated client file, in the order their classes
 # are written: the answers, and the request bodies (two files, each a readable size).
-ANSWER_MODULES = (history, host, documents)
+ANSWER_MODULES = (history, host, documents, search_wire)
 REQUEST_MODULES = (requests,)
 
 

@@ -45,6 +45,7 @@ from llamon_playground.common.wire.history import (
     SessionList,
 )
 from llamon_playground.common.wire.host import Health, HostError, HostLogs, HostStatus
+from llamon_playground.common.wire.search import SearchExcerpt, SearchHit, SearchResults
 from llamon_playground.common.wire.requests import (
     ExportRequest,
     InputPart,
@@ -61,6 +62,7 @@ __all__ = ["COMPONENTS", "EXTRAS", "Bundle", "BundleImported", "Compare", "Compo
            "RerunRequest", "RerunTree", "Run", "RunAccepted", "RunEvent", "RunList", "RunPatch",
            "RunRequest", "RunSummary", "Session", "SessionCreate", "SessionDeleted",
            "SessionList", "SessionPatch", "Snippets", "SourceTarget"]
+__all__ += ["SearchExcerpt", "SearchHit", "SearchResults"]
 
 # The shapes `openapi.json` names under `components.schemas`, in its order. A tuple is a
 # tagged union (`X | Y`) of inline variants.
@@ -89,6 +91,7 @@ COMPONENTS: dict[str, Any] = {
     "HostLogs": HostLogs,
     "Health": Health,
     "Compare": Compare,
+    "SearchResults": SearchResults,
     "Bundle": Bundle,
     "BundleImported": BundleImported,
     "ComposerSchema": ComposerSchema,

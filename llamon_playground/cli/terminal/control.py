@@ -30,7 +30,7 @@ from llamon_playground.cli.client import (
     text_part,
 )
 from llamon_playground.cli.front_record import stop_detached_fronts
-from llamon_playground.cli.show import print_warnings, visible
+from llamon_playground.cli.terminal.show import print_warnings, visible
 from llamon_playground.common.config import Settings
 from llamon_playground.common.contract import SUCCESS_STATUSES, TERMINAL_STATUSES
 
