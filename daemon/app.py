@@ -44,6 +44,7 @@ from llamon_playground.daemon.store.blobs import BlobStore
 from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.event_log import EventHub
 from llamon_playground.daemon.store.project_events import ProjectEvents
+from llamon_playground.daemon.store.compaction import Compactor
 from llamon_playground.daemon.store.reconcile import reconcile_runs
 from llamon_playground.daemon.store.records import EventRow
 from llamon_playground.host_manager.crash_policy import CrashSettings
@@ -90,10 +91,12 @@ async def build_services(settings: Settings, environ: dict[str, str]) -> Service
     def committed(rows: list[EventRow]) -> None:
         hub.publish(rows)
         project_events.committed(rows)
+        compactor.noticed(rows)
 
     store = Store(settings, on_commit=committed,
                   on_degraded=lambda error: _history_degraded(services, error))
     blobs = BlobStore(settings.files_dir)
+    compactor = Compactor(store)
     try:
         project = load_project_config(settings.project_dir)
         env_file, warnings = project.env_file, project_warnings(project, settings.project_dir)
@@ -120,7 +123,7 @@ async def build_services(settings: Settings, environ: dict[str, str]) -> Service
                            stall_timeout=settings.host_stall_timeout)
     runs = RunManager(store, blobs, hub, journal, executor)
     services = Services(settings, store, blobs, hub, host, runs, http, project_events,
-                        ReloadCoordinator(host, runs))
+                        ReloadCoordinator(host, runs), compactor)
     return services
 
 
@@ -149,6 +152,7 @@ async def recover(services: Services) -> None:
 
 
 async def shutdown(services: Services) -> None:
+    await services.compactor.close()
     await services.runs.shutdown()
     await services.host.close()
     await services.store.close()
@@ -207,6 +211,7 @@ async def serve(settings: Settings, environ: dict[str, str]) -> None:
                 log.error("boot recovery failed; the daemon stops: %s", exc)
                 await shutdown(services)
                 raise BootFailed(f"boot recovery failed: {exc}") from exc
+            services.compactor.start()
             app = make_app(services)
             runner = web.AppRunner(app, handle_signals=False, access_log=None,
                                    shutdown_timeout=1.0)

@@ -11,6 +11,7 @@ from llamon_playground.common.config import Settings
 from llamon_playground.daemon.runs.manager import RunManager
 from llamon_playground.daemon.runs.reload import ReloadCoordinator
 from llamon_playground.daemon.store.blobs import BlobStore
+from llamon_playground.daemon.store.compaction import Compactor
 from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.event_log import EventHub
 from llamon_playground.daemon.store.project_events import ProjectEvents
@@ -28,6 +29,7 @@ class Services:
     http: aiohttp.ClientSession
     project_events: ProjectEvents
     reload: ReloadCoordinator
+    compactor: Compactor
 
 
 SERVICES = web.AppKey("services", Services)

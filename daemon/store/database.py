@@ -24,6 +24,7 @@ import aiosqlite
 from llamon_playground.common.config import Settings
 from llamon_playground.daemon.errors import StoreError, UnsupportedDatabaseVersion
 from llamon_playground.daemon.store.batch import Batches, Item, OpResult, PendingOp, WriteOp
+from llamon_playground.daemon.store.blocks import BLOCK_AFTER_SQL, block_page
 from llamon_playground.daemon.store.frames import FRAMES_SQL
 from llamon_playground.daemon.store.migrations import SCHEMA_VERSION, migrate, peek_user_version
 from llamon_playground.daemon.store.private import prepare_state
@@ -336,9 +337,17 @@ class Store:
 
     async def frames_after(self, run_id: str, after: int, limit: int = 2000
                            ) -> tuple[bytes, int, bool]:
-        """The stored SSE frames of the next `limit` events after `after`, joined in one
-        query: (bytes, last seq, whether the page holds the terminal run.status)."""
+        """The stored SSE frames of the next `limit` events after `after` (of a finished
+        run's blocks: the rest of one block), joined: (bytes, last seq, whether the page
+        holds the terminal run.status)."""
         rows = list(await self.reader.execute_fetchall(FRAMES_SQL, (run_id, after, limit)))
+        # Then the blocks: a finished run's earlier events (daemon/store/blocks.py). Read
+        # second, so events that moved there since the first read are found there.
+        block = list(await self.reader.execute_fetchall(BLOCK_AFTER_SQL, (run_id, after)))
+        if block:
+            page = block_page(block[0], after)
+            if page is not None:
+                return page
         data, last, terminal = rows[0] if rows else (None, 0, 0)
         if not data:
             return b"", after, False
