@@ -20,8 +20,9 @@ from llamon_playground.common.stop_signal import wait_for_stop_signal
 from llamon_playground.daemon.errors import BootFailed, ProjectError, UnsupportedDatabaseVersion
 from llamon_playground.daemon.http.adopt import HandoverListener, answer_once
 from llamon_playground.daemon.http.capture import add_capture_routes
-from llamon_playground.daemon.http.data import add_data_routes
+from llamon_playground.daemon.http.data import BLOB_CHANGES, add_data_routes
 from llamon_playground.daemon.http.edits import add_edit_routes
+from llamon_playground.daemon.http.history_upkeep import add_history_routes
 from llamon_playground.daemon.http.host import add_host_routes
 from llamon_playground.daemon.http.introspect import add_introspect_routes
 from llamon_playground.daemon.http.openapi import add_openapi_routes
@@ -44,7 +45,8 @@ from llamon_playground.daemon.store.blobs import BlobStore
 from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.event_log import EventHub
 from llamon_playground.daemon.store.project_events import ProjectEvents
-from llamon_playground.daemon.store.compaction import Compactor
+from llamon_playground.daemon.store.upkeep.compaction import Compactor
+from llamon_playground.daemon.store.upkeep.trimmer import Trimmer
 from llamon_playground.daemon.store.reconcile import reconcile_runs
 from llamon_playground.daemon.store.records import EventRow
 from llamon_playground.host_manager.crash_policy import CrashSettings
@@ -97,6 +99,7 @@ async def build_services(settings: Settings, environ: dict[str, str]) -> Service
                   on_degraded=lambda error: _history_degraded(services, error))
     blobs = BlobStore(settings.files_dir)
     compactor = Compactor(store)
+    trimmer = Trimmer(settings, store, blobs)
     try:
         project = load_project_config(settings.project_dir)
         env_file, warnings = project.env_file, project_warnings(project, settings.project_dir)
@@ -123,7 +126,7 @@ async def build_services(settings: Settings, environ: dict[str, str]) -> Service
                            stall_timeout=settings.host_stall_timeout)
     runs = RunManager(store, blobs, hub, journal, executor)
     services = Services(settings, store, blobs, hub, host, runs, http, project_events,
-                        ReloadCoordinator(host, runs), compactor)
+                        ReloadCoordinator(host, runs), compactor, trimmer)
     return services
 
 
@@ -153,6 +156,7 @@ async def recover(services: Services) -> None:
 
 async def shutdown(services: Services) -> None:
     await services.compactor.close()
+    await services.trimmer.close()
     await services.runs.shutdown()
     await services.host.close()
     await services.store.close()
@@ -172,6 +176,8 @@ def make_app(services: Services) -> web.Application:
     app[SERVICES] = services
     add_routes(app)
     add_data_routes(app)
+    services.trimmer.blob_changes = app[BLOB_CHANGES]  # one lock for every blob change
+    add_history_routes(app)
     add_edit_routes(app)
     add_host_routes(app)
     add_capture_routes(app)
@@ -212,6 +218,7 @@ async def serve(settings: Settings, environ: dict[str, str]) -> None:
                 await shutdown(services)
                 raise BootFailed(f"boot recovery failed: {exc}") from exc
             services.compactor.start()
+            services.trimmer.start()
             app = make_app(services)
             runner = web.AppRunner(app, handle_signals=False, access_log=None,
                                    shutdown_timeout=1.0)

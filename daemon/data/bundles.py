@@ -37,7 +37,7 @@ from llamon_playground.daemon.data.redact import redact_metadata
 from llamon_playground.daemon.errors import BadRequest, Conflict, NotFound, PayloadTooLarge
 from llamon_playground.daemon.runs.state import ACTIVE_STATUSES, Reason, status_for
 from llamon_playground.daemon.store.blobs import BlobStore
-from llamon_playground.daemon.store.blocks import stored_events
+from llamon_playground.daemon.store.upkeep.blocks import stored_events
 from llamon_playground.daemon.store.database import Store, utcnow
 from llamon_playground.daemon.store.frames import (
     EVENT_COLUMNS_IN_DATA,

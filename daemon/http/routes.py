@@ -80,7 +80,8 @@ async def health(request: web.Request) -> web.Response:
                           "project": str(s.settings.project_dir), "database": database,
                           "host": s.host.status(),
                           "active_run_id": active.run_id if active else None,
-                          "history_degraded": s.store.degraded})
+                          "history_degraded": s.store.degraded,
+                          "history": s.trimmer.summary()})
 
 
 # -- sessions ---------------------------------------------------------------------------------

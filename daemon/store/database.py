@@ -24,7 +24,7 @@ import aiosqlite
 from llamon_playground.common.config import Settings
 from llamon_playground.daemon.errors import StoreError, UnsupportedDatabaseVersion
 from llamon_playground.daemon.store.batch import Batches, Item, OpResult, PendingOp, WriteOp
-from llamon_playground.daemon.store.blocks import BLOCK_AFTER_SQL, block_page
+from llamon_playground.daemon.store.upkeep.blocks import BLOCK_AFTER_SQL, block_page
 from llamon_playground.daemon.store.frames import FRAMES_SQL
 from llamon_playground.daemon.store.migrations import SCHEMA_VERSION, migrate, peek_user_version
 from llamon_playground.daemon.store.private import prepare_state
@@ -117,6 +117,10 @@ class Store:
     def _open_writer(self, db: str) -> int:
         conn = sqlite3.connect(db, isolation_level=None)
         try:
+            if int(conn.execute("PRAGMA page_count").fetchone()[0]) == 0:
+                # A new file: free pages can go back to the filesystem (retention); only
+                # settable before the first table (docs/storage.md, "Retention").
+                conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute(f"PRAGMA wal_autocheckpoint={WAL_AUTOCHECKPOINT_PAGES}")
             conn.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")
@@ -204,6 +208,16 @@ class Store:
             await self.write(_noop)
         except StoreError:
             pass
+
+    async def outside_transaction(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `fn(conn)` on the writer thread between two transactions, after everything
+        queued before it (a VACUUM cannot run inside one). The thread runs one thing at a
+        time, so no batch commits beside it."""
+        await self.flush()
+        conn = self._conn
+        if conn is None:
+            raise StoreError("store is not open")
+        return await self._on_writer(fn, conn)
 
     def checkpoint_soon(self) -> None:
         """Checkpoint as soon as the writer is idle (a run just ended)."""
@@ -341,7 +355,7 @@ class Store:
         run's blocks: the rest of one block), joined: (bytes, last seq, whether the page
         holds the terminal run.status)."""
         rows = list(await self.reader.execute_fetchall(FRAMES_SQL, (run_id, after, limit)))
-        # Then the blocks: a finished run's earlier events (daemon/store/blocks.py). Read
+        # Then the blocks: a finished run's earlier events (daemon/store/upkeep/blocks.py). Read
         # second, so events that moved there since the first read are found there.
         block = list(await self.reader.execute_fetchall(BLOCK_AFTER_SQL, (run_id, after)))
         if block:

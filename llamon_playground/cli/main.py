@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from llamon_playground.cli.bundled_example import bundled_example
+from llamon_playground.cli.history import add_history_command
 from llamon_playground.cli.control import (
     EXIT_CONFLICT,
     EXIT_ERROR,
@@ -224,6 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("--json", action="store_true")
     status.set_defaults(func=cmd_status)
     add_control_commands(sub, _settings)
+    add_history_command(sub, _settings)
     return parser
 
 

@@ -8,8 +8,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from llamon_playground.daemon.store.blocks import stored_events
-from llamon_playground.daemon.store.compaction import STEP_EVENTS, compact_step, read_mark
+from llamon_playground.daemon.store.upkeep.blocks import stored_events
+from llamon_playground.daemon.store.upkeep.compaction import STEP_EVENTS, compact_step, read_mark
 from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.history import create_session, insert_run, update_run
 from tests.unit.test_store import make_store

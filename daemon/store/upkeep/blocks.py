@@ -1,7 +1,7 @@
 """A finished run's events, kept compact: their SSE frames in zstandard blocks.
 
 A live run's events are rows of `events`, one frame each (what a live replay copies). Once
-the run has ended, the compactor (`daemon/store/compaction.py`) moves every event before
+the run has ended, the compactor (`daemon/store/upkeep/compaction.py`) moves every event before
 its terminal `run.status` into `event_blocks`: up to BLOCK_EVENTS consecutive events of
 one run per row, their frames concatenated and compressed (`frames`), their commit times
 one per line and compressed (`stamps`). The terminal `run.status` stays a row of `events`,
