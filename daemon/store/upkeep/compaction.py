@@ -46,36 +46,38 @@ def read_mark(conn: sqlite3.Connection) -> int:
     return int(row[0]) if row else 0
 
 
-def _set_mark(conn: sqlite3.Connection, rowid: int) -> None:
+def _set_mark(conn: sqlite3.Connection, rowid: int, was: int) -> None:
+    if rowid == was:
+        return  # nothing moved: an idle look writes nothing
     conn.execute("INSERT INTO upkeep (key, value) VALUES (?, ?) "
                  "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (MARK, rowid))
 
 
 def compact_step(conn: sqlite3.Connection) -> Step:
     """One sweep step, inside the writer's transaction."""
-    mark = read_mark(conn)
+    mark = start = read_mark(conn)
     moved = 0
     runs = conn.execute(
         "SELECT rowid, id, status FROM runs WHERE rowid > ? ORDER BY rowid LIMIT ?",
         (mark, STEP_RUNS)).fetchall()
     for rowid, run_id, status in runs:
         if status not in TERMINAL_VALUES:
-            _set_mark(conn, mark)
+            _set_mark(conn, mark, start)
             return Step(moved, False)  # the active run: the sweep waits for its end
         end = conn.execute(END_SQL, (run_id,)).fetchone()[0]
         if end is not None:
             done, finished = compact_run(conn, run_id, int(end), STEP_EVENTS - moved)
             moved += done
             if not finished:
-                _set_mark(conn, mark)
+                _set_mark(conn, mark, start)
                 return Step(moved, True)
         mark = rowid
         if moved >= STEP_EVENTS:
             break
     else:
-        _set_mark(conn, mark)
+        _set_mark(conn, mark, start)
         return Step(moved, len(runs) == STEP_RUNS)
-    _set_mark(conn, mark)
+    _set_mark(conn, mark, start)
     return Step(moved, True)
 
 
