@@ -9,6 +9,8 @@ import os
 import shutil
 import signal
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +20,7 @@ import pytest
 
 from llamon_playground.daemon.store.frames import frame_payload
 from tests.support.api import P, Api
-from tests.support.procs import Stack, stack_for
+from tests.support.procs import REPO, Stack, stack_for
 from tests.support.waiting import eventually
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -252,3 +254,42 @@ async def test_a_sigkill_during_a_trim_loses_nothing_kept_and_never_a_labelled_r
             assert left == labelled
         finally:
             await api.close()
+
+
+def cli(stack: Stack, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "llamon_playground", *args], env=stack.env,
+                          cwd=REPO, capture_output=True, text=True, timeout=60)
+
+
+async def test_the_history_command_reports_and_trims(project: Path, runtime_base: Path) -> None:
+    with stack_for(project, runtime_base) as stack:
+        install_v4_history(stack)
+        stack.start_daemon()
+        shown = cli(stack, "history", str(stack.project), "--dry-run", "--json")
+        assert shown.returncode == 0, shown.stderr
+        doc = orjson.loads(shown.stdout)
+        assert doc["counts"] == {"sessions": 3, "runs": V4_RUNS, "events": len(v4_rows()),
+                                 "files": 1}
+        assert doc["policy"] == {"max_bytes": None, "max_age_days": None}
+        assert doc["plan"]["sessions"] == [] and doc["bytes"]["files"] == 24
+        # The policy off, a trim removes nothing.
+        trimmed = orjson.loads(cli(stack, "history", "trim", str(stack.project), "--json").stdout)
+        assert trimmed["removed"] == {"sessions": 0, "runs": 0}
+        assert len(read_db(stack, "SELECT id FROM sessions")) == 3
+        # On (30 days; the history is months old): the daemon applies it at start, and the
+        # session with the labelled run stays.
+        stack.env["LLAMON_PLAYGROUND_HISTORY_MAX_AGE_DAYS"] = "30"
+        stack.start_daemon()
+        labelled = read_db(stack, "SELECT session_id FROM runs WHERE label IS NOT NULL")[0][0]
+        await eventually(lambda: read_db(stack, "SELECT id FROM sessions"),
+                         lambda ids: ids == [(labelled,)], what="the policy applied")
+        text = cli(stack, "history", str(stack.project))
+        assert text.returncode == 0, text.stderr
+        assert "policy:   sessions used within 30 days" in text.stdout
+        assert "would remove: nothing" in text.stdout
+        again = orjson.loads(cli(stack, "history", "trim", str(stack.project), "--json").stdout)
+        assert again["removed"] == {"sessions": 0, "runs": 0}
+        # The file a run of the kept session references too stays.
+        assert len(list((stack.settings.db_path.parent / "files").iterdir())) == 1
+        bad = cli(stack, "history", "trim", "--dry-run", str(stack.project))
+        assert bad.returncode == 2
