@@ -219,7 +219,11 @@ async def delete_all_history(store: Store) -> tuple[dict[str, int], list[str]]:
         counts: dict[str, int] = {}
         for table in ("sessions", "runs", "events"):
             counts[table] = int(conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
+        # Finished runs keep most of their events in blocks (daemon/store/upkeep/blocks.py).
+        counts["events"] += int(conn.execute(
+            "SELECT COALESCE(sum(events), 0) FROM event_blocks").fetchone()[0])
         shas = [r[0] for r in conn.execute("SELECT DISTINCT sha256 FROM run_files")]
+        conn.execute("DELETE FROM event_blocks")  # at once, not a trigger per run
         conn.execute("DELETE FROM events")
         conn.execute("DELETE FROM run_files")
         conn.execute("UPDATE runs SET parent_run_id = NULL")  # the foreign key
