@@ -45,10 +45,10 @@ from llamon_playground.daemon.store.blobs import BlobStore
 from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.event_log import EventHub
 from llamon_playground.daemon.store.project_events import ProjectEvents
-from llamon_playground.daemon.store.upkeep.compaction import Compactor
-from llamon_playground.daemon.store.upkeep.trimmer import Trimmer
 from llamon_playground.daemon.store.reconcile import reconcile_runs
 from llamon_playground.daemon.store.records import EventRow
+from llamon_playground.daemon.store.upkeep.compaction import Compactor
+from llamon_playground.daemon.store.upkeep.trimmer import Trimmer
 from llamon_playground.host_manager.crash_policy import CrashSettings
 from llamon_playground.host_manager.environment import ENV_MARKER, ENV_TREE
 from llamon_playground.host_manager.errors import HostUnavailable

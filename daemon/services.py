@@ -11,10 +11,10 @@ from llamon_playground.common.config import Settings
 from llamon_playground.daemon.runs.manager import RunManager
 from llamon_playground.daemon.runs.reload import ReloadCoordinator
 from llamon_playground.daemon.store.blobs import BlobStore
-from llamon_playground.daemon.store.upkeep.compaction import Compactor
 from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.event_log import EventHub
 from llamon_playground.daemon.store.project_events import ProjectEvents
+from llamon_playground.daemon.store.upkeep.compaction import Compactor
 from llamon_playground.daemon.store.upkeep.trimmer import Trimmer
 from llamon_playground.host_manager.supervisor import HostSupervisor
 

@@ -37,7 +37,6 @@ from llamon_playground.daemon.data.redact import redact_metadata
 from llamon_playground.daemon.errors import BadRequest, Conflict, NotFound, PayloadTooLarge
 from llamon_playground.daemon.runs.state import ACTIVE_STATUSES, Reason, status_for
 from llamon_playground.daemon.store.blobs import BlobStore
-from llamon_playground.daemon.store.upkeep.blocks import stored_events
 from llamon_playground.daemon.store.database import Store, utcnow
 from llamon_playground.daemon.store.frames import (
     EVENT_COLUMNS_IN_DATA,
@@ -47,6 +46,7 @@ from llamon_playground.daemon.store.frames import (
 )
 from llamon_playground.daemon.store.history import RUN_JSON_COLUMNS
 from llamon_playground.daemon.store.ids import new_context_id, new_run_id, new_session_id
+from llamon_playground.daemon.store.upkeep.blocks import stored_events
 
 PRIVACY_WARNING = (
     "This bundle includes user content: the text, data and files of every run are exported "

@@ -24,11 +24,11 @@ import aiosqlite
 from llamon_playground.common.config import Settings
 from llamon_playground.daemon.errors import StoreError, UnsupportedDatabaseVersion
 from llamon_playground.daemon.store.batch import Batches, Item, OpResult, PendingOp, WriteOp
-from llamon_playground.daemon.store.upkeep.blocks import BLOCK_AFTER_SQL, block_page
 from llamon_playground.daemon.store.frames import FRAMES_SQL
 from llamon_playground.daemon.store.migrations import SCHEMA_VERSION, migrate, peek_user_version
 from llamon_playground.daemon.store.private import prepare_state
 from llamon_playground.daemon.store.records import EventRecord, EventRow, compact_json
+from llamon_playground.daemon.store.upkeep.blocks import BLOCK_AFTER_SQL, block_page
 
 log = logging.getLogger(__name__)
 

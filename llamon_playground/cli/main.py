@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from llamon_playground.cli.bundled_example import bundled_example
-from llamon_playground.cli.history import add_history_command
 from llamon_playground.cli.control import (
     EXIT_CONFLICT,
     EXIT_ERROR,
@@ -26,6 +25,7 @@ from llamon_playground.cli.control import (
     EXIT_USAGE,
     add_control_commands,
 )
+from llamon_playground.cli.history import add_history_command
 from llamon_playground.common.config import DAEMON_ONLY_ENV, Settings, build_settings, log_json
 from llamon_playground.common.logging_setup import setup_logging
 from llamon_playground.common.runtime_dir import AlreadyRunning

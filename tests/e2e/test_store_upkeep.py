@@ -19,7 +19,7 @@ import orjson
 import pytest
 
 from llamon_playground.daemon.store.frames import frame_payload
-from tests.support.api import P, Api
+from tests.support.api import Api, P
 from tests.support.procs import REPO, Stack, stack_for
 from tests.support.waiting import eventually
 
