@@ -188,16 +188,18 @@ class Store:
 
     async def write_with_events(self, op: Callable[[sqlite3.Connection], T],
                                 events: list[tuple[str, str, dict[str, Any]]], *,
-                                then: Callable[[], None] | None = None) -> T:
+                                then: Callable[[], None] | None = None,
+                                durable: bool = True) -> T:
         """`op` and `events` (run_id, kind, payload) in one savepoint of one transaction,
         retried in order while history is degraded until they commit (a run's ending must
         land whole, however long the disk is full). `then` runs on the loop right after
-        the commit, before the events are published or this call returns."""
+        the commit, before the events are published or this call returns. Not `durable`:
+        a failed write fails the call, as `write` does (a run's creation)."""
         if self._writer_task is None:
             raise StoreError("store is not open")
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         encoded = [(run_id, kind, compact_json(payload)) for run_id, kind, payload in events]
-        self._items.append(PendingOp(op, future, encoded, durable=True, then=then))
+        self._items.append(PendingOp(op, future, encoded, durable=durable, then=then))
         self._urgent.set()
         self._wake.set()
         return await future

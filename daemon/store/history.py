@@ -131,7 +131,10 @@ async def list_runs(store: Store, session_id: str, after: int = 0, limit: int = 
 
 
 async def insert_run(store: Store, run: dict[str, Any], file_shas: list[str],
-                     resumed_parent: str | None = None) -> None:
+                     resumed_parent: str | None = None,
+                     events: list[tuple[str, str, dict[str, Any]]] | None = None) -> None:
+    """Insert a run's row (and the `events` it starts with, in the same transaction: one
+    commit, one hand-off to the writer)."""
     values = dict(run)
     for key in RUN_JSON_COLUMNS:
         if key in values and values[key] is not None:
@@ -147,7 +150,10 @@ async def insert_run(store: Store, run: dict[str, Any], file_shas: list[str],
             # Same transaction as the child: a parent is resumed at most once.
             conn.execute("UPDATE runs SET resumed_by = ? WHERE id = ?",
                                (run["id"], resumed_parent))
-    await store.write(op)
+    if events:
+        await store.write_with_events(op, events, durable=False)
+    else:
+        await store.write(op)
 
 
 async def update_run(store: Store, run_id: str, changes: dict[str, Any],
