@@ -45,7 +45,7 @@ def install_v4_history(stack: Stack) -> None:
 
 
 def v4_rows() -> list[tuple[int, str, str, str, bytes]]:
-    conn = sqlite3.connect(f"file:{FIXTURES / 'history_v4.sqlite3'}?mode=ro", uri=True)
+    conn = sqlite3.connect(f"file:{FIXTURES / 'history_v4.sqlite3'}?immutable=1", uri=True)
     try:
         return [(r[0], r[1], r[2], r[3], bytes(r[4])) for r in conn.execute(
             "SELECT seq, run_id, kind, ts, frame FROM events ORDER BY seq")]
