@@ -1,1 +1,4 @@
-"""The front: a thin loopback HTTP server that relays the Playground API to the daemon."""
+"""The front: a thin loopback HTTP server that relays the Playground API to the daemon.
+
+May import: common
+"""

@@ -1,4 +1,7 @@
-"""Composition root of the daemon process: wires the services and serves the Unix socket."""
+"""Composition root of the daemon process: wires the services and serves the Unix socket.
+
+The only module that sees every room: each route group gets the services it needs here.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +9,7 @@ import asyncio
 import logging
 import os
 from contextlib import suppress
+from dataclasses import dataclass
 
 import aiohttp
 from aiohttp import web
@@ -20,7 +24,7 @@ from llamon_playground.common.stop_signal import wait_for_stop_signal
 from llamon_playground.daemon.errors import BootFailed, ProjectError, UnsupportedDatabaseVersion
 from llamon_playground.daemon.http.adopt import HandoverListener, answer_once
 from llamon_playground.daemon.http.capture import add_capture_routes
-from llamon_playground.daemon.http.data import BLOB_CHANGES, add_data_routes
+from llamon_playground.daemon.http.data import add_data_routes
 from llamon_playground.daemon.http.edits import add_edit_routes
 from llamon_playground.daemon.http.history_upkeep import add_history_routes
 from llamon_playground.daemon.http.host import add_host_routes
@@ -37,26 +41,26 @@ from llamon_playground.daemon.introspect.project_config import load_project_conf
 from llamon_playground.daemon.runs.executor import RunExecutor
 from llamon_playground.daemon.runs.journal import RunJournal
 from llamon_playground.daemon.runs.manager import RunManager
+from llamon_playground.daemon.runs.reconcile import IMPORTED_ENDING, reconcile_runs
 from llamon_playground.daemon.runs.reload import ReloadCoordinator
 from llamon_playground.daemon.runs.state import Reason
 from llamon_playground.daemon.sd_notify import Notifier
-from llamon_playground.daemon.services import SERVICES, Services
 from llamon_playground.daemon.store.blobs import BlobStore
 from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.event_log import EventHub
+from llamon_playground.daemon.store.history_service import HistoryService
 from llamon_playground.daemon.store.project_events import ProjectEvents
-from llamon_playground.daemon.store.reconcile import reconcile_runs
 from llamon_playground.daemon.store.records import EventRow
 from llamon_playground.daemon.store.upkeep.compaction import Compactor
 from llamon_playground.daemon.store.upkeep.trimmer import Trimmer
 from llamon_playground.host_manager.crash_policy import CrashSettings
 from llamon_playground.host_manager.environment import ENV_MARKER, ENV_TREE
 from llamon_playground.host_manager.errors import HostUnavailable
-from llamon_playground.host_manager.fingerprint import WatchRules
+from llamon_playground.host_manager.watch.fingerprint import WatchRules
 from llamon_playground.host_manager.orphans import reap_marked, reap_orphan, tree_id
 from llamon_playground.host_manager.spawn.warm import WarmOptions, WarmPaths, WarmSpawner
 from llamon_playground.host_manager.supervisor import HostConfig, HostSupervisor
-from llamon_playground.host_manager.watcher import ProjectWatcher, QuietPeriod
+from llamon_playground.host_manager.watch.watcher import ProjectWatcher, QuietPeriod
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +90,26 @@ def warm_options(settings: Settings) -> WarmOptions:
     return WarmOptions(enabled=config.warm_start, preload=config.preload)
 
 
-async def build_services(settings: Settings, environ: dict[str, str]) -> Services:
+@dataclass
+class Daemon:
+    """What the composition root built, kept for its own lifecycle (boot recovery, serving,
+    shutdown). Routes never see it: each route group is given the few services it uses."""
+
+    settings: Settings
+    store: Store
+    blobs: BlobStore
+    hub: EventHub
+    host: HostSupervisor
+    runs: RunManager
+    history: HistoryService
+    http: aiohttp.ClientSession
+    project_events: ProjectEvents
+    reload: ReloadCoordinator
+    compactor: Compactor
+    trimmer: Trimmer
+
+
+async def build_services(settings: Settings, environ: dict[str, str]) -> Daemon:
     hub = EventHub(settings.event_ring_size)
     project_events = ProjectEvents()
 
@@ -99,7 +122,6 @@ async def build_services(settings: Settings, environ: dict[str, str]) -> Service
                   on_degraded=lambda error: _history_degraded(services, error))
     blobs = BlobStore(settings.files_dir)
     compactor = Compactor(store)
-    trimmer = Trimmer(settings, store, blobs)
     try:
         project = load_project_config(settings.project_dir)
         env_file, warnings = project.env_file, project_warnings(project, settings.project_dir)
@@ -117,20 +139,26 @@ async def build_services(settings: Settings, environ: dict[str, str]) -> Service
         spawner=WarmSpawner(lambda: warm_options(settings), WarmPaths(
             modules=settings.runtime_dir / "host-modules.json",
             parent_log=settings.runtime_dir / "host-parent.log"))))
-    host.warnings = warnings
-    host.listeners.append(project_events.host_changed)
-    # No total timeout: run streams last as long as the Host streams.
-    http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_connect=5))
+    host.follow_project(env_file, warnings)
+    host.add_state_listener(project_events.host_changed)
+    # No total timeout: run streams last as long as the Host streams. No kept-alive
+    # connections: every Host generation serves on the same port, so a pooled connection
+    # could reach the previous generation while it finishes its streams.
+    http = aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True),
+                                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=5))
     journal = RunJournal(store, blobs)
     executor = RunExecutor(settings.project_dir, journal, blobs, host, http,
                            stall_timeout=settings.host_stall_timeout)
-    runs = RunManager(store, blobs, hub, journal, executor)
-    services = Services(settings, store, blobs, hub, host, runs, http, project_events,
-                        ReloadCoordinator(host, runs), compactor, trimmer)
+    runs = RunManager(settings.project_dir, store, blobs, hub, journal, executor)
+    history = HistoryService(store, blobs, project_events, db_path=settings.db_path,
+                             live=runs.live, imported=IMPORTED_ENDING)
+    services = Daemon(settings, store, blobs, hub, host, runs, history, http,
+                        project_events, ReloadCoordinator(host, runs), compactor,
+                        Trimmer(settings, store, history))
     return services
 
 
-def _history_degraded(services: Services, error: Exception) -> None:
+def _history_degraded(services: Daemon, error: Exception) -> None:
     """A history write failed: tell the active run's clients (the event itself is kept and
     committed once writes work again)."""
     run = services.runs.active
@@ -140,7 +168,7 @@ def _history_degraded(services: Services, error: Exception) -> None:
             "message": f"history could not be written; the run goes on: {error}"})
 
 
-async def recover(services: Services) -> None:
+async def recover(services: Daemon) -> None:
     """Boot recovery. Only touches a database that already exists (lazy creation)."""
     settings = services.settings
     if not settings.db_path.exists():
@@ -154,7 +182,7 @@ async def recover(services: Services) -> None:
     services.blobs.remove_temp_files()
 
 
-async def shutdown(services: Services) -> None:
+async def shutdown(services: Daemon) -> None:
     await services.compactor.close()
     await services.trimmer.close()
     await services.runs.shutdown()
@@ -165,28 +193,30 @@ async def shutdown(services: Services) -> None:
     await services.http.close()
 
 
-def make_app(services: Services) -> web.Application:
+def make_app(services: Daemon) -> web.Application:
     # A foreign uid is refused before anything else runs (docs/security.md, the socket).
     # A connection a front lends gets its whole answer flushed before it is given back.
     app = web.Application(middlewares=[peer_cred_middleware, answer_once],
                           client_max_size=services.settings.max_request_bytes)
     add_request_context(app)
     name_the_server(app)
-    app.middlewares.append(errors_middleware)
-    app[SERVICES] = services
-    add_routes(app)
-    add_data_routes(app)
-    services.trimmer.blob_changes = app[BLOB_CHANGES]  # one lock for every blob change
-    add_history_routes(app)
-    add_edit_routes(app)
-    add_host_routes(app)
-    add_capture_routes(app)
-    add_introspect_routes(app)
+    s = services
+    app.middlewares.append(errors_middleware(s.store))
+    add_routes(app, settings=s.settings, store=s.store, hub=s.hub, history=s.history,
+               runs=s.runs, host=s.host, trimmer=s.trimmer)
+    add_data_routes(app, settings=s.settings, history=s.history)
+    add_history_routes(app, trimmer=s.trimmer)
+    add_edit_routes(app, history=s.history, max_request_bytes=s.settings.max_request_bytes)
+    add_host_routes(app, settings=s.settings, host=s.host, runs=s.runs, reload=s.reload,
+                    project_events=s.project_events)
+    add_capture_routes(app, store=s.store, host=s.host, runs=s.runs)
+    add_introspect_routes(app, settings=s.settings, host=s.host, http=s.http,
+                          history=s.history, blobs=s.blobs)
     add_openapi_routes(app)
     return app
 
 
-def _log_context(services: Services) -> dict[str, object]:
+def _log_context(services: Daemon) -> dict[str, object]:
     """What a log line outside a request is about: the active run and Host generation."""
     active, gen = services.runs.active, services.host.generation
     return {"run_id": active.run_id if active else None,
@@ -240,7 +270,7 @@ async def serve(settings: Settings, environ: dict[str, str]) -> None:
             write_discovery(settings)
             if settings.watch:
                 watcher = asyncio.create_task(ProjectWatcher(
-                    services.host.config.rules, services.reload.on_changes,
+                    lambda: services.host.rules, services.reload.on_changes,
                     quiet=QuietPeriod(settings.watch_quiet, settings.watch_quiet_max)).run(),
                     name="watcher")
             log.info("daemon for %s listening on %s", settings.project_dir, settings.socket_path)

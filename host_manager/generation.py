@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from llamon_playground.host_manager.environment import local_url
-from llamon_playground.host_manager.fingerprint import Fingerprint
+from llamon_playground.host_manager.watch.fingerprint import Fingerprint
 
 
 @dataclass

@@ -82,6 +82,14 @@ class HostLogs:
         lines = [ln for ln in self._lines if generation is None or ln.generation == generation]
         return [f"[{ln.stream}] {ln.text}" for ln in lines[-count:]]
 
+    def window(self, since: int, generation: int | None, count: int) -> list[str]:
+        """The last `count` lines at or after offset `since`, of `generation` when known:
+        "the last lines of the log" would show an earlier run's traceback beside a later
+        run's failure (same generation, or a Host replaced since)."""
+        own = [ln for ln in self._lines if ln.offset >= since
+               and (generation is None or ln.generation == generation)]
+        return [f"[{ln.stream}] {ln.text}" for ln in own[-count:]]
+
     def after(self, offset: int, limit: int) -> tuple[list[LogLine], bool]:
         """Lines with offset >= `offset`; the flag says older lines were dropped."""
         first = self._lines[0].offset if self._lines else self._next

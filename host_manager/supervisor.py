@@ -7,9 +7,10 @@ explicit start. Stop wins: it cancels a pending back-off.
 
 The state changes only in the named transitions at the end (`_starting`, `_ready`,
 `_stopping`, `_stopped`, `_crashed`), each checked against the table in `state.py`. The
-rest is delegated, one job per module: the child's environment (`environment`), readiness
-(`readiness`), the orphan record (`orphans`), restart on a file change (`change_policy`),
-back-off and crashloop (`crash_policy`), the process itself (`process`).
+rest is delegated, one job per module: starting, stopping and reaping a generation
+(`launch`), the child's environment (`environment`), readiness (`readiness`), the orphan
+record (`orphans`), restart on a file change (`change_policy`), back-off and crashloop
+(`crash_policy`), the process itself (`process`).
 """
 
 from __future__ import annotations
@@ -17,32 +18,30 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import replace
 from typing import Any, TypeVar
 
-from llamon_playground.host_manager.capture import new_token
-from llamon_playground.host_manager.change_policy import (
+from llamon_playground.host_manager.watch.change_policy import (
     CRASHLOOP_CLEARED,
     ChangePolicy,
     restart_wanted,
 )
-from llamon_playground.host_manager.crash_policy import CrashPolicy, CrashSettings
-from llamon_playground.host_manager.environment import ENV_MARKER, child_env, free_port, marker
+from llamon_playground.host_manager.crash_policy import CrashPolicy
+from llamon_playground.host_manager.environment import KeptPort, local_url
 from llamon_playground.host_manager.errors import HostUnavailable
-from llamon_playground.host_manager.fingerprint import Fingerprint, WatchRules
+from llamon_playground.host_manager.watch.fingerprint import WatchRules
 from llamon_playground.host_manager.generation import Generation
-from llamon_playground.host_manager.logs import HostLogs
-from llamon_playground.host_manager.orphans import (
-    forget_generation,
-    reap_marked,
-    record_generation,
-    tree_id,
+from llamon_playground.host_manager.launch import (
+    HostConfig,
+    Reaper,
+    start_generation,
+    take_port,
 )
+from llamon_playground.host_manager.logs import HostLogs
+from llamon_playground.host_manager.missing_module import explain
+from llamon_playground.host_manager.orphans import forget_generation
 from llamon_playground.host_manager.process import HostProcess
-from llamon_playground.host_manager.readiness import exposed_warning, exposure, wait_ready
-from llamon_playground.host_manager.spawn.spawner import Spawner
 from llamon_playground.host_manager.state import HostState, check
 
 __all__ = ["Generation", "HostConfig", "HostSupervisor"]
@@ -50,39 +49,30 @@ __all__ = ["Generation", "HostConfig", "HostSupervisor"]
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-LOG_TAIL = 20  # log lines a HostUnavailable carries
-TOKEN_MASK = "[REDACTED capture token]"
-REAPED_KEPT = 20  # reaped processes GET /host lists (the latest)
-
-
-@dataclass(frozen=True)
-class HostConfig:
-    """Built by the daemon from its Settings; no defaults here, they are declared there."""
-
-    project_dir: Path
-    command: Callable[[], list[str]]  # read at each start: pyproject edits apply next start
-    base_env: Mapping[str, str]
-    log_path: Path
-    record_path: Path  # the generation record a next daemon uses to find an orphan
-    capture_socket: str
-    rules: WatchRules
-    crash: CrashSettings
-    start_timeout: float
-    stop_grace: float
-    spawner: Spawner  # cold, or forked from a warm parent (spawn/warm.py)
+StateListener = Callable[[dict[str, Any]], None]
 
 
 class HostSupervisor:
+    """The one owner of the Host process: start, stop, restart, crash back-off.
+
+    Others read it through properties and `status()`, act through the public coroutines
+    (each runs under the supervisor's lock, in a task it owns), and tell it things through
+    the few `note_*`/`follow_*`/`add_*` methods; none of them writes its attributes.
+    """
+
     def __init__(self, config: HostConfig) -> None:
-        self.config = config
-        self.logs = HostLogs(config.log_path)
-        self.state = HostState.STOPPED
-        self.generation: Generation | None = None
-        self.warnings: list[dict[str, str]] = []  # the project's (set by the daemon)
-        self.exposure: list[dict[str, str]] = []  # the Ready generation's `host_exposed`
-        self.listeners: list[Callable[[dict[str, Any]], None]] = []
-        # Processes of the Host tree ended outside the group kill (stop, exit, boot).
-        self.reaped: list[dict[str, Any]] = []
+        self._config = config
+        self._rules = config.rules  # follows pyproject.toml's env_file (follow_project)
+        self._logs = HostLogs(config.log_path)
+        self._state = HostState.STOPPED
+        self._generation: Generation | None = None
+        self._project_warnings: list[dict[str, str]] = []
+        self._exposure: list[dict[str, str]] = []  # the Ready generation's `host_exposed`
+        self._start_problem: list[dict[str, Any]] = []  # the last failed start's, until Ready
+        # One address for the daemon's life: every generation serves on the kept port.
+        self._port = KeptPort(config.record_path.with_name("host_port"))
+        self._listeners: list[StateListener] = []
+        self._reaper = Reaper(config.stop_grace)
         self._served: int | None = None  # the last generation a run was sent to
         self._process: HostProcess | None = None
         self._changes = ChangePolicy(config.rules)
@@ -93,48 +83,106 @@ class HostSupervisor:
         self._backoff_until: float | None = None
         self._generations = 0
         self._restarts = 0
-        self._last_exit_code: int | None = None
-        self._last_stop_step: str | None = None
         self._closed = False
 
     # -- status ------------------------------------------------------------------------------
 
     def status(self) -> dict[str, Any]:
-        gen = self.generation
+        """GET /host's body (and each `host.state` event's)."""
+        gen = self._generation
         alive = gen is not None and gen.exit_code is None and self._process is not None
-        number = (self._generations if self.state == HostState.STARTING
+        number = (self._generations if self._state == HostState.STARTING
                   else gen.number if gen else None)
-        return {"state": self.state.value,
+        return {"state": self._state.value,
                 "generation": number,
                 "pid": gen.pid if gen and alive else None,
-                "url": gen.url if gen and self.state == HostState.READY else None,
+                "url": gen.url if gen and self._state == HostState.READY else None,
+                "a2a_url": local_url(self._port.port) if self._port.port else None,
                 "started_at": gen.started_at if gen else None,
                 "ready_at": gen.ready_at if gen else None,
                 "restarts": self._restarts, "crashes": self._policy.consecutive,
-                "last_exit_code": self._last_exit_code,
-                "last_stop_step": self._last_stop_step,
-                "backoff_until": self._backoff_until if self.state == HostState.BACKOFF
+                "last_exit_code": self._reaper.last_exit_code,
+                "last_stop_step": self._reaper.last_stop_step,
+                "backoff_until": self._backoff_until if self._state == HostState.BACKOFF
                 else None,
                 "start_mode": gen.start_mode if gen else None,
                 "start_reason": gen.start_reason if gen else None,
-                "warm_parent": self.config.spawner.describe(),
-                "warnings": [*self.warnings, *self.exposure],
-                "reaped": list(self.reaped)}
+                "warm_parent": self._config.spawner.describe(),
+                "warnings": self.warnings(),
+                "reaped": self._reaper.reaped()}
+
+    @property
+    def state(self) -> HostState:
+        """Where the Host is in its lifecycle (state.py's table)."""
+        return self._state
+
+    @property
+    def generation(self) -> Generation | None:
+        """The latest generation (Ready only when `state` is READY)."""
+        return self._generation
+
+    @property
+    def config(self) -> HostConfig:
+        """What it was built with (frozen)."""
+        return self._config
+
+    @property
+    def rules(self) -> WatchRules:
+        """Which files the Host depends on, as of the latest `follow_project`."""
+        return self._rules
+
+    @property
+    def logs(self) -> HostLogs:
+        """The Host's stdout and stderr, every generation's."""
+        return self._logs
 
     @property
     def process(self) -> HostProcess | None:
+        """The running generation's process (None when none runs)."""
         return self._process
+
+    def warnings(self) -> list[dict[str, str]]:
+        """The Host's standing warnings: the project's, then the Ready generation's, then
+        what made the last start fail (a missing module and its install command) until a
+        generation is Ready."""
+        return [*self._project_warnings, *self._exposure, *self._start_problem]
+
+    def exposure_warnings(self) -> list[dict[str, str]]:
+        """`host_exposed`, when the Ready generation answers requests a web page can send."""
+        return list(self._exposure)
+
+    def log_offset(self) -> int:
+        """The offset the Host's next log line will get."""
+        return self._logs.next_offset
+
+    def log_window(self, since: int, generation: int | None, lines: int) -> list[str]:
+        """A run's own log lines (`HostLogs.window`)."""
+        return self._logs.window(since, generation, lines)
+
+    def follow_project(self, env_file: str, warnings: list[dict[str, str]]) -> None:
+        """What the project's pyproject.toml says now: the env file to watch (and never to
+        hash into history) and the project's standing warnings (replacing the previous)."""
+        self._project_warnings = list(warnings)
+        if env_file != self._rules.env_file:
+            log.info("env_file is now %s (was %s)", env_file, self._rules.env_file)
+            self._rules = replace(self._rules, env_file=env_file)
+            self._changes.follow(self._rules)
+
+    def add_state_listener(self, listener: StateListener) -> None:
+        """Call `listener(status())` after every state change."""
+        self._listeners.append(listener)
 
     def note_serving(self) -> None:
         """A run is sent to the Ready generation: once it served, its death is not a crash
         loop (CrashPolicy.on_exit)."""
-        if self.generation is not None:
-            self._served = self.generation.number
+        if self._generation is not None:
+            self._served = self._generation.number
 
     @property
     def capture_token(self) -> str | None:
-        gen = self.generation
-        return gen.token if gen is not None and self.state == HostState.READY else None
+        """The Ready generation's capture token (None when no generation is Ready)."""
+        gen = self._generation
+        return gen.token if gen is not None and self._state == HostState.READY else None
 
     # -- public actions ----------------------------------------------------------------------
 
@@ -143,12 +191,15 @@ class HostSupervisor:
         return await self._action(self._ensure_ready)
 
     async def start(self) -> Generation:
+        """POST /host/start: the same as `ensure_ready`."""
         return await self._action(self._ensure_ready)
 
     async def restart(self) -> Generation:
+        """A new generation whatever the state (the old one is reaped meanwhile)."""
         return await self._action(self._restart)
 
     async def stop(self) -> None:
+        """Stop the Host until a next start; a pending automatic restart is dropped."""
         self._cancel_backoff()  # stop wins over a pending automatic restart
         await self._action(self._stop)
 
@@ -167,10 +218,11 @@ class HostSupervisor:
     def is_env_file(self, rel: str) -> bool:
         """The project's env file holds secrets: its hash is never recorded (a hash of a
         short secret can be tested against guesses)."""
-        return rel == self.config.rules.env_file
+        return rel == self._rules.env_file
 
     async def changed_since_generation(self) -> set[str]:
-        gen = self.generation
+        """The watched files that differ from what the current generation started with."""
+        gen = self._generation
         return set() if gen is None else await self._changes.changed_since(gen.fingerprint)
 
     async def close(self) -> None:
@@ -181,8 +233,8 @@ class HostSupervisor:
             await self._stop()
         while self._tasks:  # exit watchers wake now that the process is gone
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
-        await self.config.spawner.close()
-        self.logs.close()
+        await self._config.spawner.close()
+        self._logs.close()
 
     async def _action(self, fn: Callable[[], Awaitable[T]]) -> T:
         async def serialized() -> T:
@@ -193,8 +245,8 @@ class HostSupervisor:
     # -- actions (run under the lock) ---------------------------------------------------------
 
     async def _ensure_ready(self) -> Generation:
-        if self.state == HostState.READY and self.generation is not None:
-            return self.generation
+        if self._state == HostState.READY and self._generation is not None:
+            return self._generation
         self._cancel_backoff()
         self._policy.reset()  # an explicit start clears a crashloop
         return await self._start()
@@ -205,8 +257,8 @@ class HostSupervisor:
         return await self._start()
 
     async def _restart_for_save(self, changed_files: list[str]) -> bool:
-        gen = self.generation
-        if self.state != HostState.READY or gen is None:
+        gen = self._generation
+        if self._state != HostState.READY or gen is None:
             return False
         if not await self._changes.saved_changes(changed_files, gen.fingerprint):
             return False
@@ -215,9 +267,9 @@ class HostSupervisor:
 
     async def _restart_if_changed(self) -> set[str]:
         changed = await self.changed_since_generation()
-        if not restart_wanted(self.state, changed):
+        if not restart_wanted(self._state, changed):
             return set()
-        if self.state == HostState.CRASHLOOP:
+        if self._state == HostState.CRASHLOOP:
             self._policy.reset()  # an edit clears a crashloop
         try:
             await self._restart()
@@ -226,121 +278,58 @@ class HostSupervisor:
         return changed or {CRASHLOOP_CLEARED}
 
     async def _start(self) -> Generation:
-        if self.state == HostState.READY:
+        if self._state == HostState.READY:
             # A restart: the old generation gets its SIGTERM now and is reaped while the new
-            # one starts (it binds a new port), so a restart costs about one start, not a
-            # stop plus a start. The restart answers once the new one is Ready, not when the
-            # old one is gone (a warm start is quicker than a graceful shutdown): the reaping
-            # is a task of ours (`close` awaits it) that records the stop step when done.
+            # one starts, on the same port as soon as the old one closes its listener (the
+            # first thing a server does on SIGTERM), so a restart costs about one start, not
+            # a stop plus a start. The restart answers once the new one is Ready, not when
+            # the old one is gone (its open streams may take a while): the reaping is a task
+            # of ours (`close` awaits it) that records the stop step when done.
             self._retire()
-        elif self.state != HostState.STOPPED:
+        elif self._state != HostState.STOPPED:
             await self._stop()  # reap what is left of the previous generation first
         return await self._spawn_generation()
 
     def _retire(self) -> asyncio.Task[None]:
         self._cancel_backoff()
-        gen = self.generation
+        gen = self._generation
         process = self._stopping()
         self._stopped()
-        return self._spawn(self._reap(process, gen))
+        return self._spawn(self._reaper.stop(process, gen))
 
     async def _stop(self) -> None:
         self._cancel_backoff()
-        if self.state == HostState.STOPPED:
+        if self._state == HostState.STOPPED:
             return
         process = self._stopping()
         try:
-            await self._reap(process, self.generation)
+            await self._reaper.stop(process, self._generation)
         finally:
-            forget_generation(self.config.record_path)
+            forget_generation(self._config.record_path)
             self._stopped()
 
     async def _spawn_generation(self) -> Generation:
         number = self._starting()
+        # A generation of this daemon may still hold the port (a restart): wait for it to
+        # let go, bounded by the stop sequence. At boot, a moment for a dying orphan.
+        wait = self._config.stop_grace + 1.0 if number > 1 else 1.0
         try:
-            port = free_port()
-        except OSError as exc:  # out of descriptors or ports: a failed start, not a stuck one
-            self._crashed(was_ready=False, uptime=0.0)
-            raise HostUnavailable(f"could not find a free loopback port for the Host: {exc}",
-                                  self.logs.tail(LOG_TAIL)) from exc
-        token = new_token()
-        # The fingerprint is taken while the Host starts; Ready waits for both.
-        scan = asyncio.ensure_future(self._changes.fingerprint())
-        try:
-            return await self._launch(number, port, token, scan)
-        finally:
-            if not scan.done():
-                scan.cancel()
-            await asyncio.gather(scan, return_exceptions=True)
-
-    async def _launch(self, number: int, port: int, token: str,
-                      scan: asyncio.Future[Fingerprint]) -> Generation:
-        def on_line(stream: str, text: str) -> None:
-            # A Host that prints its environment must not leak the live token into host.log,
-            # GET /host/logs or a failed run's log_tail (stored and exported): scrubbed here,
-            # before anything keeps the line.
-            self.logs.append(number, stream, text.replace(token, TOKEN_MASK))
-
-        argv: list[str] = []
-        try:
-            argv = self.config.command()
-            env = child_env(self.config.base_env, generation=number, port=port, token=token,
-                            capture_socket=self.config.capture_socket,
-                            tree=tree_id(self.config.record_path))
-            launch = await self.config.spawner.launch(argv, self.config.project_dir, env,
-                                                      on_line)
-        except (HostUnavailable, OSError) as exc:
-            self._crashed(was_ready=False, uptime=0.0)
-            if isinstance(exc, HostUnavailable):
-                raise
-            raise HostUnavailable(f"could not start the Host ({argv[:1]}): {exc}",
-                                  self.logs.tail(LOG_TAIL)) from exc
-        process = launch.process
-        self._process = process
-        gen = Generation(number, process.pid, port, time.time(), process.create_time, token, {},
-                         start_mode=launch.mode, start_reason=launch.reason,
-                         marker=launch.marker)
-        self.generation = gen
-        record_generation(self.config.record_path, gen)
-        try:
-            await wait_ready(process, gen.url, self.config.start_timeout,
-                             lambda: self.logs.tail(LOG_TAIL, number))
-            gen.fingerprint = await scan
-            await self._check_exposure(gen)
-        except HostUnavailable:
-            await self._reap(process, gen)
+            port = await take_port(self._port, wait, self._logs)
+            process, gen, self._exposure = await start_generation(
+                self._config, self._logs, self._changes, self._reaper, number, port,
+                self._spawned)
+        except HostUnavailable as exc:
             self._process = None
+            self._start_problem = explain(exc, self._config.command, self._config.project_dir)
             self._crashed(was_ready=False, uptime=0.0)
             raise
         self._ready(process, gen)
         return gen
 
-    async def _check_exposure(self, gen: Generation) -> None:
-        """Try the new generation as a web page would; say so when it answers."""
-        found = await exposure(gen.url)
-        self.exposure = [exposed_warning(gen.url, found)] if found else []
-        if found:
-            log.warning("Host generation %d is reachable by any web page: %s. Fix: %s",
-                        gen.number, "; ".join(found), self.exposure[0]["fix"])
-
-    async def _reap(self, process: HostProcess | None, gen: Generation | None) -> None:
-        """Stop a process by the bounded sequence and note how that ended."""
-        if process is None:
-            return
-        step = await process.stop(self.config.stop_grace)
-        self._last_stop_step = step.value
-        self._last_exit_code = process.returncode
-        if gen is not None:
-            gen.exit_code = process.returncode
-            await self._reap_tree(gen, "stop")
-
-    async def _reap_tree(self, gen: Generation, when: str) -> None:
-        """What the group kill missed: descendants that left it or outlived their parent."""
-        self.note_reaped(await asyncio.to_thread(reap_marked, ENV_MARKER, marker(gen.number),
-                                                 when))
-
     def note_reaped(self, reaped: list[dict[str, Any]]) -> None:
-        self.reaped = (self.reaped + reaped)[-REAPED_KEPT:]
+        """Processes of the Host's tree reaped outside the group kill (the daemon's boot
+        sweep): GET /host lists the latest."""
+        self._reaper.note(reaped)
 
     # -- exits, back-off ----------------------------------------------------------------------
 
@@ -349,13 +338,10 @@ class HostSupervisor:
         await self._action(lambda: self._on_exit(process, gen, code))
 
     async def _on_exit(self, process: HostProcess, gen: Generation, code: int) -> None:
-        if self._process is not process or self.state != HostState.READY:
+        if self._process is not process or self._state != HostState.READY:
             return  # our own stop or restart: not a crash
         log.warning("Host generation %d exited with code %s", gen.number, code)
-        gen.exit_code = code
-        self._last_exit_code = code
-        await process.stop(self.config.stop_grace)  # reaps whatever is left in its group
-        await self._reap_tree(gen, "exit")
+        await self._reaper.exited(process, gen, code)
         self._process = None
         uptime = time.monotonic() - (gen.ready_mono or time.monotonic())
         self._crashed(was_ready=True, uptime=uptime)
@@ -366,7 +352,7 @@ class HostSupervisor:
         await self._action(self._auto_start)
 
     async def _auto_start(self) -> None:
-        if self.state != HostState.BACKOFF or self._closed:
+        if self._state != HostState.BACKOFF or self._closed:
             return
         try:
             await self._start()
@@ -394,10 +380,15 @@ class HostSupervisor:
         self._move(HostState.STARTING)
         return self._generations
 
+    def _spawned(self, process: HostProcess, gen: Generation) -> None:
+        """A new generation's process exists (not Ready yet): status shows its pid."""
+        self._process, self._generation = process, gen
+
     def _ready(self, process: HostProcess, gen: Generation) -> None:
         """The generation answered its agent card; from now on its exit is watched."""
         gen.ready_at = time.time()
         gen.ready_mono = time.monotonic()
+        self._start_problem = []
         self._move(HostState.READY)
         self._spawn(self._watch_exit(process, gen))
 
@@ -412,7 +403,7 @@ class HostSupervisor:
 
     def _crashed(self, was_ready: bool, uptime: float) -> None:
         """The Host exited or never got Ready: back off and retry, or crashloop."""
-        gen = self.generation
+        gen = self._generation
         served = was_ready and gen is not None and gen.number == self._served
         delay = self._policy.on_exit(was_ready, uptime, served=served)
         self._move(HostState.CRASHLOOP if delay is None else HostState.BACKOFF)
@@ -422,9 +413,9 @@ class HostSupervisor:
         self._backoff = self._spawn(self._restart_after(delay))
 
     def _move(self, target: HostState) -> None:
-        check(self.state, target)
-        log.info("host %s -> %s", self.state.value, target.value)
-        self.state = target
+        check(self._state, target)
+        log.info("host %s -> %s", self._state.value, target.value)
+        self._state = target
         snapshot = self.status()
-        for listener in self.listeners:
+        for listener in self._listeners:
             listener(snapshot)

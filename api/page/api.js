@@ -1,9 +1,10 @@
 // The Playground API on this origin: the token cookie rides along, nothing else is needed.
+// The API's words (prefix, statuses, reasons, kinds) come from wire.js, generated from the
+// wire declaration (scripts/gen_wire).
 
-export const API = '/api/playground/v1';
-export const ACTIVE = new Set(['queued', 'preparing', 'running']);
-export const TERMINAL = new Set(['input_required', 'completed', 'failed', 'cancelled',
-                                 'interrupted']);
+import { API } from './wire.js';
+
+export { ACTIVE, API, RUN_STATUSES, TERMINAL } from './wire.js';
 
 export class ApiError extends Error {
   constructor(status, detail) {

@@ -1,12 +1,13 @@
-// A session's runs as cards, newest first. Only the cards in view (and a margin) are in the
+// A session's runs as a thread of turns (turn.js), newest first. Only the cards in view (and a margin) are in the
 // DOM: a session with thousands of runs scrolls like one with ten. Rows have one height,
 // so a card's place is its index times ROW. The runs are read a page at a time, newest
 // first (`?order=newest`): the first page when the session opens, the next (`next_after`)
 // when the view comes near the end of what is read; one read at a time.
 import { call } from './api.js';
-import { el, ms } from './dom.js';
+import { el } from './dom.js';
+import { turnLines } from './turn.js';
 
-const ROW = 56;         // px; keep in step with .run-item in style.css
+const ROW = 100;        // px; keep in step with .run-item in style.css
 const MARGIN = 10;      // rows rendered above and below the visible ones
 const PAGE = 100;       // runs a read
 const PREFETCH = 40;    // rows left below the view that start the next read
@@ -114,6 +115,10 @@ export class RunList {
     this.redraw();
   }
 
+  find(runId) {
+    return this.runs.find((run) => run.id === runId);
+  }
+
   has(runId) {
     return this.runs.some((run) => run.id === runId);
   }
@@ -180,13 +185,7 @@ export class RunList {
       'aria-current': run.id === this.openId ? 'true' : null,
       dataset: { runId: run.id, status: run.status },
     },
-    el('span', { class: 'status', dataset: { status: run.status } }, run.status),
-    run.reason ? el('span', { class: 'reason' }, run.reason) : null,
-    run.duration_ms !== null ? el('span', { class: 'duration' }, ms(run.duration_ms)) : null,
-    run.label ? el('span', { class: 'label' }, run.label) : null,
-    run.score_summary && run.score_summary.evaluators ? el('span', { class: 'badge' },
-      `evaluator ${run.score_summary.evaluators} · fail ${run.score_summary.failed}`) : null,
-    el('span', { class: 'when' }, (run.created_at || '').slice(11, 19))),
+    turnLines(run, (id) => this.find(id))),
     this.hooks.pickBox(run));
     item.style.top = `${index * ROW}px`;
     return item;

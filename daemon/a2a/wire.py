@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
-
-from llamon_playground.daemon.store.ids import new_message_id
 
 V1 = "1.0"
 V03 = "0.3"
@@ -126,7 +125,7 @@ def _drop_none(doc: dict[str, Any]) -> dict[str, Any]:
 
 def build_message(parts: list[dict[str, Any]], version: str, context_id: str,
                   task_id: str | None) -> dict[str, Any]:
-    message: dict[str, Any] = {"messageId": new_message_id(), "parts": parts,
+    message: dict[str, Any] = {"messageId": str(uuid.uuid4()), "parts": parts,
                                "contextId": context_id}
     if version == V1:
         message["role"] = "ROLE_USER"

@@ -131,3 +131,38 @@ def _float(text: str) -> float:
 
 def _constant(text: str) -> Any:
     raise ValueError(f"{text} is not JSON")
+
+
+# -- what a bundle request selects, and what a bundle holds ---------------------------------
+
+def parse_selection(body: Any) -> tuple[list[str] | None, list[str] | None]:
+    """`{session_ids?, run_ids?}`; neither given (or an empty body) selects all history."""
+    if body is None:
+        return None, None
+    if not isinstance(body, dict):
+        raise BadRequest("the request body must be a JSON object", code="invalid_request")
+    unknown = set(body) - {"session_ids", "run_ids"}
+    if unknown:
+        raise BadRequest(f"unknown field(s): {', '.join(sorted(unknown))}", code="unknown_field")
+    picked: list[list[str] | None] = []
+    for key in ("session_ids", "run_ids"):
+        value = body.get(key)
+        if value is not None and (not isinstance(value, list) or not all(
+                isinstance(v, str) for v in value)):
+            raise BadRequest(f"`{key}` must be a list of ids", code="invalid_request")
+        picked.append(value)
+    return picked[0], picked[1]
+
+
+def bundle_of(body: Any) -> Any:
+    """`{"bundle": <bundle>}` or the bundle itself: the import accepts both."""
+    if isinstance(body, dict) and set(body) == {"bundle"}:
+        return body["bundle"]
+    return body
+
+
+def file_parts(run: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The local file parts (with a blob) of a run's input and output."""
+    for part in [*(run.get("input") or {}).get("parts", []), *(run.get("output") or [])]:
+        if isinstance(part, dict) and part.get("kind") == "file" and part.get("sha256"):
+            yield part

@@ -14,11 +14,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from llamon_playground.common.contract import RunStatus
 from llamon_playground.daemon.data.edits import MAX_LABEL, MAX_NOTE
 from llamon_playground.daemon.data.json_depth import check_depth
+from llamon_playground.daemon.data.parts import SHA256_RE
 from llamon_playground.daemon.errors import BadRequest, PayloadTooLarge
-from llamon_playground.daemon.runs.state import RunStatus
-from llamon_playground.daemon.store.blobs import SHA256_RE
 
 BUNDLE_FORMAT = "llamon.playground.bundle/1"
 MAX_BLOBS = 10_000

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import binascii
 import posixpath
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +17,8 @@ from llamon_playground.daemon.data.json_depth import check_depth
 from llamon_playground.daemon.errors import BadRequest, PayloadTooLarge
 
 RESERVED_METADATA_KEY = "llamon.playground"
+# How a stored file is named: its content's sha256, in lowercase hex (the blob store's key).
+SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 MAX_PARTS = 256
 MAX_INLINE_FILE_BYTES = 10 * 1024 * 1024
 MAX_CHANGED_FILES = 1000

@@ -10,17 +10,23 @@ from aiohttp import web
 
 from llamon_playground.common.contract import API_PREFIX
 from llamon_playground.common.http_json import json_response
-from llamon_playground.daemon.services import SERVICES
+from llamon_playground.daemon.store.upkeep.trimmer import Trimmer
 
 
-async def history_report(request: web.Request) -> web.Response:
-    return json_response(await request.app[SERVICES].trimmer.report())
+class HistoryUpkeepRoutes:
+    """History's size and the retention policy; the trimmer does the work."""
+
+    def __init__(self, trimmer: Trimmer) -> None:
+        self._trimmer = trimmer
+
+    async def report(self, request: web.Request) -> web.Response:
+        return json_response(await self._trimmer.report())
+
+    async def trim(self, request: web.Request) -> web.Response:
+        return json_response(await self._trimmer.trim())
 
 
-async def history_trim(request: web.Request) -> web.Response:
-    return json_response(await request.app[SERVICES].trimmer.trim())
-
-
-def add_history_routes(app: web.Application) -> None:
-    app.router.add_get(API_PREFIX + "/history", history_report)
-    app.router.add_post(API_PREFIX + "/history/trim", history_trim)
+def add_history_routes(app: web.Application, *, trimmer: Trimmer) -> None:
+    routes = HistoryUpkeepRoutes(trimmer)
+    app.router.add_get(API_PREFIX + "/history", routes.report)
+    app.router.add_post(API_PREFIX + "/history/trim", routes.trim)

@@ -86,6 +86,18 @@ def int_query(request: web.Request, name: str, default: int, maximum: int,
     return min(int(raw), maximum)
 
 
+def limit_query(request: web.Request, default: int, maximum: int) -> int:
+    """A page size, `?limit` from 1 to `maximum`: anything else is 400 invalid_query (a
+    larger page is refused, not silently cut, so a client learns the contract)."""
+    raw = request.query.get("limit")
+    if raw is None:
+        return default
+    if not decimal_digits(raw) or len(raw) > 12 or not 1 <= int(raw) <= maximum:
+        raise BadRequest(f"`limit` must be an integer from 1 to {maximum}",
+                         code="invalid_query")
+    return int(raw)
+
+
 def choice_query(request: web.Request, name: str, choices: tuple[str, ...]) -> str:
     """A query parameter that is one of `choices` (the first when it is not given);
     anything else is 400 invalid_query."""

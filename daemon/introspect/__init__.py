@@ -5,6 +5,11 @@
 - `source_targets`: where a node's function lives (file, line, column).
 - `snippets`: Copy curl / Copy Python of a run's A2A request.
 - `project_config`: the project's `[tool.llamon]` table.
+
+Above `a2a` (the agent card, the snippets' requests) and `data` (redaction), beside `store`:
+it reads the project's files, never history.
+
+May import: common, daemon.errors, daemon.a2a, daemon.data
 """
 
 from llamon_playground.daemon.introspect.model import Diagnostic

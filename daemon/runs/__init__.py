@@ -1,8 +1,14 @@
-"""The run lifecycle: statuses, reasons and the reason → status table (`state`), how a run
-ends (`outcome`), the run object that owns its task and ends once (`active`), its record in
-history (`journal`), the project-wide lock (`manager`), the background execution of one run
-(`executor`), captured output (`output`), hung-Host detection (`stall_watch`) and what an
-outside edit does to an active run (`reload`).
+"""The run lifecycle: statuses, reasons and the reason → status table (`state`), what an
+ending records (`ending`), the one function that decides a run's ending (`end_rules`), the
+run object that owns its task and ends once (`active`), its record in history (`journal`),
+the project-wide lock and runs as clients see them (`manager`), the background execution of
+one run (`executor`) and the Host as it sees it (`run_host`), captured output (`output`),
+hung-Host detection (`stall_watch`), what an outside edit does to an active run (`reload`),
+and how a run's row and events are made to agree: closing phases and boot recovery
+(`reconcile`).
 
-May import `store`, `data`, `a2a`, `introspect` and `host_manager`; never `http`.
+Above `store` and `introspect`; never `http`.
+
+May import: common, host_manager, daemon.errors, daemon.a2a, daemon.data, daemon.introspect,
+    daemon.store
 """

@@ -1,7 +1,8 @@
 """One run's background execution: validate → save → start/restart → ready → send → complete.
 
 Every phase is reported as a `run.phase` event; every way out of `execute` ends the run
-through `ActiveRun.end` with an `Outcome` whose status comes from the reason table.
+through `ActiveRun.end`, saying what ended its task; `end_rules.decide_end` picks the
+status, reason and message from that. The Host is seen through `RunHost`.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import aiohttp
 
 from llamon_playground.daemon.a2a.client import A2AClient, A2AUnavailable
 from llamon_playground.daemon.a2a.wire import (
-    PAUSED_STATES,
     A2AEvent,
     A2AProtocolError,
     Interface,
@@ -25,38 +25,38 @@ from llamon_playground.daemon.a2a.wire import (
 )
 from llamon_playground.daemon.errors import ProjectError
 from llamon_playground.daemon.introspect import validate_graph
-from llamon_playground.daemon.introspect.host_checks import project_warnings
 from llamon_playground.daemon.introspect.project_config import (
     ProjectConfig,
     load_project_config,
 )
-from llamon_playground.daemon.runs.active import ActiveRun
+from llamon_playground.daemon.runs.active import ActiveRun, HostLink
+from llamon_playground.daemon.runs.end_rules import cancel_ends_task
+from llamon_playground.daemon.runs.ending import RunFailure
 from llamon_playground.daemon.runs.journal import RunJournal
-from llamon_playground.daemon.runs.outcome import Outcome, RunFailure
 from llamon_playground.daemon.runs.output import OutputCollector
+from llamon_playground.daemon.runs.run_host import RunHost, follow_project
 from llamon_playground.daemon.runs.stall_watch import StallWatch
 from llamon_playground.daemon.runs.state import Reason, RunStatus
 from llamon_playground.daemon.store.blobs import BlobStore
 from llamon_playground.host_manager.capture import ENVELOPE_KEY, envelope
 from llamon_playground.host_manager.errors import HostUnavailable
-from llamon_playground.host_manager.fingerprint import digest
+from llamon_playground.host_manager.watch.fingerprint import digest
+from llamon_playground.host_manager.generation import Generation
 from llamon_playground.host_manager.process import HostProcess
 from llamon_playground.host_manager.state import HostState
-from llamon_playground.host_manager.supervisor import Generation, HostSupervisor
 
 log = logging.getLogger(__name__)
 
 A2A_CANCEL_TIMEOUT = 3.0
 LOG_TAIL_LINES = 20
-# A cancel for these reasons ends the run and the task; shutdown re-raises instead.
-ENDS_WITHOUT_RERAISE = frozenset({Reason.USER_CANCELLED, Reason.RUNTIME_RESTARTED,
-                                  Reason.HOST_UNRESPONSIVE})
 PROBE_TIMEOUT = 2.0
 
 
 class RunExecutor:
+    """Executes one run at a time as its task (the run manager starts it)."""
+
     def __init__(self, project_dir: Path, journal: RunJournal, blobs: BlobStore,
-                 host: HostSupervisor, http: aiohttp.ClientSession,
+                 host: RunHost, http: aiohttp.ClientSession,
                  stall_timeout: float = 30.0) -> None:
         self._stall_timeout = stall_timeout
         self._interfaces: dict[int, Interface] = {}
@@ -69,12 +69,18 @@ class RunExecutor:
     def _event(self, run: ActiveRun, kind: str, payload: dict[str, Any]) -> None:
         self._journal.event(run.run_id, kind, payload)
 
+    def _log_tail(self, run: ActiveRun) -> list[str]:
+        return self._host.log_window(run.log_from, run.generation, LOG_TAIL_LINES)
+
     def _phase(self, run: ActiveRun, phase: str, state: str, **detail: Any) -> None:
         self._journal.phase(run.run_id, phase, state, **detail)
 
     # -- the run ----------------------------------------------------------------------------
 
     async def execute(self, run: ActiveRun) -> None:
+        """The run's task: every way out ends the run (a shutdown's cancellation is
+        re-raised once it did)."""
+        run.began_at_log(self._host.log_offset())  # where this run's diagnostics begin
         try:
             run.advance(RunStatus.PREPARING)
             config = await self._validate(run)
@@ -82,19 +88,19 @@ class RunExecutor:
             generation = await self._start_host(run, config)
             run.advance(RunStatus.RUNNING)
             await self._send(run, config, generation)
-        except asyncio.CancelledError:
-            await self._on_cancelled(run)
-            if run.stop_reason in ENDS_WITHOUT_RERAISE:
+        except asyncio.CancelledError as cancelled:
+            await self._on_cancelled(run, cancelled)
+            if cancel_ends_task(run.stop_reason):
                 current = asyncio.current_task()
                 if current is not None:
                     current.uncancel()
                 return
             raise
         except RunFailure as failure:
-            await run.end(failure.outcome())
+            await run.end(failure)
         except Exception as exc:  # a bug: still end the run, and say what happened
             log.exception("run %s crashed", run.run_id)
-            await run.end(Outcome.of(Reason.INTERNAL_ERROR, f"internal error: {exc}"))
+            await run.end(exc)
 
     async def _validate(self, run: ActiveRun) -> ProjectConfig:
         self._phase(run, "validate", "started")
@@ -112,8 +118,8 @@ class RunExecutor:
             if diagnostic.severity == "error":
                 raise RunFailure(Reason.PROJECT_VALIDATION, diagnostic.message,
                                  **diagnostic.location())
-        warnings = project_warnings(config, self._project_dir)
-        self._host.warnings = warnings
+        # Before the save phase: a renamed env file's hash must not be recorded.
+        warnings = follow_project(self._host, config, self._project_dir)
         for warning in warnings:
             self._event(run, "diagnostic", {"level": "warning", **warning})
         self._phase(run, "validate", "completed", warnings=[w["code"] for w in warnings])
@@ -155,9 +161,9 @@ class RunExecutor:
         if not running:
             self._phase(run, "start", "completed", generation=generation.number)
         self._phase(run, "ready", "completed", generation=generation.number)
-        for warning in self._host.exposure:  # a Host any web page can drive
+        for warning in self._host.exposure_warnings():  # a Host any web page can drive
             self._event(run, "diagnostic", {"level": "warning", **warning})
-        run.generation = generation.number
+        run.sent_to(generation.number)
         self._journal.update(run.run_id, {"generation": generation.number,
                                           "code_fingerprint": digest(generation.fingerprint)})
         return generation
@@ -166,14 +172,15 @@ class RunExecutor:
         self._phase(run, "send", "started")
         process = self._host.process
         client = A2AClient(self._http, gen.url)
-        collected = run.collected = OutputCollector()
+        collected = OutputCollector()
+        run.collect_into(collected)
         try:
             interface = self._interfaces.get(gen.number)
             if interface is None:
                 # One card fetch per Host generation: its interfaces don't change while it runs.
                 interface = await client.interface()
                 self._interfaces = {gen.number: interface}
-            run.client, run.interface = client, interface
+            run.reached_host(HostLink(client, interface))
             self._journal.update(run.run_id, {"a2a_version": interface.version})
             wire_parts = parts_to_wire(run.request.parts, interface.version, self._blobs.read)
             message = build_message(wire_parts, interface.version, run.context_id, run.task_id)
@@ -194,10 +201,8 @@ class RunExecutor:
                 await asyncio.gather(watchdog, return_exceptions=True)
         except (A2AUnavailable, A2AProtocolError) as exc:
             raise await self._broken_stream(run, config, process, exc, gen.url) from exc
-        except RunFailure as failure:
-            failure.output = collected
-            raise
-        await self._complete(run, collected)
+        self._phase(run, "send", "completed", task_state=collected.state or "completed")
+        await run.end()  # the Host's last task state decides
 
     def _take(self, run: ActiveRun, collected: OutputCollector, event: A2AEvent) -> None:
         """One streamed event: an error ends the run; text chunks become output.delta."""
@@ -210,8 +215,7 @@ class RunExecutor:
                         {"text": text, "artifact_id": event.artifact_id, "append": append})
 
     def _note_task(self, run: ActiveRun, task_id: str | None) -> None:
-        if task_id and task_id != run.task_id:
-            run.task_id = task_id
+        if run.note_task(task_id):
             self._journal.update(run.run_id, {"task_id": task_id})
 
     async def _broken_stream(self, run: ActiveRun, config: ProjectConfig,
@@ -219,56 +223,30 @@ class RunExecutor:
                              host_url: str) -> RunFailure:
         if process is not None:
             # A dead Host is the usual cause: give its exit a moment to be observed.
-            await process.wait(0.5)
-        tail = self._host.logs.tail(LOG_TAIL_LINES)
+            if await process.wait(0.5):
+                await process.drain(0.5)  # its last lines before the tail is kept
+        tail = self._log_tail(run)
         if process is None or process.exited.done():
             code = process.returncode if process else None
             return RunFailure(Reason.HOST_EXITED, f"the Host exited during the run (code {code})",
                               log_tail=tail,
                               recommended_run_command=config.recommended_run_command())
         message = str(exc)
-        if run.interface is not None:
-            message += card_address_hint(run.interface.url, host_url)
+        if run.host_link is not None:
+            message += card_address_hint(run.host_link.interface.url, host_url)
         return RunFailure(Reason.STREAM_BROKEN, message, log_tail=tail)
 
-    async def _complete(self, run: ActiveRun, collected: OutputCollector) -> None:
-        state = collected.state or "completed"
-        self._phase(run, "send", "completed", task_state=state)
-        if state == "completed":
-            outcome = Outcome(RunStatus.COMPLETED, output=collected)
-        elif state in PAUSED_STATES:
-            reason = None if state == "input_required" else state
-            outcome = Outcome(RunStatus.INPUT_REQUIRED, reason, output=collected)
-        elif state == "canceled":
-            outcome = Outcome.of(Reason.HOST_CANCELLED, output=collected)
-        elif state in ("failed", "rejected"):
-            reason = Reason.HOST_REJECTED if state == "rejected" else Reason.HOST_ERROR
-            # The Host's own words when its status message gave a reason.
-            said = collected.status_text().strip()
-            message = f"the Host ended the task {state}" + (f": {said}" if said else "")
-            outcome = Outcome.of(reason, message, output=collected)
-        else:
-            outcome = Outcome.of(Reason.STREAM_BROKEN, f"the stream closed in state {state!r}",
-                                 output=collected)
-        await run.end(outcome)
-
-    async def _on_cancelled(self, run: ActiveRun) -> None:
-        # A cancel that no stop() asked for comes from the daemon shutting down.
-        reason = run.stop_reason or Reason.STUDIO_SHUTDOWN
+    async def _on_cancelled(self, run: ActiveRun, cancelled: asyncio.CancelledError) -> None:
+        """What a stop asks of the Host before the run ends (and, for a hung Host, after)."""
+        reason = run.stop_reason
         if reason == Reason.USER_CANCELLED:
             await self._cancel_host_task(run)
-            await run.end(Outcome.of(reason))
-        elif reason == Reason.RUNTIME_RESTARTED:
-            await run.end(Outcome.of(
-                reason, "a watched file changed during the run; the Host restarted"))
-        elif reason == Reason.HOST_UNRESPONSIVE:
-            await run.end(Outcome.of(
-                reason, f"the Host sent nothing for {self._stall_timeout:g} s and did not "
-                        "answer its agent card; it is being restarted",
-                log_tail=self._host.logs.tail(LOG_TAIL_LINES)))
+        if reason == Reason.HOST_UNRESPONSIVE:
+            await run.end(cancelled, stall_timeout=self._stall_timeout,
+                          log_tail=self._log_tail(run))
             await self._restart_hung_host(run)
         else:
-            await run.end(Outcome.of(reason))
+            await run.end(cancelled)
 
     async def _restart_hung_host(self, run: ActiveRun) -> None:
         """A hung Host would hang the next run too: replace it if it is still the same one."""
@@ -280,10 +258,11 @@ class RunExecutor:
                 log.warning("restarting the unresponsive Host failed: %s", exc.message)
 
     async def _cancel_host_task(self, run: ActiveRun) -> None:
-        if run.client is None or run.interface is None or not run.task_id:
+        link = run.host_link
+        if link is None or not run.task_id:
             return
         try:
-            await run.client.cancel(run.interface, run.task_id, timeout=A2A_CANCEL_TIMEOUT)
+            await link.client.cancel(link.interface, run.task_id, timeout=A2A_CANCEL_TIMEOUT)
         except (A2AUnavailable, A2AProtocolError) as exc:
             log.info("run %s: A2A cancel failed: %s", run.run_id, exc)
 

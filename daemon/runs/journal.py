@@ -6,13 +6,13 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from llamon_playground.daemon.runs.outcome import Outcome
+from llamon_playground.daemon.runs.ending import RunEnding
 from llamon_playground.daemon.runs.output import store_parts
+from llamon_playground.daemon.runs.reconcile import closing_phases
 from llamon_playground.daemon.runs.state import RunStatus
 from llamon_playground.daemon.store.blobs import BlobStore
 from llamon_playground.daemon.store.database import Store, utcnow
 from llamon_playground.daemon.store.history import run_update_op
-from llamon_playground.daemon.store.reconcile import closing_phases
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ class RunJournal:
         self.event(run_id, "run.status", {"status": status.value, "previous": previous.value,
                                           **extra})
 
-    async def write_end(self, run_id: str, outcome: Outcome, *, previous: RunStatus,
+    async def write_end(self, run_id: str, ending: RunEnding, *, previous: RunStatus,
                         task_id: str | None, duration_ms: float,
                         then: Callable[[], None] | None = None) -> None:
         """The terminal record in one transaction: the row (status, reason, output, ended_at)
@@ -60,18 +60,18 @@ class RunJournal:
         terminal run.status. It is retried while history is degraded, so a reader never sees
         a terminal status without the rest; `then` (the lock release) runs right after its
         commit."""
-        output = outcome.output
+        output = ending.output
         stored, shas = await store_parts(output.wire_parts() if output else [], self._blobs,
                                          on_blob_error=lambda exc: self._degraded(run_id, exc))
         error: dict[str, Any] | None = None
-        if outcome.message is not None:
-            error = {"kind": "error", "message": outcome.message}
-            if outcome.code:
-                error["code"] = outcome.code
+        if ending.message is not None:
+            error = {"kind": "error", "message": ending.message}
+            if ending.code:
+                error["code"] = ending.code
             stored.append(error)
-        detail = outcome.detail
+        detail = ending.detail
         changes: dict[str, Any] = {
-            "status": outcome.status.value, "reason": outcome.reason, "ended_at": utcnow(),
+            "status": ending.status.value, "reason": ending.reason, "ended_at": utcnow(),
             "duration_ms": duration_ms, "output": stored, "task_id": task_id,
             # The run detail keeps what the failed phase said: log tail included.
             "error": {**error, **{k: detail[k] for k in ERROR_DETAIL_KEYS if k in detail}}
@@ -79,20 +79,20 @@ class RunJournal:
         if "recommended_run_command" in detail:
             changes["recommended_run_command"] = detail["recommended_run_command"]
         events = [("run.phase", closing)
-                  for closing in closing_phases(self._open.pop(run_id, []), outcome.status,
-                                                outcome.reason, outcome.message)]
+                  for closing in closing_phases(self._open.pop(run_id, []), ending.status,
+                                                ending.reason, ending.message)]
         if stored:
             events.append(("run.output", {"parts": stored}))
-        if outcome.message is not None:
+        if ending.message is not None:
             events.append(("run.phase", {"phase": "complete", "state": "failed",
-                                         "reason": outcome.reason, "message": outcome.message,
+                                         "reason": ending.reason, "message": ending.message,
                                          **detail}))
         else:
             events.append(("run.phase", {"phase": "complete", "state": "completed",
-                                         "status": outcome.status.value}))
-        payload: dict[str, Any] = {"status": outcome.status.value, "previous": previous.value}
-        if outcome.reason:
-            payload["reason"] = outcome.reason
+                                         "status": ending.status.value}))
+        payload: dict[str, Any] = {"status": ending.status.value, "previous": previous.value}
+        if ending.reason:
+            payload["reason"] = ending.reason
         events.append(("run.status", payload))
         await self._store.write_with_events(
             run_update_op(run_id, changes, shas),

@@ -1,4 +1,5 @@
-"""The run manager: the project-wide single-active-run lock and the background run tasks.
+"""The run manager: the project-wide single-active-run lock, the background run tasks, and
+runs as clients see them (history, with what memory knows better while a run is active).
 
 The lock is a plain attribute checked and set with no await in between, so it is atomic on
 the event loop for every attached front; the database's partial unique index backs it up.
@@ -8,21 +9,25 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from pathlib import Path
 from typing import Any
 
+from llamon_playground.common.wire import RunAccepted
 from llamon_playground.daemon.data.edits import parse_rerun
 from llamon_playground.daemon.data.parts import RunRequest, parse_run_request
 from llamon_playground.daemon.data.redact import redact_metadata
-from llamon_playground.daemon.errors import Conflict, NotFound
+from llamon_playground.daemon.errors import BadRequest, Conflict, NotFound
 from llamon_playground.daemon.runs.active import ActiveRun
 from llamon_playground.daemon.runs.executor import RunExecutor
 from llamon_playground.daemon.runs.journal import RunJournal
-from llamon_playground.daemon.runs.state import Reason, RunStatus
+from llamon_playground.daemon.runs.state import TERMINAL_STATUSES, Reason, RunStatus
 from llamon_playground.daemon.store.blobs import BlobStore
 from llamon_playground.daemon.store.database import Store, utcnow
 from llamon_playground.daemon.store.event_log import EventHub
 from llamon_playground.daemon.store.history import get_run, get_session, insert_run
+from llamon_playground.daemon.store.history_service import LiveRun
 from llamon_playground.daemon.store.ids import new_context_id, new_run_id
+from llamon_playground.host_manager.watch.fingerprint import OutsideProject, project_file
 
 log = logging.getLogger(__name__)
 
@@ -31,32 +36,69 @@ SHUTDOWN_WAIT = 10.0
 
 
 class RunManager:
-    def __init__(self, store: Store, blobs: BlobStore, hub: EventHub, journal: RunJournal,
-                 executor: RunExecutor) -> None:
+    """The project's runs: starts them (create, resume, rerun) one at a time, cancels them,
+    shows them as clients see them, and ends what is left at shutdown. `active` is the run
+    holding the lock (None when none does); the run itself releases it when its ending
+    commits."""
+
+    def __init__(self, project_dir: Path, store: Store, blobs: BlobStore, hub: EventHub,
+                 journal: RunJournal, executor: RunExecutor) -> None:
+        self._project_dir = project_dir
         self._store = store
         self._blobs = blobs
         self._hub = hub
         self._journal = journal
         self._executor = executor
-        self.active: ActiveRun | None = None
+        self._active: ActiveRun | None = None  # set and checked with no await between
         # Every run task, until it is done (it may outlive its run's ending: a hung Host's
         # restart comes after); shutdown cancels and awaits what is left.
         self._tasks: set[asyncio.Task[None]] = set()
 
+    @property
+    def active(self) -> ActiveRun | None:
+        """The run holding the project's lock, until its ending commits."""
+        return self._active
+
     def _release(self, run: ActiveRun) -> None:
-        if self.active is run:
-            self.active = None
+        if self._active is run:
+            self._active = None
+
+    def live(self) -> LiveRun | None:
+        """The active run and the blobs its input holds, for deletes to keep clear of."""
+        run = self.active
+        if run is None:
+            return None
+        return LiveRun(run.run_id, run.session_id,
+                       frozenset(p["sha256"] for p in run.request.parts if p.get("sha256")))
+
+    async def view(self, run_id: str) -> dict[str, Any]:
+        """A run as history has it; while it is active and history is behind (degraded
+        writes), with the status the daemon itself knows."""
+        run = await get_run(self._store, run_id)
+        if run is None:
+            raise NotFound(f"no run {run_id}", code="run_not_found")
+        active = self.active
+        if active is not None and active.run_id == run_id and run["status"] != active.status \
+                and active.status not in TERMINAL_STATUSES:
+            # An ending shows only once committed, with its whole record (output, ended_at).
+            run["status"] = active.status.value
+            run["history_behind"] = True
+        return run
 
     # -- create / resume / rerun ------------------------------------------------------------
 
-    async def create(self, session_id: str, body: Any) -> dict[str, Any]:
+    async def create(self, session_id: str, body: Any) -> RunAccepted:
+        """A new run in a session (POST .../runs): queued, its task started."""
+        refuse_ways_out(self._project_dir, body)
         request = parse_run_request(body)
         session = await get_session(self._store, session_id)
         if session is None:
             raise NotFound(f"no session {session_id}", code="session_not_found")
         return await self._start(session_id, session["context_id"], request)
 
-    async def resume(self, run_id: str, body: Any) -> dict[str, Any]:
+    async def resume(self, run_id: str, body: Any) -> RunAccepted:
+        """A child run that answers a run left in input_required, on the Host's same task."""
+        refuse_ways_out(self._project_dir, body)
         request = parse_run_request(body)
         parent = await get_run(self._store, run_id)
         if parent is None:
@@ -71,7 +113,7 @@ class RunManager:
         return await self._start(parent["session_id"], parent["context_id"], request,
                                  task_id=parent["task_id"], parent_run_id=run_id)
 
-    async def rerun(self, run_id: str, body: Any) -> dict[str, Any]:
+    async def rerun(self, run_id: str, body: Any) -> RunAccepted:
         """A new run of a stored input; what the body gives replaces the stored field
         (validated as a new run's, before anything is written), the rest is cloned."""
         edits = parse_rerun(body)
@@ -89,13 +131,13 @@ class RunManager:
     async def _start(self, session_id: str, context_id: str, request: RunRequest, *,
                      task_id: str | None = None, parent_run_id: str | None = None,
                      rerun_of: str | None = None, label: str | None = None,
-                     edited_fields: list[str] | None = None) -> dict[str, Any]:
-        if self.active is not None:
+                     edited_fields: list[str] | None = None) -> RunAccepted:
+        if self._active is not None:
             raise Conflict("another run is active in this project", code="active_run_conflict",
-                           active_run_id=self.active.run_id)
+                           active_run_id=self._active.run_id)
         run = ActiveRun(new_run_id(), session_id, context_id, request, journal=self._journal,
                         on_end=self._release, task_id=task_id, parent_run_id=parent_run_id)
-        self.active = run  # claimed: no await between the check and this line
+        self._active = run  # claimed: no await between the check and this line
         try:
             # Stored metadata is redacted; the Host still gets run.request.metadata as sent.
             stored_input = {**request.stored_input(),
@@ -123,12 +165,13 @@ class RunManager:
         task = run.start(self._executor.execute(run))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-        return {"run_id": run.run_id, "status": RunStatus.QUEUED.value}
+        return {"run_id": run.run_id, "status": RunStatus.QUEUED}
 
     # -- cancel / shutdown ------------------------------------------------------------------
 
-    async def cancel(self, run_id: str) -> dict[str, Any]:
-        run = self.active
+    async def cancel(self, run_id: str) -> RunAccepted:
+        """Stop the active run for `user_cancelled` and wait (bounded) for its ending."""
+        run = self._active
         if run is None or run.run_id != run_id:
             row = await get_run(self._store, run_id)
             if row is None:
@@ -136,7 +179,7 @@ class RunManager:
             raise Conflict(f"run {run_id} is {row['status']}, not active", code="run_not_active",
                            status_now=row["status"])
         await self._stop(run, Reason.USER_CANCELLED, CANCEL_WAIT)
-        return {"run_id": run_id, "status": run.status.value}
+        return {"run_id": run_id, "status": run.status}
 
     async def fail_for_restart(self, run: ActiveRun) -> None:
         """An outside edit restarts the Host: the active run ends failed/runtime_restarted."""
@@ -148,9 +191,23 @@ class RunManager:
 
     async def shutdown(self) -> None:
         """Clean stop: the active run ends interrupted/studio_shutdown; no task outlives us."""
-        run = self.active
+        run = self._active
         if run is not None:
             await self._stop(run, Reason.STUDIO_SHUTDOWN, SHUTDOWN_WAIT)
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+def refuse_ways_out(project_dir: Path, body: Any) -> None:
+    """400 invalid_changed_files for a changed file that resolves outside the project or is
+    not a regular file: nothing outside the project is ever hashed, compiled or recorded.
+    (The shape of `changed_files` is the run request parser's to check.)"""
+    files = body.get("changed_files") if isinstance(body, dict) else None
+    for rel in files if isinstance(files, list) else []:
+        if not isinstance(rel, str) or not rel or rel.startswith("/") or "\x00" in rel:
+            continue
+        try:
+            project_file(project_dir, rel)
+        except OutsideProject as exc:
+            raise BadRequest(f"changed file {exc}", code="invalid_changed_files") from exc

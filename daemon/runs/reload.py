@@ -11,11 +11,9 @@ import asyncio
 import logging
 
 from llamon_playground.daemon.errors import ProjectError
-from llamon_playground.daemon.introspect.project_config import (
-    backend_warnings,
-    load_project_config,
-)
+from llamon_playground.daemon.introspect.project_config import load_project_config
 from llamon_playground.daemon.runs.manager import RunManager
+from llamon_playground.daemon.runs.run_host import follow_project
 from llamon_playground.host_manager.state import HostState
 from llamon_playground.host_manager.supervisor import HostSupervisor
 
@@ -23,6 +21,9 @@ log = logging.getLogger(__name__)
 
 
 class ReloadCoordinator:
+    """The watcher's `on_changes`: re-reads pyproject.toml, fails the active run for an
+    outside edit, restarts the Host; counts what it did for GET /host's `watch`."""
+
     def __init__(self, host: HostSupervisor, runs: RunManager) -> None:
         self._host = host
         self._runs = runs
@@ -30,9 +31,11 @@ class ReloadCoordinator:
         self.batches = 0
 
     def stats(self) -> dict[str, int]:
+        """GET /host's `watch`: batches handled and restarts they caused."""
         return {"batches": self.batches, "restarts": self.restarts}
 
     async def on_changes(self, paths: set[str]) -> None:
+        """One burst of changed watched files (relative paths)."""
         try:
             if "pyproject.toml" in paths:
                 await self._reread_config()
@@ -42,16 +45,13 @@ class ReloadCoordinator:
 
     async def _reread_config(self) -> None:
         """[tool.llamon] changed maybe: watch the env file it names now, and say what its
-        backend needs. The rules are shared, so the watcher and the fingerprints follow."""
+        backend and its host command need (the watcher and the fingerprints follow)."""
+        project_dir = self._host.config.project_dir
         try:
-            config = await asyncio.to_thread(load_project_config, self._host.config.project_dir)
+            config = await asyncio.to_thread(load_project_config, project_dir)
         except ProjectError:
             return  # the next run's validate phase reports it
-        rules = self._host.config.rules
-        if config.env_file != rules.env_file:
-            log.info("env_file is now %s (was %s)", config.env_file, rules.env_file)
-            rules.env_file = config.env_file
-        self._host.warnings = backend_warnings(config)
+        follow_project(self._host, config, project_dir)
 
     async def _react(self) -> None:
         host = self._host

@@ -1,5 +1,10 @@
 """Durable state: the SQLite database (one writer), migrations, the content-addressed blob
-store, the event log with live fan-out, session/run history rows and project events.
+store, the event log with live fan-out, session/run history rows, lineage, the bundle
+import and export SQL (`bundles`), project events, and the history service the routes call
+(`history_service`: reads, edits, files, bundles and deletion with its rules).
 
-Imports only `common` and `daemon.errors`; everything else in the daemon builds on it.
+Above `data` (pure helpers); below `runs`, which it never imports: what it must know of the
+active run is passed in.
+
+May import: common, daemon.errors, daemon.data
 """

@@ -10,12 +10,11 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
-import re
 from pathlib import Path
 
+from llamon_playground.daemon.data.parts import SHA256_RE
 from llamon_playground.daemon.errors import NotFound
 
-SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 TMP_PREFIX = ".tmp-"
 
 

@@ -24,11 +24,10 @@ import aiosqlite
 from llamon_playground.common.config import Settings
 from llamon_playground.daemon.errors import StoreError, UnsupportedDatabaseVersion
 from llamon_playground.daemon.store.batch import Batches, Item, OpResult, PendingOp, WriteOp
-from llamon_playground.daemon.store.frames import FRAMES_SQL
+from llamon_playground.daemon.store.frames import BLOCK_AFTER_SQL, FRAMES_SQL, block_page
 from llamon_playground.daemon.store.migrations import SCHEMA_VERSION, migrate, peek_user_version
 from llamon_playground.daemon.store.private import prepare_state
 from llamon_playground.daemon.store.records import EventRecord, EventRow, compact_json
-from llamon_playground.daemon.store.upkeep.blocks import BLOCK_AFTER_SQL, block_page
 
 log = logging.getLogger(__name__)
 
@@ -357,7 +356,7 @@ class Store:
         run's blocks: the rest of one block), joined: (bytes, last seq, whether the page
         holds the terminal run.status)."""
         rows = list(await self.reader.execute_fetchall(FRAMES_SQL, (run_id, after, limit)))
-        # Then the blocks: a finished run's earlier events (daemon/store/upkeep/blocks.py). Read
+        # Then the blocks: a finished run's earlier events (daemon/store/frames.py). Read
         # second, so events that moved there since the first read are found there.
         block = list(await self.reader.execute_fetchall(BLOCK_AFTER_SQL, (run_id, after)))
         if block:

@@ -225,7 +225,7 @@ async def delete_all_history(store: Store) -> tuple[dict[str, int], list[str]]:
         counts: dict[str, int] = {}
         for table in ("sessions", "runs", "events"):
             counts[table] = int(conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
-        # Finished runs keep most of their events in blocks (daemon/store/upkeep/blocks.py).
+        # Finished runs keep most of their events in blocks (daemon/store/frames.py).
         counts["events"] += int(conn.execute(
             "SELECT COALESCE(sum(events), 0) FROM event_blocks").fetchone()[0])
         shas = [r[0] for r in conn.execute("SELECT DISTINCT sha256 FROM run_files")]

@@ -15,7 +15,3 @@ def new_run_id() -> str:
 
 def new_context_id() -> str:
     return str(uuid.uuid4())
-
-
-def new_message_id() -> str:
-    return str(uuid.uuid4())

@@ -89,7 +89,7 @@ MIGRATIONS: list[str] = [
     ALTER TABLE events DROP COLUMN payload;
     """,
     # Finished runs kept compact: their events before the terminal run.status move into
-    # zstandard blocks (daemon/store/upkeep/blocks.py), in the background and a few at a time
+    # zstandard blocks (daemon/store/frames.py), in the background and a few at a time
     # (daemon/store/upkeep/compaction.py); `upkeep` keeps how far that sweep got, so it resumes
     # after a kill. A run's blocks go with its row, whoever deletes it.
     """

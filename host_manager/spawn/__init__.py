@@ -4,4 +4,6 @@
 `warm` (generations forked from the project's warm parent, falling back to cold), `parent`
 (the warm parent, daemon side) and `preloader` (the warm parent itself: a stdlib-only script
 the project's interpreter runs by path).
+
+May import: host_manager.capture, host_manager.environment, host_manager.process
 """

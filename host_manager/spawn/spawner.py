@@ -27,6 +27,8 @@ PYTHON_NAME = re.compile(r"(python|pypy)[0-9.]*")
 
 @dataclass(frozen=True)
 class Launch:
+    """A started Host process and how it was started."""
+
     process: HostProcess
     mode: str  # WARM | COLD
     reason: str  # a start_reason code (docs/host.md)
@@ -34,13 +36,21 @@ class Launch:
 
 
 class Spawner(Protocol):
+    """How a Host generation's process comes to be: a new process (`ColdSpawner`) or a fork
+    of a warm parent that has the project's third-party modules imported (spawn/warm.py).
+    The supervisor calls `launch` for each generation and `close` once, at shutdown."""
+
     async def launch(self, argv: list[str], cwd: Path, env: Mapping[str, str],
-                     on_line: Callable[[str, str], None]) -> Launch: ...
+                     on_line: Callable[[str, str], None]) -> Launch:
+        """Start `argv` in `cwd` with `env`, its output lines to `on_line(stream, text)`;
+        the process, how it was started and why. OSError or HostUnavailable when it
+        could not be."""
 
     def describe(self) -> dict[str, Any] | None:
         """The warm parent for `GET /host` (None when there is none)."""
 
-    async def close(self) -> None: ...
+    async def close(self) -> None:
+        """Stop what the spawner keeps running (a warm parent)."""
 
 
 class ColdSpawner:

@@ -30,17 +30,17 @@ import aiohttp
 import orjson
 
 from llamon_playground.cli.api_types import (
-    Event,
     Health,
+    HostLogs,
     HostStatus,
     Lineage,
-    LogPage,
     Part,
     Run,
     RunAccepted,
     Session,
-    text_part,
 )
+from llamon_playground.cli.api_requests import InputPart
+from llamon_playground.cli.discovery import DaemonInfo, list_daemons
 from llamon_playground.cli.errors import (
     ActiveRunConflict,
     ApiError,
@@ -49,15 +49,16 @@ from llamon_playground.cli.errors import (
     PlaygroundError,
     api_error,
 )
+from llamon_playground.cli.events import Event, text_part
 from llamon_playground.common.config import Settings, build_settings
 from llamon_playground.common.contract import API_PREFIX
 from llamon_playground.common.sse import aiter_sse
 
 __all__ = [
     "ActiveRunConflict", "ApiError", "ConnectionLost", "DaemonNotRunning", "Event", "Health",
-    "HostStatus", "Lineage", "LogPage", "Part", "PlaygroundClient", "PlaygroundError", "Run",
-    "RunAccepted", "Session", "ensure_daemon", "health", "spawn_daemon", "text_part",
-    "wait_healthy",
+    "HostLogs", "HostStatus", "InputPart", "Lineage", "Part", "PlaygroundClient",
+    "PlaygroundError", "Run", "RunAccepted", "Session", "ensure_daemon", "health",
+    "spawn_daemon", "text_part", "wait_healthy", "list_daemons", "DaemonInfo",
 ]
 
 PAGE = 1000  # the API's largest page
@@ -188,7 +189,7 @@ class PlaygroundClient:
     async def run(self, run_id: str) -> Run:
         return cast(Run, await self.call("GET", f"/runs/{run_id}"))
 
-    async def create_run(self, session_id: str, parts: Sequence[Part], *,
+    async def create_run(self, session_id: str, parts: Sequence[InputPart], *,
                          metadata: dict[str, Any] | None = None,
                          changed_files: Sequence[str] | None = None,
                          revision: str | None = None) -> RunAccepted:
@@ -196,7 +197,7 @@ class PlaygroundClient:
         body = _run_request(parts, metadata, changed_files, revision)
         return cast(RunAccepted, await self.call("POST", f"/sessions/{session_id}/runs", body))
 
-    async def resume(self, run_id: str, parts: Sequence[Part], *,
+    async def resume(self, run_id: str, parts: Sequence[InputPart], *,
                      metadata: dict[str, Any] | None = None,
                      changed_files: Sequence[str] | None = None,
                      revision: str | None = None) -> RunAccepted:
@@ -225,6 +226,52 @@ class PlaygroundClient:
         """Cancel the active run; `run_not_active` (409) when it is not the active one."""
         return cast(RunAccepted, await self.call("DELETE", f"/runs/{run_id}"))
 
+    async def compare(self, left: str, right: str) -> dict[str, Any]:
+        """Two runs side by side: status, duration, text diff, data changes, scores."""
+        return cast(dict[str, Any], await self.call("GET", "/compare",
+                                                    params={"left": left, "right": right}))
+
+    async def delete_session(self, session_id: str) -> dict[str, Any]:
+        """Delete a session and its runs; 409 while it holds the active run."""
+        return cast(dict[str, Any], await self.call("DELETE", f"/sessions/{session_id}"))
+
+    async def export_bundle(self, path: Path, session_ids: Sequence[str] = (),
+                            run_ids: Sequence[str] = ()) -> int:
+        """Write a bundle of the chosen sessions and runs (all history when none) to `path`,
+        streamed as it comes; its size in bytes."""
+        body: dict[str, Any] = {}
+        if session_ids:
+            body["session_ids"] = list(session_ids)
+        if run_ids:
+            body["run_ids"] = list(run_ids)
+        size = 0
+        try:
+            async with self.http.post(API_PREFIX + "/bundles/export", data=orjson.dumps(body),
+                                      headers=JSON_HEADERS) as resp:
+                if resp.status >= 400:
+                    raise api_error(resp.status, _body(await resp.read()))
+                with open(path, "wb") as out:
+                    async for chunk in resp.content.iter_any():
+                        out.write(chunk)
+                        size += len(chunk)
+        except NETWORK_ERRORS as exc:
+            raise _network_error(exc) from exc
+        return size
+
+    async def import_bundle(self, path: Path) -> dict[str, Any]:
+        """Import a bundle file; the ids it was given (`{"sessions": {old: new}, "runs"}`)."""
+        data = await asyncio.to_thread(path.read_bytes)
+        try:
+            async with self.http.post(API_PREFIX + "/bundles/import", data=data,
+                                      headers=JSON_HEADERS) as resp:
+                raw, status = await resp.read(), resp.status
+        except NETWORK_ERRORS as exc:
+            raise _network_error(exc) from exc
+        doc = _body(raw)
+        if status >= 400:
+            raise api_error(status, doc)
+        return cast(dict[str, Any], doc)
+
     def stream(self, run_id: str, after: int | None = None) -> AsyncGenerator[Event, None]:
         """The run's events after event id `after` (all when None), live until its terminal
         `run.status`; replayed from history when the run is over."""
@@ -250,10 +297,10 @@ class PlaygroundClient:
         """Start, stop or restart the Host; stop and restart refuse during a run (409)."""
         return cast(HostStatus, await self.call("POST", f"/host/{action}"))
 
-    async def host_logs(self, after: int = 0, limit: int = 5000) -> LogPage:
+    async def host_logs(self, after: int = 0, limit: int = 5000) -> HostLogs:
         """Kept Host output lines after offset `after`; `next` is the offset to ask next."""
         params = {"after": str(after), "limit": str(limit)}
-        return cast(LogPage, await self.call("GET", "/host/logs", params=params))
+        return cast(HostLogs, await self.call("GET", "/host/logs", params=params))
 
     def follow_host_logs(self, after: int = 0) -> AsyncGenerator[Event, None]:
         """`log` events from offset `after`, live, until the caller stops reading."""
@@ -265,7 +312,7 @@ class PlaygroundClient:
         return self.events("/events")
 
 
-def _run_request(parts: Sequence[Part], metadata: dict[str, Any] | None,
+def _run_request(parts: Sequence[InputPart], metadata: dict[str, Any] | None,
                  changed_files: Sequence[str] | None, revision: str | None) -> dict[str, Any]:
     body: dict[str, Any] = {"parts": list(parts)}
     if metadata is not None:
@@ -293,7 +340,10 @@ def spawn_daemon(settings: Settings, log_path: Path | None = None) -> subprocess
     """Start a detached daemon for the project (its own session: it outlives this process)."""
     settings.runtime_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     log_file = log_path or settings.runtime_dir / "daemon.log"
-    with open(log_file, "ab") as out:
+    # 0600 like the rest of the runtime directory (the log names runs and the project).
+    fd = os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.fchmod(fd, 0o600)  # a log an older version made 0644
+    with os.fdopen(fd, "ab") as out:
         return subprocess.Popen(
             [sys.executable, "-m", "llamon_playground", "daemon", str(settings.project_dir)],
             stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True,

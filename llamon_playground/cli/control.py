@@ -16,7 +16,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -29,6 +29,8 @@ from llamon_playground.cli.client import (
     health,
     text_part,
 )
+from llamon_playground.cli.front_record import stop_detached_fronts
+from llamon_playground.cli.show import print_history, print_trimmed, print_warnings, visible
 from llamon_playground.common.config import Settings
 from llamon_playground.common.contract import SUCCESS_STATUSES, TERMINAL_STATUSES
 
@@ -75,6 +77,8 @@ def print_host(status: HostStatus) -> None:
     print(f"pid:        {status.get('pid') or '-'}")
     print(f"url:        {status.get('url') or '-'}")
     print(f"restarts:   {status.get('restarts')}  last exit code: {status.get('last_exit_code')}")
+    print_warnings(list(status.get("warnings") or []))
+
 
 
 async def host_action(client: PlaygroundClient, args: argparse.Namespace) -> int:
@@ -89,11 +93,12 @@ async def host_action(client: PlaygroundClient, args: argparse.Namespace) -> int
     return EXIT_OK
 
 
-def print_log_line(line: dict[str, Any], as_json: bool) -> None:
+def print_log_line(line: Mapping[str, Any], as_json: bool, raw: bool = False) -> None:
     if as_json:
         emit(line)
     else:
-        sys.stdout.write(f"{line.get('text', '')}\n")
+        text = str(line.get("text", ""))
+        sys.stdout.write(f"{text if raw else visible(text)}\n")
         sys.stdout.flush()
 
 
@@ -102,14 +107,14 @@ async def host_logs(client: PlaygroundClient, args: argparse.Namespace) -> int:
     while True:  # the whole kept log, page by page
         page = await client.host_logs(after)
         for line in page["lines"]:
-            print_log_line(line, args.json)
+            print_log_line(line, args.json, args.raw)
         if not page["lines"]:
             break
         after = page["next"]
     if args.follow:
         async for event in client.follow_host_logs(after):
             if event.kind == "log":
-                print_log_line(event.data, args.json)
+                print_log_line(event.data, args.json, args.raw)
     return EXIT_OK
 
 
@@ -182,7 +187,7 @@ async def cancel(client: PlaygroundClient, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _texts(parts: list[dict[str, Any]] | None) -> str:
+def _texts(parts: Sequence[Mapping[str, Any]] | None) -> str:
     return " ".join(str(p.get("text", "")) for p in parts or [] if p.get("kind") == "text")
 
 
@@ -252,6 +257,24 @@ async def label(client: PlaygroundClient, args: argparse.Namespace) -> int:
 
 # -- daemon and token ---------------------------------------------------------------------------
 
+async def history(client: PlaygroundClient, args: argparse.Namespace) -> int:
+    doc = await client.call("GET", "/history")
+    if args.json:
+        emit(doc)
+    else:
+        print_history(doc)
+    return EXIT_OK
+
+
+async def history_trim(client: PlaygroundClient, args: argparse.Namespace) -> int:
+    doc = await client.call("POST", "/history/trim")
+    if args.json:
+        emit(doc)
+    else:
+        print_trimmed(doc)
+    return EXIT_OK
+
+
 def stop_daemon(settings: Settings, args: argparse.Namespace) -> int:
     """Graceful shutdown: SIGTERM to the pid the daemon itself reports, then wait until it
     has let go of the project's lock (its last act)."""
@@ -264,6 +287,8 @@ def stop_daemon(settings: Settings, args: argparse.Namespace) -> int:
         fail(f"the daemon (pid {pid}) did not stop within {args.timeout:g} s")
         return EXIT_ERROR
     print(f"stopped the daemon (pid {pid})")
+    for front in stop_detached_fronts(settings):  # `up --detach` left them running with it
+        print(f"stopped the front (pid {front})")
     return EXIT_OK
 
 
@@ -303,85 +328,3 @@ def print_token(settings: Settings, args: argparse.Namespace) -> int:
         return EXIT_NOT_RUNNING
     print(token)
     return EXIT_OK
-
-
-# -- parser ---------------------------------------------------------------------------------------
-
-def add_follow_options(parser: argparse.ArgumentParser) -> None:
-    """`--follow` and `--json` of the commands that start a run."""
-    parser.add_argument("--follow", action="store_true",
-                        help="print the answer as it streams; exit 1 unless it completes")
-    parser.add_argument("--json", action="store_true")
-
-
-def add_control_commands(sub: Any, project_of: Callable[[str | None], Any]) -> None:
-    """Add the control commands to `sub`; each sets `func(args) -> exit code`."""
-    def daemon_command(command: Command) -> Callable[[argparse.Namespace], int]:
-        return lambda args: run_command(project_of(args.project), args, command)
-
-    host = sub.add_parser("host", help="the project's Host: status, start, stop, restart, logs")
-    host_sub = host.add_subparsers(dest="action", required=True)
-    for action in ("status", "start", "stop", "restart"):
-        p = host_sub.add_parser(action, help=f"{action} the Host" if action != "status"
-                                else "the Host's state")
-        p.add_argument("project", nargs="?")
-        p.add_argument("--json", action="store_true")
-        p.set_defaults(func=daemon_command(host_action))
-    logs = host_sub.add_parser("logs", help="the Host's output (-f: keep following)")
-    logs.add_argument("project", nargs="?")
-    logs.add_argument("-f", "--follow", action="store_true")
-    logs.add_argument("--json", action="store_true", help="one JSON object per line")
-    logs.set_defaults(func=daemon_command(host_logs))
-
-    runs = sub.add_parser("runs", help="list runs (all sessions, or one)")
-    runs.add_argument("project", nargs="?")
-    runs.add_argument("--session")
-    runs.add_argument("--json", action="store_true")
-    runs.set_defaults(func=daemon_command(list_runs))
-
-    cancel_p = sub.add_parser("cancel", help="cancel the active run")
-    cancel_p.add_argument("run_id")
-    cancel_p.add_argument("project", nargs="?")
-    cancel_p.add_argument("--wait", action="store_true", help="wait until the run has ended")
-    cancel_p.add_argument("--json", action="store_true")
-    cancel_p.set_defaults(func=daemon_command(cancel))
-
-    session_p = sub.add_parser("new-session", help="create a session; print its id")
-    session_p.add_argument("project", nargs="?")
-    session_p.add_argument("--title", default="")
-    session_p.add_argument("--json", action="store_true")
-    session_p.set_defaults(func=daemon_command(new_session))
-
-    send_p = sub.add_parser("send", help="start a run with a text input")
-    send_p.add_argument("session_id")
-    send_p.add_argument("text")
-    send_p.add_argument("project", nargs="?")
-    add_follow_options(send_p)
-    send_p.set_defaults(func=daemon_command(send))
-
-    rerun_p = sub.add_parser("rerun", help="run a stored input again (optionally edited)")
-    rerun_p.add_argument("run_id")
-    rerun_p.add_argument("project", nargs="?")
-    rerun_p.add_argument("--text", help="replace the input with this one text part")
-    rerun_p.add_argument("--label", help="name the new run")
-    add_follow_options(rerun_p)
-    rerun_p.set_defaults(func=daemon_command(rerun))
-
-    label_p = sub.add_parser("label", help="name a run (\"\" clears the name)")
-    label_p.add_argument("run_id")
-    label_p.add_argument("text")
-    label_p.add_argument("project", nargs="?")
-    label_p.add_argument("--note", help="also set the run's note (\"\" clears it)")
-    label_p.add_argument("--json", action="store_true")
-    label_p.set_defaults(func=daemon_command(label))
-
-    stop = sub.add_parser("stop", help="stop the project's daemon gracefully")
-    stop.add_argument("project", nargs="?")
-    stop.add_argument("--timeout", type=float, default=60.0)
-    stop.set_defaults(func=lambda args: stop_daemon(project_of(args.project), args))
-
-    token = sub.add_parser("token", help="print the token of the project's front(s)")
-    token.add_argument("project", nargs="?")
-    token.add_argument("--rotate", action="store_true",
-                       help="replace the token (running fronts adopt it; old ones get 401)")
-    token.set_defaults(func=lambda args: print_token(project_of(args.project), args))

@@ -111,7 +111,7 @@ class Settings:
     max_request_bytes: int = 16 * 1024 * 1024
     event_ring_size: int = 4096
     # The watcher's quiet period grows with a burst, from the shortest to the longest
-    # (host_manager/watcher.py, QuietPeriod).
+    # (host_manager/watch/watcher.py, QuietPeriod).
     watch_quiet: float = 0.05
     watch_quiet_max: float = 0.5
     crash_limit: int = 5

@@ -28,6 +28,10 @@ def test_export_then_import_a_bundle(page: Any, tmp_path: Path) -> None:
     page.get_by_label("Import bundle").set_input_files(saved)
     expect(page.locator("#notice")).to_have_text("Imported 1 sessions and 1 runs.")
     expect(sessions).to_have_count(before + 1)
+    # The view went to the imported session: its thread shows the imported turn.
+    imported = sessions.nth(before)
+    expect(imported).to_have_attribute("aria-current", "true")
+    expect(page.locator(".run-card .turn-input")).to_have_text(["you: stream bundle me"])
 
 
 def test_export_takes_the_ticked_runs(page: Any, tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from llamon_playground.daemon.store.frames import frame_payload
 from llamon_playground.daemon.store.records import EventRow
-from llamon_playground.daemon.store.upkeep.blocks import stored_events
+from llamon_playground.daemon.store.frames import stored_events
 
 ACTIVE = ("queued", "preparing", "running")
 

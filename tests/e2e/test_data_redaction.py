@@ -10,7 +10,7 @@ from pathlib import Path
 
 import orjson
 
-from llamon_playground.daemon.store.upkeep.blocks import inflate
+from llamon_playground.daemon.store.frames import inflate
 from tests.e2e.data_support import finished_run, make_spy_project, serving, spy_records, text
 from tests.support.procs import Stack, copy_example
 

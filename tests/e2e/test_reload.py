@@ -157,3 +157,55 @@ async def test_renaming_the_env_file_watches_the_new_one(watched: Stack) -> None
         assert status["watch"]["restarts"] == 2 and status["generation"] == gen + 2
     finally:
         await api.close()
+
+
+async def test_a_saved_pyproject_keeps_the_default_host_command_warning(
+        tmp_path: Path, runtime_base: Path) -> None:
+    """Re-reading pyproject.toml on a save replaces the project's warnings with all of them,
+    not only the backend's: the default command's note stays in GET /host."""
+    project = tmp_path / "plain"
+    project.mkdir()
+    pyproject = project / "pyproject.toml"
+    pyproject.write_text('[project]\nname = "plain"\nversion = "0"\n')
+    with stack_for(project, runtime_base, extra_env=WATCH_ENV) as stack:
+        stack.start_daemon()
+        api = Api.for_socket(str(stack.settings.socket_path))
+        try:
+            before = await host(api)
+            assert [w["code"] for w in before["warnings"]] == ["default_host_command"]
+            pyproject.write_text(pyproject.read_text() + "# saved again\n")
+            after = await watcher_settled(api, pyproject)
+            assert [w["code"] for w in after["warnings"]] == ["default_host_command"]
+        finally:
+            await api.close()
+
+
+async def test_a_renamed_env_file_is_never_hashed_even_before_the_watcher_saw_it(
+        project: Path, runtime_base: Path) -> None:
+    """A save that renames the env file and writes it, then runs at once: the run's own
+    validate phase follows pyproject.toml, so its save phase does not record the new env
+    file's hash (the watcher is off here, as with LLAMON_PLAYGROUND_WATCH=0; with it on,
+    the run would race its quiet period)."""
+    with stack_for(project, runtime_base,
+                   extra_env={"LLAMON_PLAYGROUND_WATCH": "0"}) as stack:
+        stack.start_daemon()
+        api = Api.for_socket(str(stack.settings.socket_path))
+        try:
+            session = await api.session()
+            await ready_generation(api, session)
+            pyproject = project / "pyproject.toml"
+            pyproject.write_text(pyproject.read_text().replace('env_file = ".env"',
+                                                               'env_file = "config.env"'))
+            secret = project / "config.env"
+            secret.write_text("API_KEY=short\n")
+            run = await api.wait_status(await api.start_run(
+                session, "stream renamed env", changed_files=["pyproject.toml", "config.env"]))
+            assert run["status"] == "completed"
+            save = next(e.data for e in await api.events(run["id"])
+                        if e.event == "run.phase" and e.data["phase"] == "save")
+            assert "pyproject.toml" in save["files"] and "config.env" not in save["files"]
+            bundle = await api.ok("POST", "bundles/export", {"run_ids": [run["id"]]})
+            digest = hashlib.sha256(secret.read_bytes()).hexdigest()
+            assert digest not in orjson.dumps(bundle).decode()
+        finally:
+            await api.close()

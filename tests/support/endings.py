@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from llamon_playground.daemon.store.reconcile import fold_delta
+from llamon_playground.daemon.runs.reconcile import fold_delta
 
 CLOSING = ("completed", "failed", "skipped", "cancelled")
 

@@ -17,11 +17,12 @@ from llamon_playground.daemon.data.bundle_validate import (
     _blob_sizes,
     validate_bundle,
 )
-from llamon_playground.daemon.data.bundles import import_bundle
 from llamon_playground.daemon.data.json_depth import MAX_DEPTH
 from llamon_playground.daemon.data.parts import parse_run_request
 from llamon_playground.daemon.errors import BadRequest, PayloadTooLarge
+from llamon_playground.daemon.runs.reconcile import IMPORTED_ENDING
 from llamon_playground.daemon.store.blobs import BlobStore
+from llamon_playground.daemon.store.bundles import import_bundle
 from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.frames import build_frame
 from llamon_playground.daemon.store.history import get_run
@@ -61,7 +62,7 @@ async def test_import_orders_parents_first_and_event_seqs_continue(
     s, published = store
     s.append_event("run_before", "k", {})
     await s.flush()
-    mapping = await import_bundle(s, BlobStore(tmp_path / "files"), bundle())
+    mapping = await import_bundle(s, BlobStore(tmp_path / "files"), bundle(), IMPORTED_ENDING)
     child = await get_run(s, mapping["runs"]["child"])
     assert child is not None and child["parent_run_id"] == mapping["runs"]["parent"]
     imported = await s.events_after(mapping["runs"]["child"], 0) + \

@@ -10,7 +10,7 @@ from typing import Any
 
 from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.history import create_session, insert_run, update_run
-from llamon_playground.daemon.store.upkeep.blocks import stored_events
+from llamon_playground.daemon.store.frames import stored_events
 from llamon_playground.daemon.store.upkeep.compaction import STEP_EVENTS, compact_step, read_mark
 from tests.unit.test_store import make_store
 

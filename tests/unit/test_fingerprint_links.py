@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from llamon_playground.host_manager.fingerprint import Fingerprinter, WatchRules
+from llamon_playground.host_manager.watch.fingerprint import Fingerprinter, WatchRules
 
 
 def test_links_out_and_fifos_are_never_hashed(tmp_path: Path) -> None:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from llamon_playground.host_manager.change_policy import ChangePolicy, restart_wanted
-from llamon_playground.host_manager.fingerprint import WatchRules
+from llamon_playground.host_manager.watch.change_policy import ChangePolicy, restart_wanted
+from llamon_playground.host_manager.watch.fingerprint import WatchRules
 from llamon_playground.host_manager.state import HostState
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from llamon_playground.host_manager.crash_policy import CrashSettings
 from llamon_playground.host_manager.errors import HostUnavailable
-from llamon_playground.host_manager.fingerprint import WatchRules
+from llamon_playground.host_manager.watch.fingerprint import WatchRules
 from llamon_playground.host_manager.spawn.spawner import ColdSpawner
 from llamon_playground.host_manager.state import (
     TRANSITIONS,
@@ -87,7 +87,7 @@ def host_config(tmp_path: Path, *, limit: int, backoff_base: float) -> HostConfi
 
 def watched(supervisor: HostSupervisor) -> list[str]:
     seen: list[str] = []
-    supervisor.listeners.append(lambda status: seen.append(status["state"]))
+    supervisor.add_state_listener(lambda status: seen.append(status["state"]))
     return seen
 
 
@@ -163,11 +163,11 @@ def test_host_config_has_no_defaults_of_its_own(tmp_path: Path) -> None:
 async def test_no_free_port_is_a_failed_start_not_a_stuck_one(tmp_path: Path) -> None:
     # A real fault: the process may open no more descriptors, so the port probe's socket()
     # fails with EMFILE, as it does for a daemon that runs out of them.
-    supervisor = HostSupervisor(host_config(tmp_path, limit=5, backoff_base=3600.0))
+    supervisor = HostSupervisor(dataclasses.replace(
+        host_config(tmp_path, limit=5, backoff_base=3600.0), command=lambda: ["true"]))
     seen = watched(supervisor)
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     try:
-        supervisor.config = dataclasses.replace(supervisor.config, command=lambda: ["true"])
         lowest_free = os.dup(0)  # the descriptor the next socket() would get
         os.close(lowest_free)
         resource.setrlimit(resource.RLIMIT_NOFILE, (lowest_free, hard))

@@ -1,7 +1,8 @@
 """The package's shape: one import root, rooms that import one way, no folder too full.
 
 Read from the source with `ast`, so a forbidden import fails here even when no test happens
-to execute the line.
+to execute the line. What each room may import is stated in its own `__init__` docstring
+(`May import: ...`) and checked by `tests/support/rooms.py`, for every room and sub-room.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
+from tests.support.rooms import check, find_rooms, imports, room_of
 
 REPO = Path(__file__).resolve().parents[2]
 ROOT = "llamon_playground"
@@ -22,15 +23,6 @@ ROOM_DIRS = {
     "daemon": REPO / "daemon",
     "api": REPO / "api",
     "host_manager": REPO / "host_manager",
-}
-# Which rooms each room may import (besides itself); imports flow one way.
-MAY_IMPORT = {
-    "common": set(),
-    "host_manager": {"common"},
-    "daemon": {"common", "host_manager"},
-    "api": {"common"},
-    "cli": {"common", "host_manager", "daemon", "api"},
-    "harness": {"common", "cli"},  # outside the product: tests and the benchmark use it
 }
 BARE_NAMES = {"daemon", "api", "host_manager", "common", "cli", "harness"}
 MAX_MODULES_PER_FOLDER = 15
@@ -57,13 +49,6 @@ def imported_modules(path: Path) -> Iterator[tuple[int, str]]:
             yield node.lineno, node.module
 
 
-def room_of_module(name: str) -> str | None:
-    parts = name.split(".")
-    if parts[0] != ROOT or len(parts) < 2:
-        return None
-    return parts[1] if parts[1] in MAY_IMPORT else None
-
-
 def test_nothing_imports_a_top_level_folder_by_its_bare_name() -> None:
     offenders = [f"{path.relative_to(REPO)}:{line}: {name}"
                  for path in python_files() for line, name in imported_modules(path)
@@ -82,15 +67,22 @@ def test_no_relative_import_climbs_out_of_its_room() -> None:
     assert offenders == []
 
 
-@pytest.mark.parametrize("room", sorted(MAY_IMPORT))
-def test_rooms_import_one_way(room: str) -> None:
-    offenders = []
-    for path in ROOM_DIRS[room].rglob("*.py"):
-        for line, name in imported_modules(path):
-            target = room_of_module(name)
-            if target is not None and target != room and target not in MAY_IMPORT[room]:
-                offenders.append(f"{path.relative_to(REPO)}:{line}: {name}")
-    assert offenders == []
+def test_every_room_keeps_to_what_its_init_says_it_may_import_and_no_rooms_form_a_ring(
+        ) -> None:
+    assert check(ROOT, ROOM_DIRS) == []
+
+
+def test_every_daemon_room_is_stated_and_only_the_composition_root_wires_them() -> None:
+    rooms = find_rooms(ROOM_DIRS)
+    for room in ("daemon.a2a", "daemon.data", "daemon.store", "daemon.introspect",
+                 "daemon.runs", "daemon.http", "host_manager.spawn", "host_manager.host_side"):
+        assert rooms[room].may_import is not None, room
+    wiring = [f"{path.name}:{line}: {name}"
+              for path in sorted(ROOM_DIRS["daemon"].glob("*.py"))
+              for line, name in imports(path, ROOT, rooms)
+              if room_of(name, rooms) not in (None, "daemon") and name.startswith("daemon.")
+              and path.name != "app.py"]
+    assert wiring == []
 
 
 def test_the_example_hosts_use_only_the_host_helper() -> None:

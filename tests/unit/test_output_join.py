@@ -11,7 +11,7 @@ from typing import Any
 
 from llamon_playground.daemon.a2a.wire import A2AEvent, WirePart
 from llamon_playground.daemon.runs.output import OutputCollector
-from llamon_playground.daemon.store.reconcile import fold_delta
+from llamon_playground.daemon.runs.reconcile import fold_delta
 
 
 class Pieces(str):

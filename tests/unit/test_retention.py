@@ -8,9 +8,12 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from llamon_playground.daemon.runs.reconcile import IMPORTED_ENDING
 from llamon_playground.daemon.store.blobs import BlobStore
 from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.history import create_session, insert_run
+from llamon_playground.daemon.store.history_service import HistoryService, LiveRun
+from llamon_playground.daemon.store.project_events import ProjectEvents
 from llamon_playground.daemon.store.upkeep.retention import iso
 from llamon_playground.daemon.store.upkeep.trimmer import Trimmer
 from tests.unit.test_store import make_store
@@ -37,9 +40,14 @@ async def old_session(store: Store, name: str, runs: int = 2, status: str = "com
     return str(session["id"])
 
 
-def trimmer_for(store: Store, tmp_path: Path, **limits: float) -> Trimmer:
+def trimmer_for(store: Store, tmp_path: Path, live: LiveRun | None = None,
+                **limits: float) -> Trimmer:
+    """A trimmer removing through a history service told that `live` is the active run."""
     settings = replace(store._settings, **limits)  # type: ignore[arg-type]
-    return Trimmer(settings, store, BlobStore(settings.files_dir))
+    history = HistoryService(store, BlobStore(settings.files_dir), ProjectEvents(),
+                             db_path=settings.db_path, live=lambda: live,
+                             imported=IMPORTED_ENDING)
+    return Trimmer(settings, store, history)
 
 
 def session_ids(tmp_path: Path) -> set[str]:
@@ -82,6 +90,26 @@ async def test_old_unlabelled_sessions_go_labelled_active_and_recent_ones_stay(
         tiny = trimmer_for(store, tmp_path, history_max_bytes=1)
         assert (await tiny.trim())["removed"]["sessions"] == 0
         assert session_ids(tmp_path) == {labelled, active, recent}
+    finally:
+        await store.close()
+
+
+async def test_the_active_runs_session_and_the_blobs_it_holds_stay(tmp_path: Path) -> None:
+    # The run manager knows a run before history does: its session and the input files it
+    # has written but not recorded yet are the history service's to keep, for a trim too.
+    store = make_store(tmp_path)
+    await store.open()
+    try:
+        blobs = BlobStore(store._settings.files_dir)
+        held = await blobs.put(b"an input the starting run has written")
+        starting = await old_session(store, "starting")
+        other = await old_session(store, "other", sha=held)
+        live = LiveRun("run_new", starting, frozenset({held}))
+        done = await trimmer_for(store, tmp_path, live, history_max_age_days=30.0).trim()
+        assert done["removed"] == {"sessions": 1, "runs": 2}
+        assert session_ids(tmp_path) == {starting}
+        assert other not in session_ids(tmp_path) and blobs.exists(held)
+        assert done["blobs_removed"] == 0
     finally:
         await store.close()
 

@@ -18,8 +18,9 @@ from llamon_playground.daemon.a2a.wire import A2AEvent, WirePart
 from llamon_playground.daemon.data.parts import RunRequest
 from llamon_playground.daemon.runs.active import ActiveRun
 from llamon_playground.daemon.runs.journal import RunJournal
-from llamon_playground.daemon.runs.outcome import Outcome
+from llamon_playground.daemon.runs.ending import RunFailure
 from llamon_playground.daemon.runs.output import OutputCollector
+from llamon_playground.daemon.runs.reconcile import reconcile_runs
 from llamon_playground.daemon.runs.state import Reason, RunStatus
 from llamon_playground.daemon.store.blobs import BlobStore
 from llamon_playground.daemon.store.database import Store
@@ -30,7 +31,6 @@ from llamon_playground.daemon.store.history import (
     insert_run,
     scores_op,
 )
-from llamon_playground.daemon.store.reconcile import reconcile_runs
 from tests.support.endings import assert_phases_close, folded_text
 from tests.support.waiting import eventually
 
@@ -119,9 +119,8 @@ async def test_no_commit_shows_a_half_ended_run_and_the_lock_frees_at_that_commi
     run._on_end = on_end  # noqa: SLF001 - the manager's release, observed
     run.advance(RunStatus.PREPARING)
     run.advance(RunStatus.RUNNING)
-    collected = run.collected = streamed("n0 ", "n1 ")
-    assert collected is not None
-    assert await run.end(Outcome(RunStatus.COMPLETED))
+    run.collect_into(streamed("n0 ", "n1 "))
+    assert await run.end()  # the stream ended: completed
     for status, ended_at, last, output in store.seen:
         assert (status in TERMINAL) == (last in TERMINAL), (status, last)
         if status in TERMINAL:
@@ -146,8 +145,8 @@ async def test_an_outage_at_the_end_keeps_the_lock_and_loses_no_row_update(
     try:
         run.advance(RunStatus.RUNNING)  # started_at, written while the disk refuses
         store.submit(scores_op(run.run_id, [{"evaluator": "e", "score": 1.0}]))
-        ending = asyncio.ensure_future(run.end(Outcome.of(Reason.HOST_ERROR, "boom",
-                                                          output=streamed("partial"))))
+        run.collect_into(streamed("partial"))
+        ending = asyncio.ensure_future(run.end(RunFailure(Reason.HOST_ERROR, "boom")))
         failures = store.write_failures
         await eventually(lambda: store.write_failures,
                          lambda n: n >= failures + 3, "several failed commits")
@@ -179,7 +178,7 @@ async def test_every_started_phase_closes_and_the_failing_one_says_why(
     journal.phase(run.run_id, "validate", "completed")
     journal.phase(run.run_id, "start", "started")
     journal.phase(run.run_id, "ready", "started")
-    await run.end(Outcome.of(Reason.RUNTIME_UNAVAILABLE, "the Host never got ready"))
+    await run.end(RunFailure(Reason.RUNTIME_UNAVAILABLE, "the Host never got ready"))
     phases = [e for e in await kinds_and_payloads(store, run.run_id) if e["kind"] == "run.phase"]
     assert_phases_close(phases)
     closing = {(e["phase"], e["state"]): e for e in phases if e["state"] != "started"}

@@ -16,7 +16,7 @@ from llamon_playground.daemon.a2a.wire import A2AEvent, WirePart
 from llamon_playground.daemon.data.parts import RunRequest
 from llamon_playground.daemon.runs.active import ActiveRun
 from llamon_playground.daemon.runs.journal import RunJournal
-from llamon_playground.daemon.runs.outcome import Outcome
+from llamon_playground.daemon.runs.ending import RunFailure
 from llamon_playground.daemon.runs.output import OutputCollector
 from llamon_playground.daemon.runs.state import IllegalTransition, Reason, RunLife, RunStatus
 from llamon_playground.daemon.store.blobs import BlobStore
@@ -76,8 +76,9 @@ async def test_a_run_ends_once_and_releases_once(bench: Bench) -> None:
     run = await bench.run()
     run.advance(RunStatus.PREPARING)
     run.advance(RunStatus.RUNNING)
-    assert await run.end(Outcome(RunStatus.COMPLETED, output=_said("hi")))
-    assert not await run.end(Outcome.of(Reason.HOST_ERROR, "too late"))
+    run.collect_into(_said("hi"))
+    assert await run.end()  # the stream ended: its last task state decides
+    assert not await run.end(RunFailure(Reason.HOST_ERROR, "too late"))
     assert run.life is RunLife.ENDED and run.status is RunStatus.COMPLETED
     assert bench.released == [run.run_id]
     row = await bench.row(run)
@@ -93,8 +94,9 @@ async def test_a_stopped_run_ends_for_the_stop_reason(bench: Bench) -> None:
     run.stop(Reason.RUNTIME_RESTARTED)
     assert run.life is RunLife.STOPPING
     # Whatever the task says afterwards, the stop decided the ending; its output is kept.
-    assert await run.end(Outcome(RunStatus.COMPLETED, output=_said("partial")))
-    assert run.outcome is not None and run.outcome.reason == Reason.RUNTIME_RESTARTED
+    run.collect_into(_said("partial"))
+    assert await run.end()
+    assert run.ending is not None and run.ending.reason == Reason.RUNTIME_RESTARTED
     row = await bench.row(run)
     assert (row["status"], row["reason"]) == ("failed", "runtime_restarted")
     assert row["output"] == [{"kind": "text", "text": "partial"}]
@@ -111,7 +113,7 @@ async def test_the_first_stop_wins_and_a_stop_after_the_end_does_nothing(bench: 
     assert (await bench.row(run))["status"] == "cancelled"
 
     ended = await bench.run()
-    await ended.end(Outcome(RunStatus.COMPLETED))
+    await ended.end()
     ended.stop(Reason.USER_CANCELLED)
     assert ended.stop_reason is None and ended.life is RunLife.ENDED
 
@@ -141,8 +143,8 @@ async def test_a_task_ending_its_own_stop_is_not_ended_twice(bench: Bench) -> No
         try:
             inside.set()
             await asyncio.Event().wait()
-        except asyncio.CancelledError:
-            await run.end(Outcome.of(Reason.USER_CANCELLED))
+        except asyncio.CancelledError as cancelled:
+            await run.end(cancelled)
             raise
 
     task = run.start(body())
@@ -166,7 +168,7 @@ async def test_a_stuck_task_is_ended_by_the_stopper_and_its_late_end_is_a_no_op(
             await asyncio.Event().wait()
         except asyncio.CancelledError:
             await unstick.wait()  # a cleanup that hangs past the stopper's patience
-            late.append(await run.end(Outcome.of(Reason.HOST_ERROR, "late")))
+            late.append(await run.end(RunFailure(Reason.HOST_ERROR, "late")))
 
     task = run.start(body())
     await inside.wait()
@@ -199,7 +201,7 @@ async def test_a_change_is_the_runs_own_save_only_before_its_host_step(bench: Be
     assert not run.owns_change({"graph.py", "other.py"})
     run.host_checked()
     assert run.life is RunLife.HOST_CHECKED and not run.owns_change({"graph.py"})
-    await run.end(Outcome(RunStatus.COMPLETED))
+    await run.end()
 
     stopped = await bench.run(changed_files=["graph.py"])
     stopped.stop(Reason.USER_CANCELLED)
@@ -211,7 +213,7 @@ async def test_a_change_is_the_runs_own_save_only_before_its_host_step(bench: Be
 async def test_an_error_outcome_keeps_its_detail(bench: Bench) -> None:
     run = await bench.run()
     run.advance(RunStatus.PREPARING)
-    await run.end(Outcome.of(Reason.PROJECT_VALIDATION, "bad", file="a.py", line=3,
+    await run.end(RunFailure(Reason.PROJECT_VALIDATION, "bad", file="a.py", line=3,
                              recommended_run_command="llamon run"))
     row = await bench.row(run)
     assert row["error"] == {"kind": "error", "message": "bad", "file": "a.py", "line": 3}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from llamon_playground.daemon.runs.outcome import Outcome, RunFailure
+from llamon_playground.daemon.runs.ending import RunEnding, RunFailure
 from llamon_playground.daemon.runs.state import (
     LIFE_MOVES,
     REASON_STATUS,
@@ -112,36 +112,28 @@ def test_illegal_life_moves_raise(current: RunLife, target: RunLife) -> None:
         check_life_move(current, target)
 
 
-def test_outcome_of_a_reason_takes_the_table_status() -> None:
-    outcome = Outcome.of(Reason.HOST_UNRESPONSIVE, "hung", log_tail=["x"])
-    assert (outcome.status, outcome.reason, outcome.message) == (
-        RunStatus.FAILED, Reason.HOST_UNRESPONSIVE, "hung")
-    assert outcome.detail == {"log_tail": ["x"]}
-
-
 @pytest.mark.parametrize(("status", "reason"), [
     (RunStatus.INTERRUPTED, Reason.HOST_UNRESPONSIVE),  # disagrees with the table
     (RunStatus.COMPLETED, Reason.USER_CANCELLED),
     (RunStatus.FAILED, None),  # a failure always says why
     (RunStatus.RUNNING, None),  # not an ending
 ])
-def test_outcomes_the_tables_forbid(status: RunStatus, reason: str | None) -> None:
+def test_endings_the_tables_forbid(status: RunStatus, reason: str | None) -> None:
     with pytest.raises(ValueError):
-        Outcome(status, reason)
+        RunEnding(status, reason)
 
 
-def test_outcomes_without_reason_and_with_an_unknown_one() -> None:
-    assert Outcome(RunStatus.COMPLETED).reason is None
-    assert Outcome(RunStatus.INPUT_REQUIRED).reason is None
+def test_endings_without_reason_and_with_an_unknown_one() -> None:
+    assert RunEnding(RunStatus.COMPLETED).reason is None
+    assert RunEnding(RunStatus.INPUT_REQUIRED).reason is None
     # Reasons are an open set: one the table lacks does not pin a status.
-    assert Outcome(RunStatus.FAILED, "some_future_reason").status is RunStatus.FAILED
+    assert RunEnding(RunStatus.FAILED, "some_future_reason").status is RunStatus.FAILED
 
 
-def test_run_failure_refuses_an_unknown_reason_and_builds_its_outcome() -> None:
+def test_run_failure_refuses_an_unknown_reason_and_takes_the_table_status() -> None:
     with pytest.raises(KeyError):
         RunFailure("not_a_reason", "boom")
     failure = RunFailure(Reason.HOST_EXITED, "gone", code="x", log_tail=["last"])
-    outcome = failure.outcome()
-    assert (outcome.status, outcome.reason, outcome.message, outcome.code) == (
+    assert (failure.status, failure.reason, failure.message, failure.code) == (
         RunStatus.FAILED, Reason.HOST_EXITED, "gone", "x")
-    assert outcome.detail == {"log_tail": ["last"]}
+    assert failure.detail == {"log_tail": ["last"]}

@@ -12,15 +12,14 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from llamon_playground.common.config import build_settings
-from llamon_playground.daemon.app import build_services, make_app, shutdown
-from llamon_playground.daemon.services import Services
+from llamon_playground.daemon.app import Daemon, build_services, make_app, shutdown
 from llamon_playground.daemon.store.history import create_session, insert_run
 
 N_EVENTS = 20000
 
 
 @pytest.fixture
-async def services(tmp_path: Path) -> AsyncIterator[Services]:
+async def services(tmp_path: Path) -> AsyncIterator[Daemon]:
     settings = build_settings(tmp_path, {"LLAMON_PLAYGROUND_RUNTIME_DIR": str(tmp_path / "rt")})
     settings = dataclasses.replace(settings, event_ring_size=16, keepalive_interval=0.05)
     svc = await build_services(settings, {})
@@ -30,12 +29,12 @@ async def services(tmp_path: Path) -> AsyncIterator[Services]:
 
 
 @pytest.fixture
-async def client(services: Services) -> AsyncIterator[TestClient[Any, Any]]:
+async def client(services: Daemon) -> AsyncIterator[TestClient[Any, Any]]:
     async with TestClient(TestServer(make_app(services))) as c:
         yield c
 
 
-async def new_live_run(services: Services) -> str:
+async def new_live_run(services: Daemon) -> str:
     session = await create_session(services.store, "s", {})
     run_id = "run_" + "0" * 31 + "1"
     await insert_run(services.store, {"id": run_id, "session_id": session["id"],
@@ -45,7 +44,7 @@ async def new_live_run(services: Services) -> str:
     return run_id
 
 
-async def produce(services: Services, run_id: str, started: asyncio.Event) -> None:
+async def produce(services: Daemon, run_id: str, started: asyncio.Event) -> None:
     for i in range(N_EVENTS):
         services.store.append_event(run_id, "output.delta", {"text": str(i)})
         if i % 50 == 0:
@@ -69,7 +68,7 @@ async def read_all(client: TestClient[Any, Any], run_id: str, slow: bool = False
 
 
 async def test_fast_producer_many_clients_no_gap_no_duplicate(
-        services: Services, client: TestClient[Any, Any]) -> None:
+        services: Daemon, client: TestClient[Any, Any]) -> None:
     run_id = await new_live_run(services)
     replays = 0
     real_events_after = services.store.events_after
@@ -96,7 +95,7 @@ async def test_fast_producer_many_clients_no_gap_no_duplicate(
     assert replays > 0, "a reader behind the live log's floor was caught up from SQLite"
 
 
-async def test_keepalive_comments_while_idle(services: Services,
+async def test_keepalive_comments_while_idle(services: Daemon,
                                              client: TestClient[Any, Any]) -> None:
     run_id = await new_live_run(services)
     async with client.get(f"/api/playground/v1/runs/{run_id}/events") as resp:

@@ -11,10 +11,10 @@ import pytest
 
 from llamon_playground.common.config import build_settings
 from llamon_playground.daemon.errors import StoreError, UnsupportedDatabaseVersion
+from llamon_playground.daemon.runs.reconcile import reconcile_runs
 from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.history import create_session, insert_run, list_runs
 from llamon_playground.daemon.store.migrations import SCHEMA_VERSION
-from llamon_playground.daemon.store.reconcile import reconcile_runs
 from llamon_playground.daemon.store.records import EventRecord
 from tests.support.waiting import eventually
 

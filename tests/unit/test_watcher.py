@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from llamon_playground.host_manager.fingerprint import WatchRules
-from llamon_playground.host_manager.watcher import ProjectWatcher, QuietPeriod
+from llamon_playground.host_manager.watch.fingerprint import WatchRules
+from llamon_playground.host_manager.watch.watcher import ProjectWatcher, QuietPeriod
 from tests.support.waiting import eventually
 
 
@@ -38,7 +38,7 @@ async def watching(project: Path, quiet: QuietPeriod, batches: Batches,
                    ready_probe: Path) -> asyncio.Task[None]:
     """Start the watcher and wait until it demonstrably sees changes (a probe batch)."""
     rules = WatchRules(project_dir=project, env_file=".env")
-    task = asyncio.create_task(ProjectWatcher(rules, batches, quiet).run())
+    task = asyncio.create_task(ProjectWatcher(lambda: rules, batches, quiet).run())
     for _ in range(200):  # watchfiles starts asynchronously: save until a batch arrives
         ready_probe.write_text(f"# probe {_}\n")
         try:
@@ -118,7 +118,8 @@ async def watching_edits(project: Path, seen: set[str], probe: str) -> asyncio.T
     async def on_changes(paths: set[str]) -> None:
         seen.update(paths)
 
-    watcher = asyncio.create_task(ProjectWatcher(WatchRules(project), on_changes,
+    rules = WatchRules(project)
+    watcher = asyncio.create_task(ProjectWatcher(lambda: rules, on_changes,
                                                  QuietPeriod(0.05, 0.5)).run())
     edits = iter(range(1_000_000))
 

@@ -19,14 +19,15 @@ from dataclasses import dataclass
 from llamon_playground.daemon.errors import StoreError
 from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.event_log import TERMINAL_VALUES, is_terminal
-from llamon_playground.daemon.store.frames import STATUS_SQL, TERMINAL_SQL
-from llamon_playground.daemon.store.records import EventRow
-from llamon_playground.daemon.store.upkeep.blocks import (
+from llamon_playground.daemon.store.frames import (
     BLOCK_BYTES,
     BLOCK_EVENTS,
     INSERT_BLOCK,
+    STATUS_SQL,
+    TERMINAL_SQL,
     pack,
 )
+from llamon_playground.daemon.store.records import EventRow
 
 log = logging.getLogger(__name__)
 

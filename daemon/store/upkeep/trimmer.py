@@ -14,9 +14,8 @@ from typing import Any
 
 from llamon_playground.common.config import Settings
 from llamon_playground.daemon.errors import StoreError
-from llamon_playground.daemon.store.blobs import BlobStore
 from llamon_playground.daemon.store.database import Store
-from llamon_playground.daemon.store.history import unreferenced
+from llamon_playground.daemon.store.history_service import HistoryService
 from llamon_playground.daemon.store.upkeep.retention import (
     KEEP_NEWER_THAN,
     Plan,
@@ -40,17 +39,14 @@ VACUUM_PAGES = 256  # pages given back per write (1 MiB of 4 KiB pages)
 class Trimmer:
     """Owns the policy's background task and answers what history holds."""
 
-    def __init__(self, settings: Settings, store: Store, blobs: BlobStore) -> None:
+    def __init__(self, settings: Settings, store: Store, history: HistoryService) -> None:
         self._settings = settings
         self._store = store
-        self._blobs = blobs
+        self._history = history  # removes each session under deletion's rules and lock
         self.policy = Policy.of(settings)
         self._lock = asyncio.Lock()  # one trim at a time
         self._task: asyncio.Task[None] | None = None
         self._files_bytes: int | None = None  # scanning files/ is kept off /health's path
-        # Shared with bundle import and deletion (daemon/http/data.py): an import must not
-        # write a blob that a trim is about to unlink as unreferenced.
-        self.blob_changes = asyncio.Lock()
 
     def summary(self) -> dict[str, Any]:
         """For /health: the policy and the size history takes on disk (database and files,
@@ -124,18 +120,13 @@ class Trimmer:
             removed_sessions = removed_runs = blobs_removed = 0
             for session in todo.sessions:
                 recent = iso(datetime.now(UTC) - KEEP_NEWER_THAN)
-                async with self.blob_changes:
-                    orphans = await self._store.write(partial(
-                        remove_session, session_id=session["id"], recent=recent))
-                    if orphans is None:
-                        continue  # kept after all (labelled or used since the plan)
+                removed = await self._history.remove_for_policy(
+                    session["id"], partial(self._store.write, partial(
+                        remove_session, session_id=session["id"], recent=recent)))
+                if removed is not None:  # else kept after all (labelled or used since)
                     removed_sessions += 1
                     removed_runs += int(session["runs"])
-                    # Unlinked only after the commit: a kill in between leaves a blob
-                    # nothing references, never a run without its file.
-                    for sha in await unreferenced(self._store, orphans):
-                        self._blobs.unlink(sha)
-                        blobs_removed += 1
+                    blobs_removed += removed
                 await asyncio.sleep(PAUSE)
             if removed_sessions:
                 await self.give_back()

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import watchfiles
 
-from llamon_playground.host_manager.fingerprint import IGNORED_DIRS, WatchRules
+from llamon_playground.host_manager.watch.fingerprint import IGNORED_DIRS, WatchRules
 
 log = logging.getLogger(__name__)
 
@@ -43,12 +43,17 @@ class QuietPeriod:
 
 
 class ProjectWatcher:
-    def __init__(self, rules: WatchRules, on_changes: Callable[[set[str]], Awaitable[None]],
-                 quiet: QuietPeriod) -> None:
+    """Reports each quiet-ended burst of changes to watched files to `on_changes` once.
+
+    `rules` gives the current WatchRules: they change when pyproject.toml renames the env
+    file, and every decision reads the latest."""
+
+    def __init__(self, rules: Callable[[], WatchRules],
+                 on_changes: Callable[[set[str]], Awaitable[None]], quiet: QuietPeriod) -> None:
         self._rules = rules
         self._on_changes = on_changes
         self._quiet = quiet
-        self._root = str(rules.project_dir)
+        self._root = str(rules().project_dir)
         # (loop time it arrived, relative paths)
         self._queue: asyncio.Queue[tuple[float, set[str]]] = asyncio.Queue()
         self._stop = asyncio.Event()
@@ -105,7 +110,7 @@ class ProjectWatcher:
                 if new:
                     rels: set[str] = set()
                     for folder in sorted(new):
-                        rels |= await asyncio.to_thread(self._rules.watched_under, folder)
+                        rels |= await asyncio.to_thread(self._rules().watched_under, folder)
                     self._queue.put_nowait((loop.time(), rels))
                 watched = folders
                 if after - folders:
@@ -148,11 +153,11 @@ class ProjectWatcher:
         for change, path in changes:
             if change == watchfiles.Change.added and os.path.isdir(path):
                 # `mkdir -p d && echo x > d/c.md`: c.md may predate the folder's watch.
-                if self._rules.may_hold_watched(path):
-                    rels |= await asyncio.to_thread(self._rules.watched_under, path)
+                if self._rules().may_hold_watched(path):
+                    rels |= await asyncio.to_thread(self._rules().watched_under, path)
                     grown = True
-            elif (rel := self._rules.relative(path)) is not None:
-                if self._rules.is_watched(rel):
+            elif (rel := (rules := self._rules()).relative(path)) is not None:
+                if rules.is_watched(rel):
                     rels.add(rel)
         return rels, grown
 

@@ -5,10 +5,12 @@ events, and each referenced blob once (base64, keyed by sha256), read from one S
 snapshot. Metadata is redacted again and the reserved key dropped on the way out; `.env`
 and the capture token are never in history, so never in a bundle.
 
-Import: the whole bundle is validated in memory first (data/bundle_validate.py); then the
-new blobs are written (temp file, fsync, rename), then every row goes in one transaction
-with fresh session, context and run IDs. If that transaction fails, the blobs this import
-created are removed again, so the database and the file store are as they were.
+Import: the whole bundle is validated in memory first (daemon/data/bundle_validate.py);
+then the new blobs are written (temp file, fsync, rename), then every row goes in one
+transaction with fresh session, context and run IDs. If that transaction fails, the blobs
+this import created are removed again, so the database and the file store are as they were.
+A run the bundle holds as active ends as the caller says (`Ending`): the run lifecycle's
+table decides that, and it lives in a room above this one.
 """
 
 from __future__ import annotations
@@ -20,11 +22,13 @@ import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
+from llamon_playground.common.contract import ACTIVE_STATUSES, RunStatus
 from llamon_playground.daemon.data.big_documents import dismantle
+from llamon_playground.daemon.data.bundle_json import bundle_of, file_parts
 from llamon_playground.daemon.data.bundle_validate import (
     BUNDLE_FORMAT,
     MAX_BLOB_BYTES,
@@ -34,8 +38,7 @@ from llamon_playground.daemon.data.bundle_validate import (
     validate_bundle,
 )
 from llamon_playground.daemon.data.redact import redact_metadata
-from llamon_playground.daemon.errors import BadRequest, Conflict, NotFound, PayloadTooLarge
-from llamon_playground.daemon.runs.state import ACTIVE_STATUSES, Reason, status_for
+from llamon_playground.daemon.errors import Conflict, NotFound, PayloadTooLarge
 from llamon_playground.daemon.store.blobs import BlobStore
 from llamon_playground.daemon.store.database import Store, utcnow
 from llamon_playground.daemon.store.frames import (
@@ -43,10 +46,10 @@ from llamon_playground.daemon.store.frames import (
     INSERT_EVENTS,
     build_frame,
     frame_payload,
+    stored_events,
 )
 from llamon_playground.daemon.store.history import RUN_JSON_COLUMNS
 from llamon_playground.daemon.store.ids import new_context_id, new_run_id, new_session_id
-from llamon_playground.daemon.store.upkeep.blocks import stored_events
 
 PRIVACY_WARNING = (
     "This bundle includes user content: the text, data and files of every run are exported "
@@ -59,26 +62,14 @@ RUN_COLUMNS = ("id", "session_id", "status", "reason", "created_at", "started_at
                "recommended_run_command", "label", "note", "edited_fields", "code_fingerprint",
                "a2a_version")
 ACTIVE_VALUES = frozenset(s.value for s in ACTIVE_STATUSES)
+
+
+class Ending(NamedTuple):
+    """How an imported run that was still active ends: never active here."""
+
+    status: RunStatus
+    reason: str
 IN_CHUNK = 500  # ids per `IN (...)`: far below SQLite's variable limit
-
-
-def parse_selection(body: Any) -> tuple[list[str] | None, list[str] | None]:
-    """`{session_ids?, run_ids?}`; neither given (or an empty body) selects all history."""
-    if body is None:
-        return None, None
-    if not isinstance(body, dict):
-        raise BadRequest("the request body must be a JSON object", code="invalid_request")
-    unknown = set(body) - {"session_ids", "run_ids"}
-    if unknown:
-        raise BadRequest(f"unknown field(s): {', '.join(sorted(unknown))}", code="unknown_field")
-    picked: list[list[str] | None] = []
-    for key in ("session_ids", "run_ids"):
-        value = body.get(key)
-        if value is not None and (not isinstance(value, list) or not all(
-                isinstance(v, str) for v in value)):
-            raise BadRequest(f"`{key}` must be a list of ids", code="invalid_request")
-        picked.append(value)
-    return picked[0], picked[1]
 
 
 # -- export -----------------------------------------------------------------------------------
@@ -178,13 +169,6 @@ def _run_doc(row: sqlite3.Row) -> dict[str, Any]:
     return doc
 
 
-def file_parts(run: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """The local file parts (with a blob) of a run's input and output."""
-    for part in [*(run.get("input") or {}).get("parts", []), *(run.get("output") or [])]:
-        if isinstance(part, dict) and part.get("kind") == "file" and part.get("sha256"):
-            yield part
-
-
 def _export_blobs(blobs: BlobStore, runs: list[dict[str, Any]]) -> dict[str, Any]:
     """Each referenced blob once; refused when an import of it would be refused."""
     shas = sorted({part["sha256"] for run in runs for part in file_parts(run)})
@@ -225,14 +209,8 @@ class ImportPlan:
     run_ids: dict[str, str] = field(default_factory=dict)
 
 
-def bundle_of(body: Any) -> Any:
-    """`{"bundle": <bundle>}` or the bundle itself: the import accepts both."""
-    if isinstance(body, dict) and set(body) == {"bundle"}:
-        return body["bundle"]
-    return body
-
-
-async def import_bundle(store: Store, blobs: BlobStore, body: Any) -> dict[str, Any]:
+async def import_bundle(store: Store, blobs: BlobStore, body: Any,
+                        interrupted: Ending) -> dict[str, Any]:
     """Write a parsed bundle's sessions, runs, events and files; the new IDs by old ones.
     `body` is used up: its lists are emptied as it is let go (big_documents)."""
     bundle = bundle_of(body)
@@ -240,7 +218,8 @@ async def import_bundle(store: Store, blobs: BlobStore, body: Any) -> dict[str, 
     plan: ImportPlan | None = None
     try:
         valid = await asyncio.to_thread(validate_bundle, bundle)
-        plan = await asyncio.to_thread(plan_import, valid)  # redaction and dumps of each row
+        # Redaction and the dumps of each row, off the loop.
+        plan = await asyncio.to_thread(plan_import, valid, interrupted)
         created = await asyncio.to_thread(_put_blobs, blobs, valid.blobs)
         rows = plan
         try:
@@ -256,7 +235,7 @@ async def import_bundle(store: Store, blobs: BlobStore, body: Any) -> dict[str, 
         await asyncio.to_thread(dismantle, plan, valid, bundle)
 
 
-def plan_import(valid: ValidBundle) -> ImportPlan:
+def plan_import(valid: ValidBundle, interrupted: Ending) -> ImportPlan:
     plan = ImportPlan()
     now = utcnow()
     plan.session_ids = {s["id"]: new_session_id() for s in valid.sessions}
@@ -268,11 +247,11 @@ def plan_import(valid: ValidBundle) -> ImportPlan:
             "id": plan.session_ids[session["id"]], "title": session.get("title") or "",
             "context_id": new_context_id(), "created_at": session.get("created_at") or now,
             "metadata": orjson.dumps(redact_metadata(session.get("metadata") or {})).decode()})
-    interrupted: dict[str, str] = {}
+    was_active: dict[str, str] = {}
     for run in valid.runs:
-        row = _run_row(run, plan, now)
+        row = _run_row(run, plan, now, interrupted)
         if run["status"] in ACTIVE_VALUES:
-            interrupted[row["id"]] = run["status"]  # an imported run is never active
+            was_active[row["id"]] = run["status"]  # an imported run is never active
         plan.runs.append(row)
     for run in valid.runs:
         new_id = plan.run_ids[run["id"]]
@@ -285,14 +264,15 @@ def plan_import(valid: ValidBundle) -> ImportPlan:
         # by the hundred thousand made an import's plan 50 times its events' size.
         plan.events.append((plan.run_ids[event["run_id"]], event["kind"],
                             bytes(memoryview(orjson.dumps(payload))), event.get("ts") or now))
-    for run_id, previous in interrupted.items():
+    for run_id, previous in was_active.items():
         plan.events.append((run_id, "run.status", orjson.dumps({
-            "status": status_for(Reason.IMPORTED).value, "previous": previous,
-            "reason": Reason.IMPORTED}), now))
+            "status": interrupted.status.value, "previous": previous,
+            "reason": interrupted.reason}), now))
     return plan
 
 
-def _run_row(run: dict[str, Any], plan: ImportPlan, now: str) -> dict[str, Any]:
+def _run_row(run: dict[str, Any], plan: ImportPlan, now: str,
+             interrupted: Ending) -> dict[str, Any]:
     row: dict[str, Any] = {c: run.get(c) for c in RUN_COLUMNS}
     ids = plan.run_ids
     row.update(id=ids[run["id"]], session_id=plan.session_ids[run["session_id"]],
@@ -300,7 +280,7 @@ def _run_row(run: dict[str, Any], plan: ImportPlan, now: str) -> dict[str, Any]:
                rerun_of=ids.get(run.get("rerun_of") or ""),
                resumed_by=ids.get(run.get("resumed_by") or ""))
     if run["status"] in ACTIVE_VALUES:
-        row.update(status=status_for(Reason.IMPORTED).value, reason=Reason.IMPORTED,
+        row.update(status=interrupted.status.value, reason=interrupted.reason,
                    ended_at=row["ended_at"] or now)
     stored_input = dict(run["input"])
     stored_input["metadata"] = redact_metadata(stored_input.get("metadata") or {})

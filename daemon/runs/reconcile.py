@@ -1,5 +1,6 @@
 """A run's row and its events agree: how an ending closes open phases, and boot recovery,
-which checks every run's row against its last status event and repairs either."""
+which checks every run's row against its last status event and repairs either. Also how a
+run that no daemon runs ends when it arrives active in an imported bundle."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from typing import Any
 import orjson
 
 from llamon_playground.common.contract import TERMINAL_STATUSES, RunStatus
-from llamon_playground.daemon.runs.state import status_for
+from llamon_playground.daemon.runs.state import Reason, status_for
+from llamon_playground.daemon.store.bundles import Ending
 from llamon_playground.daemon.store.database import Store, utcnow
 from llamon_playground.daemon.store.frames import STATUS_SQL, frame_payload
 from llamon_playground.daemon.store.history import run_update_op
@@ -19,6 +21,8 @@ from llamon_playground.daemon.store.history import run_update_op
 log = logging.getLogger(__name__)
 
 TERMINAL_VALUES = frozenset(s.value for s in TERMINAL_STATUSES)
+# An imported run is never active: one the bundle holds as active ends as this says.
+IMPORTED_ENDING = Ending(status_for(Reason.IMPORTED), Reason.IMPORTED)
 
 
 def closing_phases(open_phases: list[str], status: RunStatus, reason: str | None,

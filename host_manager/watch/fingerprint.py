@@ -64,10 +64,11 @@ def _read_regular(target: Path, rel: str) -> bytes:
         return fh.read()
 
 
-@dataclass
+@dataclass(frozen=True)
 class WatchRules:
-    """Shared by the watcher, the fingerprinter and the Host's config; `env_file` follows
-    pyproject.toml when it changes (the reload coordinator sets it)."""
+    """Which project files the Host depends on. Frozen: when pyproject.toml renames the env
+    file, the supervisor makes new rules (`HostSupervisor.follow_project`) and the watcher
+    and the fingerprinter read those from then on."""
 
     project_dir: Path
     env_file: str = ".env"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 
-from llamon_playground.host_manager.fingerprint import (
+from llamon_playground.host_manager.watch.fingerprint import (
     Fingerprint,
     Fingerprinter,
     WatchRules,
@@ -28,9 +28,15 @@ def restart_wanted(state: HostState, changed: set[str]) -> bool:
 
 
 class ChangePolicy:
+    """Answers "did the files a generation depends on change?" with cached hashes."""
+
     def __init__(self, rules: WatchRules) -> None:
         self.rules = rules
         self._fingerprinter = Fingerprinter(rules)
+
+    def follow(self, rules: WatchRules) -> None:
+        """Watch by new rules (a renamed env file); the hashes cached so far stay valid."""
+        self.rules = self._fingerprinter.rules = rules
 
     def digest(self, rel: str) -> str | None:
         """sha256 of a project file (None when it is gone). Blocking: reads the file."""

@@ -1,4 +1,6 @@
-"""How a run ends (`Outcome`), and the exception a run phase raises to end it (`RunFailure`)."""
+"""What a run's ending records (`RunEnding`), and the exception a run phase raises to end
+it (`RunFailure`). Which status, reason and message an ending gets is decided in one place:
+`end_rules.decide_end`."""
 
 from __future__ import annotations
 
@@ -16,10 +18,10 @@ from llamon_playground.daemon.runs.state import (
 
 
 @dataclass(frozen=True)
-class Outcome:
-    """What `ActiveRun.end` records. A `message` makes it an ending with an error part and a
-    failed complete phase; `detail` (log_tail, file/line/column, recommended_run_command)
-    goes into that phase event and the stored error."""
+class RunEnding:
+    """What `ActiveRun.end` hands the journal. A `message` makes it an ending with an error
+    part and a failed complete phase; `detail` (log_tail, file/line/column,
+    recommended_run_command) goes into that phase event and the stored error."""
 
     status: RunStatus
     reason: str | None = None
@@ -39,12 +41,6 @@ class Outcome:
             raise ValueError(f"reason {self.reason} ends a run {status_for(self.reason)}, "
                              f"not {self.status}")
 
-    @classmethod
-    def of(cls, reason: str, message: str | None = None, *, code: str | None = None,
-           output: OutputCollector | None = None, **detail: Any) -> Outcome:
-        """An ending for a known `reason`, its status from the reason table."""
-        return cls(status_for(reason), reason, message, code, detail, output)
-
 
 class RunFailure(Exception):
     """Raised by a run phase: ends the run for `reason` (a known one, so a typo fails loudly
@@ -58,8 +54,3 @@ class RunFailure(Exception):
         self.message = message
         self.code = code
         self.detail = detail
-        self.output: OutputCollector | None = None  # what the Host streamed before it
-
-    def outcome(self) -> Outcome:
-        return Outcome(self.status, self.reason, self.message, self.code, dict(self.detail),
-                       self.output)

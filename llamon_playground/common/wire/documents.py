@@ -1,0 +1,96 @@
+"""The data, introspection and front answers: compare, bundles, composer, source, snippets."""
+
+from typing import Annotated, Any, Literal, NotRequired, TypedDict
+
+from llamon_playground.common.wire.rules import BASE64, Json, JsonObject, closed
+
+
+class Compare(TypedDict):
+    """`GET /compare`: two runs side by side; the verdict is the user's, never automatic."""
+
+    left: JsonObject
+    right: JsonObject
+    duration_delta_ms: NotRequired[float | None]
+    same_code: NotRequired[bool | None]
+    text: NotRequired[JsonObject]
+    data: NotRequired[JsonObject]
+    files: NotRequired[list[JsonObject]]
+    scores: NotRequired[Any]
+    input: NotRequired[JsonObject]
+    automatic_verdict: None
+
+
+@closed
+class BundleBlob(TypedDict):
+    bytes_base64: Annotated[str, BASE64]
+    size: Annotated[int, Json(minimum=0)]
+
+
+class Bundle(TypedDict):
+    """A bundle of sessions, runs, events and the files they use."""
+
+    format: Literal["llamon.playground.bundle/1"]  # words.BUNDLE_FORMAT
+    exported_at: NotRequired[str | None]
+    privacy_warning: NotRequired[str | None]
+    sessions: NotRequired[list[JsonObject]]
+    runs: NotRequired[list[JsonObject]]
+    events: NotRequired[list[JsonObject]]
+    blobs: NotRequired[dict[str, BundleBlob]]
+
+
+class BundleImported(TypedDict):
+    """The new ids, by the bundle's ids."""
+
+    sessions: JsonObject
+    runs: JsonObject
+
+
+class ComposerSchema(TypedDict):
+    """`GET /composer-schema`: the input composer of the project."""
+
+    kind: NotRequired[str | None]
+    mode: Literal["data", "text"]
+    host_ready: NotRequired[bool]
+    tabs: list[JsonObject]
+    text: NotRequired[JsonObject | None]
+    diagnostics: NotRequired[list[JsonObject]]
+
+
+class SourceTarget(TypedDict):
+    """Where a Flow node's function is."""
+
+    node_id: str
+    file: str
+    function: NotRequired[str | None]
+    qualname: NotRequired[str | None]
+    line: int
+    column: int
+    end_line: NotRequired[int]
+    end_column: NotRequired[int]
+
+
+class Snippets(TypedDict):
+    """Copy curl / Copy Python: the run's A2A request, to send to the Host directly."""
+
+    run_id: str
+    a2a_version: str
+    host_url: str | None
+    curl: str
+    python: str
+    host_ready: bool
+
+
+class Landing(TypedDict):
+    """The front's `/` for a client that is not a browser."""
+
+    service: str
+    api: str
+    openapi: str
+    health: NotRequired[str]
+    page: NotRequired[str]
+
+
+class OpenApiDocument(TypedDict):
+    openapi: str
+    paths: JsonObject
+

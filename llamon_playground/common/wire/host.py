@@ -1,0 +1,116 @@
+"""What the API answers about the Host and the daemon: status, logs, health."""
+
+from typing import Annotated, Any, Literal, NotRequired, TypedDict
+
+from llamon_playground.common.wire.history import ErrorDetail
+from llamon_playground.common.wire.rules import Doc
+from llamon_playground.common.wire.words import HostStateName
+
+
+class WarmParent(TypedDict):
+    """The forked warm parent the Host's generations start from."""
+
+    pid: int
+    python: NotRequired[str]
+    preloaded: NotRequired[int]
+    failed: NotRequired[int]
+
+
+class HostWarning(TypedDict):
+    """A project, exposure or start warning (`postgresql_backend`, `host_exposed`,
+    `host_module_missing`...)."""
+
+    code: str
+    message: str
+    fix: NotRequired[str]
+    module: NotRequired[Annotated[str, Doc("host_module_missing: the module the Host lacks")]]
+
+
+class WatchCounters(TypedDict):
+    batches: NotRequired[int]
+    restarts: NotRequired[int]
+
+
+class ReapedProcess(TypedDict):
+    """A process of an old Host tree killed at start or stop."""
+
+    pid: int
+    cmdline: NotRequired[list[str]]
+    when: str
+    at: NotRequired[Annotated[float, Doc("Unix time")]]
+
+
+class HostStatus(TypedDict):
+    """The Host's state machine and its current generation."""
+
+    state: HostStateName
+    generation: int | None
+    pid: int | None
+    url: str | None
+    a2a_url: Annotated[str | None, Doc("the project's A2A address, kept across generations "
+                                       "and daemon restarts (None before the first start)")]
+    started_at: Annotated[float | None, Doc("Unix time")]
+    ready_at: Annotated[float | None, Doc("Unix time")]
+    restarts: int
+    crashes: int
+    last_exit_code: Annotated[int | None, Doc("negative: the signal that ended it")]
+    last_stop_step: str | None
+    backoff_until: Annotated[float | None, Doc("Unix time")]
+    start_mode: Annotated[Literal["warm", "cold"] | None,
+                          Doc("forked from the warm parent, or a new process")]
+    start_reason: Annotated[str | None, Doc("why that mode (docs/host.md)")]
+    warm_parent: WarmParent | None
+    warnings: list[HostWarning]
+    watch: NotRequired[Annotated[WatchCounters, Doc("GET /host and the control actions")]]
+    reaped: list[ReapedProcess]
+
+
+class HostErrorDetail(ErrorDetail):
+    log_tail: NotRequired[Any]
+
+
+class HostError(TypedDict):
+    """The Host could not start: the error with the tail of its output."""
+
+    detail: HostErrorDetail
+
+
+class LogLine(TypedDict):
+    offset: int
+    time: NotRequired[float]
+    generation: NotRequired[int | None]
+    stream: NotRequired[str]
+    text: str
+
+
+class HostLogs(TypedDict):
+    lines: list[LogLine]
+    overflow: bool
+    next: int
+
+
+class RetentionPolicy(TypedDict):
+    """The most history to keep (docs/storage.md, Retention); both None: the policy is off."""
+
+    max_bytes: Annotated[int | None, Doc("None: no size limit")]
+    max_age_days: Annotated[float | None, Doc("None: no age limit")]
+
+
+class HistorySize(RetentionPolicy):
+    """`/health`'s `history`: the retention policy and the bytes history takes on disk."""
+
+    bytes: Annotated[int, Doc("the database with its WAL, and the files as last counted")]
+
+
+class Health(TypedDict):
+    """`GET /health`: answered without creating history."""
+
+    status: Literal["ok"]
+    version: str
+    pid: int
+    project: str
+    database: str
+    host: HostStatus
+    active_run_id: str | None
+    history_degraded: bool
+    history: HistorySize

@@ -1,0 +1,240 @@
+"""Writes the files generated from the wire declaration (`llamon_playground/common/wire/`).
+
+- `llamon_playground/cli/api_types.py` and `api_requests.py`: the typed client's TypedDicts
+  (the answers, the request bodies);
+- `api/page/wire.js`: the page's constants (the prefix, run statuses, known reasons, kinds).
+
+The OpenAPI schemas are not written here: the daemon builds them from the declaration at
+import. `scripts/gen_wire` runs this (`--check` only says whether the files are current);
+`tests/unit/test_wire.py` fails when a checked-in file differs from what this
+renders.
+"""
+
+from __future__ import annotations
+
+import argparse
+import enum
+import json
+import sys
+import textwrap
+import types
+import typing
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal, NotRequired, get_args, get_origin
+
+from llamon_playground.common.wire import COMPONENTS, EXTRAS, documents, history, host, requests
+from llamon_playground.common.wire import words
+from llamon_playground.common.wire.json_schema import is_typeddict, is_union
+from llamon_playground.common.wire.rules import Doc
+
+REPO = Path(__file__).resolve().parents[1]
+COMMAND = "scripts/gen_wire"
+MAX_LINE = 100
+# The declaration's modules behind each generated client file, in the order their classes
+# are written: the answers, and the request bodies (two files, each a readable size). The
+# history upkeep answers (`upkeep`: GET /history, POST /history/trim) are the OpenAPI
+# document's only; the client reads those two routes with `call`.
+ANSWER_MODULES = (history, host, documents)
+REQUEST_MODULES = (requests,)
+
+
+# -- the client's types -------------------------------------------------------------------
+
+def declared_classes(modules: tuple[types.ModuleType, ...]) -> list[type]:
+    """Every TypedDict these modules declare, in definition order, once."""
+    seen: dict[type, None] = {}
+    for module in modules:
+        for value in vars(module).values():
+            if is_typeddict(value) and value.__module__ == module.__name__:
+                seen.setdefault(value)
+    return list(seen)
+
+
+def unions() -> dict[str, Any]:
+    return {name: tp for name, tp in COMPONENTS.items() if is_union(tp)}
+
+
+class PythonTypes:
+    """Renders declared types as the client's annotations (markers become comments)."""
+
+    def __init__(self, union_names: dict[Any, str]) -> None:
+        self.union_names = union_names
+
+    def render(self, tp: Any, notes: list[str]) -> str:
+        if tp in self.union_names:
+            return self.union_names[tp]
+        origin, args = get_origin(tp), get_args(tp)
+        if origin is typing.Annotated:
+            notes += [mark.text for mark in tp.__metadata__ if isinstance(mark, Doc)]
+            return self.render(args[0], notes)
+        if origin is NotRequired:
+            return f"NotRequired[{self.render(args[0], notes)}]"
+        if is_union(tp):
+            return " | ".join(self.render(arg, notes) for arg in args)
+        if origin is Literal:
+            return f"Literal[{', '.join(json.dumps(arg) for arg in args)}]"
+        if origin in (list, dict):
+            return f"{origin.__name__}[{', '.join(self.render(arg, notes) for arg in args)}]"
+        return self._plain(tp, notes)
+
+    def _plain(self, tp: Any, notes: list[str]) -> str:
+        if tp is Any:
+            return "Any"
+        if tp is None or tp is type(None):
+            return "None"
+        if isinstance(tp, type) and issubclass(tp, enum.Enum):
+            notes.insert(0, f"a {tp.__name__} value")
+            return "str"  # JSON carries the value; the enum is for comparing it
+        if isinstance(tp, type):
+            return tp.__name__
+        raise TypeError(f"cannot write {tp!r} as a client type")
+
+
+def _docstring(cls: type, indent: str = "    ") -> list[str]:
+    text = cls.__doc__
+    if not text:
+        return []
+    return [f'{indent}"""{" ".join(text.split())}"""', ""]
+
+
+def render_class(cls: type, writer: PythonTypes) -> list[str]:
+    """A class with every field written out (a subclass's inherited ones too)."""
+    lines = [f"class {cls.__name__}(TypedDict):", *_docstring(cls)]
+    for name, tp in typing.get_type_hints(cls, include_extras=True).items():
+        notes: list[str] = []
+        line = f"    {name}: {writer.render(tp, notes)}"
+        comment = "  # " + "; ".join(notes) if notes else ""
+        if len(line + comment) > MAX_LINE:
+            lines += textwrap.wrap(comment.strip(), MAX_LINE, initial_indent="    ",
+                                   subsequent_indent="    # ")
+            comment = ""
+        lines.append(line + comment)
+    return lines
+
+
+def _names_block(names: list[str]) -> list[str]:
+    body = textwrap.wrap(", ".join(f'"{name}"' for name in sorted(names)) + ",", MAX_LINE - 4)
+    return ["__all__ = [", *(f"    {line}" for line in body), "]"]
+
+
+def render_python(modules: tuple[types.ModuleType, ...], what: str) -> str:
+    classes = declared_classes(modules)
+    union_names = {tp: name for name, tp in COMPONENTS.items()
+                   if is_union(tp) and set(get_args(tp)) <= set(classes)}
+    writer = PythonTypes(union_names)
+    lines = [
+        f'"""{what} GENERATED by `{COMMAND}` from the wire',
+        "declaration in `llamon_playground/common/wire/`: edit that, then run",
+        f"`{COMMAND}`; never edit this file (a unit test fails when it is stale).",
+        "",
+        "They stay plain JSON objects, typed with TypedDicts so a caller's type checker knows",
+        "the fields; fields the daemon adds later pass through. Enum-valued fields are `str`",
+        "(the comment names the enum).",
+        '"""',
+        "",
+        "from __future__ import annotations",
+        "",
+        "from typing import Any, Literal, NotRequired, TypedDict",
+        "",
+        *_names_block([cls.__name__ for cls in classes] + list(union_names.values())),
+        "",
+    ]
+    written: set[type] = set()
+    for cls in classes:
+        lines += ["", *render_class(cls, writer), ""]
+        written.add(cls)
+        for tp, name in union_names.items():  # a union right after its last variant
+            if cls in get_args(tp) and all(v in written for v in get_args(tp)):
+                variants = " | ".join(v.__name__ for v in get_args(tp))
+                lines += ["", f"{name} = {variants}", ""]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def render_client_types() -> str:
+    assert set(EXTRAS) <= set(declared_classes(ANSWER_MODULES))
+    return render_python(ANSWER_MODULES, "The API's answers as the typed client returns them.")
+
+
+def render_client_requests() -> str:
+    return render_python(REQUEST_MODULES, "The bodies the typed client sends.")
+
+
+# -- the page's constants -----------------------------------------------------------------
+
+def _js_list(values: list[str], indent: int) -> str:
+    out, line = [], ""
+    for value in values:
+        item = f"'{value}', "
+        if len(line) + len(item) + indent > 96:
+            out.append(line.rstrip())
+            line = ""
+        line += item
+    out.append(line.rstrip().rstrip(","))
+    return ("\n" + " " * indent).join(out)
+
+
+def render_page_constants() -> str:
+    def values(members: Any) -> list[str]:
+        return [member.value for member in members]
+
+    statuses = values(words.RunStatus)
+    groups: list[tuple[str, str, list[str]]] = [
+        ("RUN_STATUSES", "every run status (a closed set)", statuses),
+        ("ACTIVE", "a run still going", [s for s in statuses
+                                         if words.RunStatus(s) in words.ACTIVE_STATUSES]),
+        ("TERMINAL", "a run's last status (input_required too: a resume is a new run)",
+         [s for s in statuses if words.RunStatus(s) in words.TERMINAL_STATUSES]),
+        ("REASONS", "the reasons the daemon sends today (an open set)",
+         values(words.RunReason)),
+        ("HOST_STATES", "the Host's states", values(words.HostStateName)),
+        ("RUN_EVENT_KINDS", "a run's SSE event names (an open set)",
+         values(words.RunEventKind)),
+        ("PROJECT_EVENT_KINDS", "the project-wide SSE event names (an open set)",
+         values(words.ProjectEventKind)),
+    ]
+    lines = [f"// GENERATED by `{COMMAND}` from llamon_playground/common/wire/: edit that, then",
+             f"// run `{COMMAND}`; never edit this file (a unit test fails when it is stale).",
+             "",
+             f"export const API = '{words.API_PREFIX}';",
+             f"export const BUNDLE_FORMAT = '{words.BUNDLE_FORMAT}';"]
+    for name, comment, items in groups:
+        opener = f"export const {name} = new Set(["
+        lines += [f"// {comment[0].upper()}{comment[1:]}.",
+                  f"{opener}{_js_list(items, len(opener))}]);"]
+    return "\n".join(lines) + "\n"
+
+
+# -- the command --------------------------------------------------------------------------
+
+TARGETS: dict[str, Callable[[], str]] = {
+    "llamon_playground/cli/api_types.py": render_client_types,
+    "llamon_playground/cli/api_requests.py": render_client_requests,
+    "api/page/wire.js": render_page_constants,
+}
+
+
+def stale(root: Path = REPO) -> list[str]:
+    """The generated files whose checked-in text differs from what the declaration gives."""
+    return [rel for rel, render in TARGETS.items()
+            if not (root / rel).is_file() or (root / rel).read_text(encoding="utf-8") != render()]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=COMMAND, description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true",
+                        help="write nothing; exit 1 when a generated file is stale")
+    args = parser.parse_args(argv)
+    if args.check:
+        old = stale()
+        for rel in old:
+            print(f"stale: {rel} (run {COMMAND})", file=sys.stderr)
+        return 1 if old else 0
+    for rel, render in TARGETS.items():
+        (REPO / rel).write_text(render(), encoding="utf-8")
+        print(f"wrote {rel}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

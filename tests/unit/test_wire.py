@@ -1,0 +1,93 @@
+"""The one wire declaration: the files generated from it are current, its words are the
+daemon's, and its JSON Schema writer says what the markers mean."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal, NotRequired, TypedDict
+
+import pytest
+
+from llamon_playground.common.wire import COMPONENTS, words
+from llamon_playground.common.wire.json_schema import component_schemas
+from llamon_playground.common.wire.rules import Doc, Json, closed
+from llamon_playground.daemon.data import bundle_validate, edits, parts
+from llamon_playground.daemon.http.openapi import build_document
+from llamon_playground.daemon.runs.state import Reason
+from llamon_playground.host_manager.state import HostState
+from scripts import wire_gen
+
+
+@pytest.mark.parametrize("rel", sorted(wire_gen.TARGETS))
+def test_generated_file_is_current(rel: str) -> None:
+    on_disk = (wire_gen.REPO / rel).read_text(encoding="utf-8")
+    assert on_disk == wire_gen.TARGETS[rel](), f"{rel} is stale: run scripts/gen_wire"
+
+
+def test_a_stale_file_is_reported(tmp_path: Path) -> None:
+    for rel, render in wire_gen.TARGETS.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(render(), encoding="utf-8")
+    assert wire_gen.stale(tmp_path) == []
+    client_types = tmp_path / "llamon_playground/cli/api_types.py"
+    client_types.write_text(client_types.read_text().replace("history_behind", "behind"))
+    assert wire_gen.stale(tmp_path) == ["llamon_playground/cli/api_types.py"]
+
+
+def test_the_served_document_uses_the_declaration() -> None:
+    assert build_document()["components"]["schemas"] == component_schemas(COMPONENTS)
+
+
+def test_reasons_and_host_states_are_the_daemons() -> None:
+    known = {value for key, value in vars(Reason).items() if key.isupper()}
+    assert {reason.value for reason in words.RunReason} == known
+    assert [state.value for state in words.HostStateName] == [s.value for s in HostState]
+
+
+def test_limits_are_the_ones_the_daemon_enforces() -> None:
+    assert (words.MAX_TITLE, words.MAX_LABEL, words.MAX_NOTE) == \
+        (edits.MAX_TITLE, edits.MAX_LABEL, edits.MAX_NOTE)
+    assert (words.MAX_PARTS, words.MAX_CHANGED_FILES) == (parts.MAX_PARTS,
+                                                         parts.MAX_CHANGED_FILES)
+    assert words.BUNDLE_FORMAT == bundle_validate.BUNDLE_FORMAT
+    bundle = build_document()["components"]["schemas"]["Bundle"]
+    assert bundle["properties"]["format"] == {"const": words.BUNDLE_FORMAT}
+
+
+class _Inner(TypedDict):
+    n: int
+
+
+@closed
+class _Body(TypedDict):
+    """A body."""
+
+    name: Annotated[str, Json(maxLength=5), Doc("its name")]
+    note: NotRequired[str | None]
+    mode: Literal["a", "b"]
+    inner: _Inner
+    named: _Inner | None
+
+
+def test_markers_become_json_schema() -> None:
+    schemas = component_schemas({"Body": _Body, "Named": _Inner})
+    assert schemas["Body"] == {
+        "type": "object", "description": "A body.", "additionalProperties": False,
+        "required": ["name", "mode", "inner", "named"],
+        "properties": {
+            "name": {"type": "string", "maxLength": 5, "description": "its name"},
+            "note": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+            "mode": {"enum": ["a", "b"]},
+            "inner": {"$ref": "#/components/schemas/Named"},
+            "named": {"anyOf": [{"$ref": "#/components/schemas/Named"}, {"type": "null"}]}}}
+    # Not named: written inline, and open (no additionalProperties).
+    assert component_schemas({"Body": _Body})["Body"]["properties"]["inner"] == {
+        "type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+
+
+def test_only_optional_unions_are_written_inline() -> None:
+    class Wide(TypedDict):
+        either: int | str
+
+    with pytest.raises(TypeError, match="unions"):
+        component_schemas({"Wide": Wide})
