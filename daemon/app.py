@@ -32,6 +32,7 @@ from llamon_playground.daemon.http.introspect import add_introspect_routes
 from llamon_playground.daemon.http.openapi import add_openapi_routes
 from llamon_playground.daemon.http.peercred import peer_cred_middleware
 from llamon_playground.daemon.http.routes import add_routes, errors_middleware
+from llamon_playground.daemon.http.search import add_search_routes
 from llamon_playground.daemon.introspect.host_checks import (
     default_command_note,
     missing_executable,
@@ -50,6 +51,7 @@ from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.event_log import EventHub
 from llamon_playground.daemon.store.history_service import HistoryService
 from llamon_playground.daemon.store.project_events import ProjectEvents
+from llamon_playground.daemon.store.search.service import RunSearch
 from llamon_playground.daemon.store.records import EventRow
 from llamon_playground.daemon.store.upkeep.compaction import Compactor
 from llamon_playground.daemon.store.upkeep.trimmer import Trimmer
@@ -207,6 +209,7 @@ def make_app(services: Daemon) -> web.Application:
     add_data_routes(app, settings=s.settings, history=s.history)
     add_history_routes(app, trimmer=s.trimmer)
     add_edit_routes(app, history=s.history, max_request_bytes=s.settings.max_request_bytes)
+    add_search_routes(app, search=RunSearch(s.store))
     add_host_routes(app, settings=s.settings, host=s.host, runs=s.runs, reload=s.reload,
                     project_events=s.project_events)
     add_capture_routes(app, store=s.store, host=s.host, runs=s.runs)

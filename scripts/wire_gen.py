@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Literal, NotRequired, get_args, get_origin
 
 from llamon_playground.common.wire import COMPONENTS, EXTRAS, documents, history, host, requests
+from llamon_playground.common.wire import search as search_wire
 from llamon_playground.common.wire import words
 from llamon_playground.common.wire.json_schema import is_typeddict, is_union
 from llamon_playground.common.wire.rules import Doc
@@ -35,7 +36,7 @@ MAX_LINE = 100
 # are written: the answers, and the request bodies (two files, each a readable size). The
 # history upkeep answers (`upkeep`: GET /history, POST /history/trim) are the OpenAPI
 # document's only; the client reads those two routes with `call`.
-ANSWER_MODULES = (history, host, documents)
+ANSWER_MODULES = (history, host, documents, search_wire)
 REQUEST_MODULES = (requests,)
 
 

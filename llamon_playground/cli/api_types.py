@@ -16,8 +16,9 @@ __all__ = [
     "ErrorDetail", "Health", "HistoryDeleted", "HistorySize", "HostError", "HostErrorDetail",
     "HostLogs", "HostStatus", "HostWarning", "Landing", "Lineage", "LogLine", "OpenApiDocument",
     "Part", "ReapedProcess", "RerunTree", "RetentionPolicy", "Run", "RunAccepted", "RunEvent",
-    "RunInput", "RunList", "RunSummary", "ScoreSummary", "Session", "SessionDeleted", "SessionList",
-    "Snippets", "SourceTarget", "WarmParent", "WatchCounters",
+    "RunInput", "RunList", "RunSummary", "ScoreSummary", "SearchExcerpt", "SearchHit",
+    "SearchResults", "Session", "SessionDeleted", "SessionList", "Snippets", "SourceTarget",
+    "WarmParent", "WatchCounters",
 ]
 
 
@@ -382,3 +383,46 @@ class Landing(TypedDict):
 class OpenApiDocument(TypedDict):
     openapi: str
     paths: dict[str, Any]
+
+
+class SearchExcerpt(TypedDict):
+    """Where the words matched: a few words around them, as plain text (never HTML)."""
+
+    # `title` is the run's session's title
+    field: Literal["input", "output", "label", "note", "title"]
+    text: str  # `…` marks text left out before or after
+    # each match as [start, end) offsets into `text`, in Unicode code points
+    matches: list[list[int]]
+
+
+class SearchHit(TypedDict):
+    """A run that matched: the run list's fields without its parts, scores and error."""
+
+    id: str
+    session_id: str
+    session_title: str
+    status: str  # a RunStatus value
+    reason: str | None
+    created_at: str
+    started_at: str | None
+    ended_at: str | None
+    duration_ms: float | None
+    label: str | None
+    note: str | None
+    generation: int | None
+    parent_run_id: str | None
+    rerun_of: str | None
+    resumed_by: str | None
+    code_fingerprint: str | None
+    a2a_version: str | None
+    score_summary: ScoreSummary
+    edited: bool
+    edited_fields: list[str]
+    excerpt: SearchExcerpt | None  # null when no words were searched
+
+
+class SearchResults(TypedDict):
+    """Newest run first; `next_after` is the cursor of the next page (null: no more)."""
+
+    hits: list[SearchHit]
+    next_after: str | None

@@ -28,6 +28,7 @@ from typing import Any, Literal, cast
 
 import aiohttp
 import orjson
+from multidict import MultiDict
 
 from llamon_playground.cli.api_types import (
     Health,
@@ -37,6 +38,7 @@ from llamon_playground.cli.api_types import (
     Part,
     Run,
     RunAccepted,
+    SearchResults,
     Session,
 )
 from llamon_playground.cli.api_requests import InputPart
@@ -57,8 +59,8 @@ from llamon_playground.common.sse import aiter_sse
 __all__ = [
     "ActiveRunConflict", "ApiError", "ConnectionLost", "DaemonNotRunning", "Event", "Health",
     "HostLogs", "HostStatus", "InputPart", "Lineage", "Part", "PlaygroundClient",
-    "PlaygroundError", "Run", "RunAccepted", "Session", "ensure_daemon", "health",
-    "spawn_daemon", "text_part", "wait_healthy", "list_daemons", "DaemonInfo",
+    "PlaygroundError", "Run", "RunAccepted", "SearchResults", "Session", "ensure_daemon",
+    "health", "spawn_daemon", "text_part", "wait_healthy", "list_daemons", "DaemonInfo",
 ]
 
 PAGE = 1000  # the API's largest page
@@ -271,6 +273,25 @@ class PlaygroundClient:
         if status >= 400:
             raise api_error(status, doc)
         return cast(dict[str, Any], doc)
+
+    async def search(self, words: str = "", *, status: Sequence[str] = (),
+                     reason: Sequence[str] = (), labelled: bool = False,
+                     evaluator_failed: bool = False, session: str | None = None,
+                     after: str | None = None, limit: int = 50) -> SearchResults:
+        """One page of runs matching `words` and the filters, newest first; pass the
+        answer's `next_after` as `after` for the next page (docs/api.md, "Search")."""
+        params: list[tuple[str, str]] = [("q", words), ("limit", str(limit))]
+        params += [("status", s) for s in status] + [("reason", r) for r in reason]
+        if labelled:
+            params.append(("labelled", "1"))
+        if evaluator_failed:
+            params.append(("evaluator_failed", "1"))
+        if session is not None:
+            params.append(("session", session))
+        if after is not None:
+            params.append(("after", after))
+        return cast(SearchResults, await self._request("GET", API_PREFIX + "/search", None,
+                                                       MultiDict(params)))
 
     def stream(self, run_id: str, after: int | None = None) -> AsyncGenerator[Event, None]:
         """The run's events after event id `after` (all when None), live until its terminal

@@ -67,6 +67,20 @@ def _switch(raw: str) -> bool:
     return raw != "0"
 
 
+# How the front reaches the daemon (docs/front-transport.md): "fast", its own pooled client
+# and streams lent to the daemon; "plain", aiohttp's client on the Unix socket and streams
+# relayed (a baseline to bisect a bug against).
+FRONT_TRANSPORTS = ("fast", "plain")
+
+
+def _transport(raw: str) -> str:
+    value = raw.strip().lower()
+    if value not in FRONT_TRANSPORTS:
+        raise ValueError(f"LLAMON_PLAYGROUND_FRONT_TRANSPORT must be one of "
+                         f"{', '.join(FRONT_TRANSPORTS)}, not {raw!r}")
+    return value
+
+
 def _from_env(table: tuple[EnvVar, ...], environ: Environ) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for var in table:
@@ -80,8 +94,8 @@ def _from_env(table: tuple[EnvVar, ...], environ: Environ) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class FrontSettings:
-    """What only the front reads: the token the environment gives (api/token_store.py) and
-    its connection limits (api/connections.py)."""
+    """What only the front reads: the token the environment gives (api/token_store.py),
+    its connection limits (api/connections.py) and how it reaches the daemon (api/app.py)."""
 
     # repr=False keeps the token out of any log line or traceback that prints the settings.
     token: str | None = field(default=None, repr=False)
@@ -90,6 +104,7 @@ class FrontSettings:
     # after this many seconds; open SSE streams are requests in progress.
     idle_timeout: float = 15.0
     max_connections: int = 256  # and never more than half the open-files limit allows
+    transport: str = "fast"  # one of FRONT_TRANSPORTS
 
 
 FRONT_ENV = (
@@ -97,6 +112,7 @@ FRONT_ENV = (
     EnvVar("token_file", ENV_TOKEN_FILE, Path),
     EnvVar("idle_timeout", "LLAMON_PLAYGROUND_FRONT_IDLE_TIMEOUT", float),
     EnvVar("max_connections", "LLAMON_PLAYGROUND_FRONT_MAX_CONNECTIONS", _whole),
+    EnvVar("transport", "LLAMON_PLAYGROUND_FRONT_TRANSPORT", _transport),
 )
 
 

@@ -19,6 +19,7 @@ import orjson
 import pytest
 
 from llamon_playground.daemon.store.frames import frame_payload
+from llamon_playground.daemon.store.migrations import SCHEMA_VERSION
 from tests.support.api import Api, P
 from tests.support.procs import REPO, Stack, stack_for
 from tests.support.waiting import eventually
@@ -95,7 +96,7 @@ async def test_a_previous_version_history_is_compacted_in_place_and_reads_the_sa
     api = Api.for_socket(str(v4_stack.settings.socket_path))
     try:
         await eventually(lambda: compacted(v4_stack), what="the history compacted")
-        assert read_db(v4_stack, "PRAGMA user_version")[0][0] == 5
+        assert read_db(v4_stack, "PRAGMA user_version")[0][0] == SCHEMA_VERSION
         assert read_db(v4_stack, "SELECT COUNT(*) FROM events")[0][0] == V4_RUNS
         runs = sorted({r[1] for r in rows})
         for run_id in runs:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from llamon_playground.cli.show import visible
+from llamon_playground.cli.terminal.show import visible
 from llamon_playground.host_manager.missing_module import install_command, missing_module
 
 

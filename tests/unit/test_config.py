@@ -44,6 +44,7 @@ SAMPLES: dict[str, tuple[str, object]] = {
     "LLAMON_PLAYGROUND_TOKEN_FILE": ("/run/token", Path("/run/token")),
     "LLAMON_PLAYGROUND_FRONT_IDLE_TIMEOUT": ("2.5", 2.5),
     "LLAMON_PLAYGROUND_FRONT_MAX_CONNECTIONS": ("32", 32),
+    "LLAMON_PLAYGROUND_FRONT_TRANSPORT": ("Plain", "plain"),
 }
 
 
@@ -95,6 +96,8 @@ def test_a_malformed_systemd_number_keeps_the_default_and_a_bad_setting_fails() 
     assert settings.watchdog_usec == 0 and settings.watchdog_pid is None
     with pytest.raises(ValueError):
         build_settings("/p", {"LLAMON_PLAYGROUND_KEEPALIVE": "often"})
+    with pytest.raises(ValueError, match="fast, plain"):
+        build_settings("/p", {"LLAMON_PLAYGROUND_FRONT_TRANSPORT": "quick"})
 
 
 def test_the_front_group_keeps_the_token_out_of_repr_and_away_from_the_host() -> None:

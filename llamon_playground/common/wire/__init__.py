@@ -51,6 +51,7 @@ from llamon_playground.common.wire.host import (
     HostLogs,
     HostStatus,
 )
+from llamon_playground.common.wire.search import SearchExcerpt, SearchHit, SearchResults
 from llamon_playground.common.wire.requests import (
     ExportRequest,
     InputPart,
@@ -69,6 +70,7 @@ __all__ = ["COMPONENTS", "EXTRAS", "Bundle", "BundleImported", "Compare", "Compo
            "RunAccepted", "RunEvent", "RunList", "RunPatch", "RunRequest", "RunSummary",
            "Session", "SessionCreate", "SessionDeleted", "SessionList", "SessionPatch",
            "Snippets", "SourceTarget"]
+__all__ += ["SearchExcerpt", "SearchHit", "SearchResults"]
 
 # The shapes `openapi.json` names under `components.schemas`, in its order. A tuple is a
 # tagged union (`X | Y`) of inline variants.
@@ -97,6 +99,7 @@ COMPONENTS: dict[str, Any] = {
     "HostLogs": HostLogs,
     "Health": Health,
     "Compare": Compare,
+    "SearchResults": SearchResults,
     "Bundle": Bundle,
     "BundleImported": BundleImported,
     "HistoryReport": HistoryReport,

@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from llamon_playground.cli.control import (
+from llamon_playground.cli.terminal.control import (
     EXIT_USAGE,
     Command,
     cancel,

@@ -21,14 +21,14 @@ import time
 from pathlib import Path
 from types import FrameType
 
-from llamon_playground.cli.control import (
+from llamon_playground.cli.terminal.control import (
     EXIT_ERROR,
     EXIT_NOT_RUNNING,
     EXIT_OK,
     EXIT_USAGE,
     stop_daemon_pid,
 )
-from llamon_playground.cli.daemon_watch import DaemonWatch
+from llamon_playground.cli.terminal.daemon_watch import DaemonWatch
 from llamon_playground.cli.front_record import FRONT_LINE, forget_front, record_front
 from llamon_playground.common.config import Settings
 

@@ -30,7 +30,12 @@ from llamon_playground.cli.client import (
     text_part,
 )
 from llamon_playground.cli.front_record import stop_detached_fronts
-from llamon_playground.cli.show import print_history, print_trimmed, print_warnings, visible
+from llamon_playground.cli.terminal.show import (
+    print_history,
+    print_trimmed,
+    print_warnings,
+    visible,
+)
 from llamon_playground.common.config import Settings
 from llamon_playground.common.contract import SUCCESS_STATUSES, TERMINAL_STATUSES
 
