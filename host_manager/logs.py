@@ -15,6 +15,8 @@ MAX_FILE_BYTES = 5 * 1024 * 1024
 
 @dataclass(frozen=True, slots=True)
 class LogLine:
+    """One line of Host output, numbered by its offset in this daemon's log."""
+
     offset: int
     time: float
     generation: int
@@ -27,6 +29,9 @@ class LogLine:
 
 
 class HostLogs:
+    """The Host's output: the last lines kept in memory for the API (served by offset, waited
+    on by followers) and every line appended to the log file."""
+
     def __init__(self, path: Path, capacity: int = 5000) -> None:
         self._path = path
         self._lines: deque[LogLine] = deque(maxlen=capacity)

@@ -32,6 +32,8 @@ SCORE_FRAMING = frozenset({"type", "ts", "evaluator", "name", "score", *RESERVED
 
 
 class CaptureRefused(ApiError):
+    """The capture token is missing, wrong, or belongs to a Host generation that is gone."""
+
     status = 401
     code = "capture_refused"
 

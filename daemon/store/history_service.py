@@ -59,9 +59,11 @@ class HistoryService:
     # -- sessions ---------------------------------------------------------------------------
 
     async def list_sessions(self, after: int, limit: int) -> history.Page:
+        """One page of sessions after the cursor `after`."""
         return await history.list_sessions(self._store, after, limit)
 
     async def session(self, session_id: str) -> dict[str, Any]:
+        """One session; NotFound (session_not_found) when there is none."""
         session = await history.get_session(self._store, session_id)
         if session is None:
             raise NotFound(f"no session {session_id}", code="session_not_found")
@@ -88,6 +90,7 @@ class HistoryService:
 
     async def list_runs(self, session_id: str, after: int, limit: int,
                         newest_first: bool) -> history.Page:
+        """One page of a session's runs; NotFound when the session does not exist."""
         await self.session(session_id)
         return await history.list_runs(self._store, session_id, after, limit,
                                        newest_first=newest_first)
@@ -113,12 +116,15 @@ class HistoryService:
         return run
 
     async def lineage(self, run_id: str) -> dict[str, Any]:
+        """A run's ancestors and descendants; NotFound when the run does not exist."""
         answer = await lineage(self._store, run_id)
         if answer is None:
             raise NotFound(f"no run {run_id}", code="run_not_found")
         return answer
 
     async def compare(self, left: str, right: str) -> dict[str, Any]:
+        """Two runs side by side; BadRequest unless both ids are given, NotFound naming the
+        missing side."""
         if not (left and right):
             raise BadRequest("give both run ids: ?left=<run_id>&right=<run_id>",
                              code="invalid_request")

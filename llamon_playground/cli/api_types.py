@@ -23,6 +23,8 @@ __all__ = [
 
 
 class ErrorDetail(TypedDict):
+    """What went wrong: a stable code for programs and a sentence for people."""
+
     error: str  # a stable code, e.g. `invalid_request`, `run_not_found`
     message: str
 
@@ -65,6 +67,8 @@ class Session(TypedDict):
 
 
 class SessionList(TypedDict):
+    """A page of sessions, newest first; `next_after` is the cursor of the next page."""
+
     sessions: list[Session]
     next_after: str | None
 
@@ -79,6 +83,8 @@ class RunInput(TypedDict):
 
 
 class ScoreSummary(TypedDict):
+    """How many evaluators scored the run, and how many of them said it failed."""
+
     evaluators: int
     failed: int
 
@@ -135,6 +141,8 @@ class RunSummary(TypedDict):
 
 
 class RerunTree(TypedDict):
+    """A run and the reruns made from it, each with its own reruns."""
+
     run: RunSummary
     reruns: list[RerunTree]
 
@@ -149,6 +157,8 @@ class Lineage(TypedDict):
 
 
 class RunList(TypedDict):
+    """A page of a session's runs; `next_after` is the cursor of the next page."""
+
     runs: list[Run]
     next_after: str | None
 
@@ -161,17 +171,23 @@ class RunAccepted(TypedDict):
 
 
 class SessionDeleted(TypedDict):
+    """`DELETE /sessions/{id}`: the session gone, and how many files went with it."""
+
     deleted: str
     blobs_removed: int
 
 
 class DeletedCounts(TypedDict):
+    """How many rows of each kind a deletion removed."""
+
     sessions: NotRequired[int]
     runs: NotRequired[int]
     events: NotRequired[int]
 
 
 class HistoryDeleted(TypedDict):
+    """`DELETE /history`: what was removed, rows and files."""
+
     deleted: DeletedCounts
     blobs_removed: int
 
@@ -194,7 +210,7 @@ class WarmParent(TypedDict):
 
 
 class HostWarning(TypedDict):
-    """A project, exposure or start warning (`postgresql_backend`, `host_exposed`, `host_module_missing`...)."""
+    """A standing warning: `postgresql_backend`, `host_exposed`, `host_module_missing`..."""
 
     code: str
     message: str
@@ -203,6 +219,8 @@ class HostWarning(TypedDict):
 
 
 class WatchCounters(TypedDict):
+    """The file watcher's counters: change batches seen and restarts they caused."""
+
     batches: NotRequired[int]
     restarts: NotRequired[int]
 
@@ -242,6 +260,8 @@ class HostStatus(TypedDict):
 
 
 class HostErrorDetail(TypedDict):
+    """A Host start refused: the error with the last lines the Host wrote."""
+
     error: str  # a stable code, e.g. `invalid_request`, `run_not_found`
     message: str
     log_tail: NotRequired[Any]
@@ -254,6 +274,8 @@ class HostError(TypedDict):
 
 
 class LogLine(TypedDict):
+    """One line of the Host's output, numbered by the daemon (from 0 with each daemon)."""
+
     offset: int
     time: NotRequired[float]
     generation: NotRequired[int | None]
@@ -262,6 +284,8 @@ class LogLine(TypedDict):
 
 
 class HostLogs(TypedDict):
+    """A page of Host log lines after a cursor; `overflow` says older lines were dropped."""
+
     lines: list[LogLine]
     overflow: bool
     next: int
@@ -312,6 +336,8 @@ class Compare(TypedDict):
 
 
 class BundleBlob(TypedDict):
+    """A file of the bundle, keyed by its sha256: the bytes and their size, checked at import."""
+
     bytes_base64: str
     size: int
 
@@ -381,6 +407,8 @@ class Landing(TypedDict):
 
 
 class OpenApiDocument(TypedDict):
+    """`GET /openapi.json`: the API described in OpenAPI 3.1 (built from this declaration)."""
+
     openapi: str
     paths: dict[str, Any]
 

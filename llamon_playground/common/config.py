@@ -118,6 +118,9 @@ FRONT_ENV = (
 
 @dataclass(frozen=True)
 class Settings:
+    """Everything a daemon or front is configured with, read once at start-up and passed in;
+    the paths it derives are properties, so the layout is stated in one place."""
+
     project_dir: Path
     runtime_base: Path
     version: str = __version__
@@ -152,10 +155,12 @@ class Settings:
 
     @property
     def runtime_dir(self) -> Path:
+        """This project's private runtime directory (sockets, lock, Host log), keyed by its path."""
         return self.runtime_base / project_key(self.project_dir)
 
     @property
     def socket_path(self) -> Path:
+        """The daemon's Unix socket."""
         return self.runtime_dir / "daemon.sock"
 
     @property
@@ -166,22 +171,27 @@ class Settings:
 
     @property
     def lock_path(self) -> Path:
+        """Held by the one daemon of this project."""
         return self.runtime_dir / "daemon.lock"
 
     @property
     def discovery_path(self) -> Path:
+        """What a running daemon writes about itself, for the CLI and the front to find it."""
         return self.runtime_dir / "daemon.json"
 
     @property
     def host_log_path(self) -> Path:
+        """Where the Host's output is appended."""
         return self.runtime_dir / "host.log"
 
     @property
     def host_record_path(self) -> Path:
+        """The running Host's record, so the next daemon can reap a Host left behind."""
         return self.runtime_dir / "host.json"
 
     @property
     def front_token_path(self) -> Path:
+        """The front's token, shared by every front of this project."""
         return self.runtime_dir / "front.token"
 
     @property
@@ -196,14 +206,17 @@ class Settings:
 
     @property
     def state_dir(self) -> Path:
+        """Where history lives, inside the project."""
         return self.project_dir / ".llamon" / "playground"
 
     @property
     def db_path(self) -> Path:
+        """The SQLite history."""
         return self.state_dir / "playground.sqlite3"
 
     @property
     def files_dir(self) -> Path:
+        """The blob store's folder."""
         return self.state_dir / "files"
 
 
