@@ -43,6 +43,8 @@ END_SQL = (f"SELECT max(seq) FROM events WHERE run_id = ? AND kind = 'run.status
 
 @dataclass(frozen=True)
 class Step:
+    """What one compaction transaction did, and whether the sweep should go on at once."""
+
     events: int  # moved into blocks by this step
     more: bool  # whether the sweep has more to do now
 

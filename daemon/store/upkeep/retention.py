@@ -37,6 +37,8 @@ LAST_ACTIVITY_SQL = """max(s.created_at, COALESCE(
 
 @dataclass(frozen=True)
 class Policy:
+    """The limits history is kept under (the settings' HISTORY_MAX_BYTES and _MAX_AGE_DAYS)."""
+
     max_bytes: int = 0  # 0: no size limit
     max_age_days: float = 0.0  # 0: no age limit
 

@@ -13,11 +13,15 @@ from llamon_playground.common.wire.rules import Doc
 
 
 class HistoryBytes(TypedDict):
+    """The bytes history takes on disk."""
+
     database: Annotated[int, Doc("the file and its WAL")]
     files: int
 
 
 class HistoryCounts(TypedDict):
+    """What history holds (a finished run's compacted events counted too)."""
+
     sessions: int
     runs: int
     events: int
