@@ -244,7 +244,8 @@ def plan_import(valid: ValidBundle, interrupted: Ending) -> ImportPlan:
         # A fresh contextId too: the Host never saw the old one, and importing the same
         # bundle twice must not make two sessions share one A2A conversation.
         plan.sessions.append({
-            "id": plan.session_ids[session["id"]], "title": session.get("title") or "",
+            "id": plan.session_ids[session["id"]],
+            "title": f"{(session.get('title') or 'untitled')[:489]} (imported)",
             "context_id": new_context_id(), "created_at": session.get("created_at") or now,
             "metadata": orjson.dumps(redact_metadata(session.get("metadata") or {})).decode()})
     was_active: dict[str, str] = {}
