@@ -17,7 +17,6 @@ import pytest
 
 from llamon_playground.host_manager.crash_policy import CrashSettings
 from llamon_playground.host_manager.errors import HostUnavailable
-from llamon_playground.host_manager.watch.fingerprint import WatchRules
 from llamon_playground.host_manager.spawn.spawner import ColdSpawner
 from llamon_playground.host_manager.state import (
     TRANSITIONS,
@@ -26,6 +25,7 @@ from llamon_playground.host_manager.state import (
     check,
 )
 from llamon_playground.host_manager.supervisor import HostConfig, HostSupervisor
+from llamon_playground.host_manager.watch.fingerprint import WatchRules
 
 LEGAL = [(a, b) for a, targets in TRANSITIONS.items() for b in targets]
 ILLEGAL = [(a, b) for a, b in itertools.product(HostState, HostState) if (a, b) not in LEGAL]
