@@ -12,7 +12,7 @@ from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.history import create_session, insert_run, update_run
 from llamon_playground.daemon.store.frames import stored_events
 from llamon_playground.daemon.store.upkeep.compaction import STEP_EVENTS, compact_step, read_mark
-from tests.unit.test_store import make_store
+from tests.unit.daemon.store.test_store import make_store
 
 # Every kind a run's stream holds, with payloads that stress the frame's bytes.
 KINDS: list[tuple[str, dict[str, Any]]] = [

@@ -16,7 +16,7 @@ from llamon_playground.daemon.store.history_service import HistoryService, LiveR
 from llamon_playground.daemon.store.project_events import ProjectEvents
 from llamon_playground.daemon.store.upkeep.retention import iso
 from llamon_playground.daemon.store.upkeep.trimmer import Trimmer
-from tests.unit.test_store import make_store
+from tests.unit.daemon.store.test_store import make_store
 
 LONG_AGO = iso(datetime.now(UTC) - timedelta(days=400))
 
