@@ -146,6 +146,10 @@ class Settings:
     watchdog_usec: int = 0
     watchdog_pid: int | None = None
     host_stall_timeout: float = 30.0
+    # The retention policy (daemon/store/upkeep/retention.py): the most history to keep, by size
+    # (bytes) and by age (days); 0 is off, the default.
+    history_max_bytes: int = 0
+    history_max_age_days: float = 0.0
     # Built with the rest (one builder per process); the front reads it, and the daemon its
     # max_connections (the cap on the streams it writes on lent connections).
     front: FrontSettings = field(default_factory=FrontSettings)
@@ -233,6 +237,8 @@ DAEMON_ENV = (
     EnvVar("db_busy_timeout_ms", "LLAMON_PLAYGROUND_DB_BUSY_TIMEOUT_MS", _whole),
     EnvVar("watch", "LLAMON_PLAYGROUND_WATCH", _switch),
     EnvVar("host_stall_timeout", "LLAMON_PLAYGROUND_HOST_STALL_TIMEOUT", float),
+    EnvVar("history_max_bytes", "LLAMON_PLAYGROUND_HISTORY_MAX_BYTES", _whole),
+    EnvVar("history_max_age_days", "LLAMON_PLAYGROUND_HISTORY_MAX_AGE_DAYS", float),
 )
 # One variable a limit (the names live beside the limits, common/limits.py).
 LIMITS_ENV = tuple(EnvVar(name, env, _whole) for name, env in LIMIT_ENV_NAMES.items())
