@@ -13,7 +13,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from llamon_playground.common.limits import DEFAULT_LIMITS, Limits
 from llamon_playground.daemon.data.json_depth import check_depth
+from llamon_playground.daemon.data.sizes import check_metadata
 from llamon_playground.daemon.errors import BadRequest, PayloadTooLarge
 
 RESERVED_METADATA_KEY = "llamon.playground"
@@ -55,7 +57,8 @@ def _bad(message: str, code: str = "invalid_request", **extra: Any) -> BadReques
     return BadRequest(message, code=code, **extra)
 
 
-def parse_run_request(body: Any, *, require_parts: bool = True) -> RunRequest:
+def parse_run_request(body: Any, *, require_parts: bool = True,
+                      limits: Limits = DEFAULT_LIMITS) -> RunRequest:
     if not isinstance(body, dict):
         raise _bad("the request body must be a JSON object")
     unknown = set(body) - REQUEST_KEYS
@@ -78,6 +81,7 @@ def parse_run_request(body: Any, *, require_parts: bool = True) -> RunRequest:
         raise _bad("`metadata` must be a JSON object", "invalid_metadata")
     if RESERVED_METADATA_KEY in metadata:
         raise _bad(f"metadata key {RESERVED_METADATA_KEY!r} is reserved", "reserved_metadata_key")
+    check_metadata(metadata, "metadata", limits)
     request.metadata = metadata
     request.changed_files = parse_changed_files(body.get("changed_files", []))
     revision = body.get("revision")

@@ -13,11 +13,12 @@ from typing import Any, Literal, NotRequired, TypedDict
 
 __all__ = [
     "Bundle", "BundleBlob", "BundleImported", "Compare", "ComposerSchema", "DeletedCounts", "Error",
-    "ErrorDetail", "Health", "HistoryDeleted", "HostError", "HostErrorDetail", "HostLogs",
-    "HostStatus", "HostWarning", "Landing", "Lineage", "LogLine", "OpenApiDocument", "Part",
-    "ReapedProcess", "RerunTree", "Run", "RunAccepted", "RunEvent", "RunInput", "RunList",
-    "RunSummary", "ScoreSummary", "SearchExcerpt", "SearchHit", "SearchResults", "Session",
-    "SessionDeleted", "SessionList", "Snippets", "SourceTarget", "WarmParent", "WatchCounters",
+    "ErrorDetail", "Health", "HistoryDeleted", "HistorySize", "HostError", "HostErrorDetail",
+    "HostLogs", "HostStatus", "HostWarning", "Landing", "Lineage", "LogLine", "OpenApiDocument",
+    "Part", "ReapedProcess", "RerunTree", "RetentionPolicy", "Run", "RunAccepted", "RunEvent",
+    "RunInput", "RunList", "RunSummary", "ScoreSummary", "SearchExcerpt", "SearchHit",
+    "SearchResults", "Session", "SessionDeleted", "SessionList", "Snippets", "SourceTarget",
+    "TextCut", "TextDiff", "WarmParent", "WatchCounters",
 ]
 
 
@@ -35,13 +36,18 @@ class Error(TypedDict):
 
 
 class Part(TypedDict):
-    """A stored part: text, data or file (`kind`), as the run keeps it."""
+    """A stored part: text, data or file (`kind`); in a list answer, perhaps an excerpt."""
 
     kind: str
     text: NotRequired[str]
     data: NotRequired[Any]
     sha256: NotRequired[str | None]
+    # a file's bytes; for a cut part, its full length (a text's characters, else the part's JSON
+    # bytes)
     size: NotRequired[int | None]
+    # a list answer's excerpt: a text's first 2,000 characters, else the `kind` only (`GET
+    # /runs/{id}` answers the part whole)
+    truncated: NotRequired[bool]
     name: NotRequired[str | None]
     mime: NotRequired[str | None]
     source: NotRequired[str | None]
@@ -63,6 +69,8 @@ class Session(TypedDict):
     created_at: str
     metadata: dict[str, Any]
     run_count: NotRequired[int]  # in listings
+    # in listings: the metadata is over 4,096 bytes and shown as `{}`
+    metadata_truncated: NotRequired[bool]
 
 
 class SessionList(TypedDict):
@@ -77,6 +85,8 @@ class RunInput(TypedDict):
 
     parts: list[Part]
     metadata: NotRequired[dict[str, Any]]
+    # in listings: the metadata is over 4,096 bytes and shown as `{}`
+    metadata_truncated: NotRequired[bool]
     changed_files: NotRequired[list[str]]
     revision: NotRequired[str | None]
 
@@ -290,6 +300,21 @@ class HostLogs(TypedDict):
     next: int
 
 
+class RetentionPolicy(TypedDict):
+    """The most history to keep (docs/storage.md, Retention); both None: the policy is off."""
+
+    max_bytes: int | None  # None: no size limit
+    max_age_days: float | None  # None: no age limit
+
+
+class HistorySize(TypedDict):
+    """`/health`'s `history`: the retention policy and the bytes history takes on disk."""
+
+    max_bytes: int | None  # None: no size limit
+    max_age_days: float | None  # None: no age limit
+    bytes: int  # the database with its WAL, and the files as last counted
+
+
 class Health(TypedDict):
     """`GET /health`: answered without creating history."""
 
@@ -301,6 +326,28 @@ class Health(TypedDict):
     host: HostStatus
     active_run_id: str | None
     history_degraded: bool
+    history: HistorySize
+
+
+class TextCut(TypedDict):
+    """Both texts' full lengths, and how much of each the answer (and the diff) holds."""
+
+    left_chars: int
+    right_chars: int
+    kept_chars: int
+
+
+class TextDiff(TypedDict):
+    """The outputs' text side by side and a unified diff of the changed region."""
+
+    left: str
+    right: str
+    same: bool
+    unified_diff: str
+    truncated: bool  # the texts or the diff stop early; `note` says where
+    note: NotRequired[str]
+    # a side is over 1,000,000 characters: each is given and diffed up to there
+    cut: NotRequired[TextCut]
 
 
 class Compare(TypedDict):
@@ -310,7 +357,7 @@ class Compare(TypedDict):
     right: dict[str, Any]
     duration_delta_ms: NotRequired[float | None]
     same_code: NotRequired[bool | None]
-    text: NotRequired[dict[str, Any]]
+    text: NotRequired[TextDiff]
     data: NotRequired[dict[str, Any]]
     files: NotRequired[list[dict[str, Any]]]
     scores: NotRequired[Any]

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from llamon_playground import __version__
+from llamon_playground.common.limits import LIMIT_ENV_NAMES, Limits
 
 Environ = Mapping[str, str]
 
@@ -145,9 +146,15 @@ class Settings:
     watchdog_usec: int = 0
     watchdog_pid: int | None = None
     host_stall_timeout: float = 30.0
+    # The retention policy (daemon/store/upkeep/retention.py): the most history to keep, by size
+    # (bytes) and by age (days); 0 is off, the default.
+    history_max_bytes: int = 0
+    history_max_age_days: float = 0.0
     # Built with the rest (one builder per process); the front reads it, and the daemon its
     # max_connections (the cap on the streams it writes on lent connections).
     front: FrontSettings = field(default_factory=FrontSettings)
+    # The sizes a request, a bundle or a Host may bring in (common/limits.py).
+    limits: Limits = field(default_factory=Limits)
 
     @property
     def runtime_dir(self) -> Path:
@@ -230,7 +237,11 @@ DAEMON_ENV = (
     EnvVar("db_busy_timeout_ms", "LLAMON_PLAYGROUND_DB_BUSY_TIMEOUT_MS", _whole),
     EnvVar("watch", "LLAMON_PLAYGROUND_WATCH", _switch),
     EnvVar("host_stall_timeout", "LLAMON_PLAYGROUND_HOST_STALL_TIMEOUT", float),
+    EnvVar("history_max_bytes", "LLAMON_PLAYGROUND_HISTORY_MAX_BYTES", _whole),
+    EnvVar("history_max_age_days", "LLAMON_PLAYGROUND_HISTORY_MAX_AGE_DAYS", float),
 )
+# One variable a limit (the names live beside the limits, common/limits.py).
+LIMITS_ENV = tuple(EnvVar(name, env, _whole) for name, env in LIMIT_ENV_NAMES.items())
 # systemd's notify protocol, set by a Type=notify unit (systemd/*.service).
 SYSTEMD_ENV = (
     EnvVar("notify_socket", "NOTIFY_SOCKET", str),
@@ -251,4 +262,5 @@ def build_settings(project: str | os.PathLike[str], environ: Environ | None = No
     env = os.environ if environ is None else environ
     return Settings(project_dir=Path(project).resolve(), runtime_base=default_runtime_base(env),
                     front=FrontSettings(**_from_env(FRONT_ENV, env)),
+                    limits=Limits(**_from_env(LIMITS_ENV, env)),
                     **_from_env(DAEMON_ENV + SYSTEMD_ENV, env))

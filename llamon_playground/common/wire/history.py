@@ -20,13 +20,18 @@ class Error(TypedDict):
 
 
 class Part(TypedDict):
-    """A stored part: text, data or file (`kind`), as the run keeps it."""
+    """A stored part: text, data or file (`kind`); in a list answer, perhaps an excerpt."""
 
     kind: str
     text: NotRequired[str]
     data: NotRequired[Any]
     sha256: NotRequired[str | None]
-    size: NotRequired[int | None]
+    size: NotRequired[Annotated[int | None, Doc(
+        "a file's bytes; for a cut part, its full length (a text's characters, else the "
+        "part's JSON bytes)")]]
+    truncated: NotRequired[Annotated[bool, Doc(
+        "a list answer's excerpt: a text's first 2,000 characters, else the `kind` only "
+        "(`GET /runs/{id}` answers the part whole)")]]
     name: NotRequired[str | None]
     mime: NotRequired[str | None]
     source: NotRequired[str | None]
@@ -48,6 +53,8 @@ class Session(TypedDict):
     created_at: str
     metadata: JsonObject
     run_count: NotRequired[Annotated[int, Doc("in listings")]]
+    metadata_truncated: NotRequired[Annotated[bool, Doc(
+        "in listings: the metadata is over 4,096 bytes and shown as `{}`")]]
 
 
 class SessionList(TypedDict):
@@ -62,6 +69,8 @@ class RunInput(TypedDict):
 
     parts: list[Part]
     metadata: NotRequired[JsonObject]
+    metadata_truncated: NotRequired[Annotated[bool, Doc(
+        "in listings: the metadata is over 4,096 bytes and shown as `{}`")]]
     changed_files: NotRequired[list[str]]
     revision: NotRequired[str | None]
 
