@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.browser.accessibility import blocking_violations
-from tests.browser.helpers import button, expect, finished
+from tests.browser.helpers import button, expect, finished, slow_run_streaming
 from tests.support.procs import Stack
 
 
@@ -23,7 +23,8 @@ def save_picked(page: Any, runs: list[str], name: str) -> None:
     button(page, f"Save {len(runs)} picked run{plural} as a suite").click()
 
 
-def run_suite(page: Any, name: str, runs: list[str]) -> Any:
+def start_suite(page: Any, name: str, runs: list[str]) -> Any:
+    """Save `runs` as the suite `name`, press its Run: the report."""
     save_picked(page, runs, name)
     suites = page.get_by_role("article", name="Suites")
     cases = f"{len(runs)} case{'s' if len(runs) > 1 else ''}"
@@ -31,6 +32,11 @@ def run_suite(page: Any, name: str, runs: list[str]) -> Any:
     suites.get_by_role("button", name=f"Run {name}", exact=True).click()
     report = page.get_by_role("article", name="Suite report")
     expect(report.get_by_role("heading")).to_have_text(f"Suite report: {name}")
+    return report
+
+
+def run_suite(page: Any, name: str, runs: list[str]) -> Any:
+    report = start_suite(page, name, runs)
     expect(report).to_have_attribute("data-status", "completed")  # from the progress events
     return report
 
@@ -61,6 +67,26 @@ def test_picked_runs_saved_run_as_a_suite_and_a_row_opens_compare(page: Any) -> 
     button(page, "Suites").click()
     page.get_by_role("button", name="Last report of smoke").click()
     expect(page.get_by_role("article", name="Suite report")).to_have_attribute("data-status", "completed")
+
+
+def test_a_running_suite_shows_its_progress_and_cancels(page: Any) -> None:
+    view, _ = slow_run_streaming(page, 1)
+    button(page, "Cancel").click()
+    expect(view).to_have_attribute("data-status", "cancelled")
+    slow = view.get_attribute("data-run-id")
+    _, quick = finished(page, "stream delta hello")
+    report = start_suite(page, "slow first", [slow, quick])
+    rows = report.locator("tr.case-row")
+    # The first case's run streams for a while: the report says so as its progress comes.
+    expect(rows.nth(0)).to_have_attribute("data-state", "running")
+    expect(report).to_have_attribute("data-status", "running")
+    expect(report).to_contain_text("0 of 2 cases finished")
+    button(page, "Cancel suite run").click()
+    expect(report).to_have_attribute("data-status", "cancelled")
+    expect(rows.nth(0)).to_have_attribute("data-state", "skipped")
+    expect(rows.nth(1)).to_contain_text("skipped (user_cancelled)")
+    expect(report).to_contain_text("2 of 2 cases finished (2 skipped)")
+    expect(button(page, "Cancel suite run")).to_have_count(0)
 
 
 @pytest.fixture(params=["light", "dark"])
