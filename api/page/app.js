@@ -159,6 +159,7 @@ const app = {
       this.runList.refresh(changed).then(() => this.showRunsEmpty(), (e) => this.fail(e));
       this.loadSessions().catch((e) => this.fail(e));
       this.footer.soon();
+      this.search.refresh();
     }, 100);
   },
 

@@ -134,6 +134,20 @@ export class Search {
     this.show();
   }
 
+  // History changed (a run started, ended, was labelled): a reader at the top of a first
+  // page has the hits read again; one who scrolled on, or is on a hit, keeps what they read.
+  refresh() {
+    if (!this.current || this.reading || this.results.scrollTop > 0 || this.hits.length > PAGE
+        || this.results.contains(document.activeElement)) return;
+    const epoch = this.epoch;
+    call('GET', `/search?${this.current}&limit=${PAGE}`).then((doc) => {
+      if (epoch !== this.epoch || JSON.stringify(doc.hits) === JSON.stringify(this.hits)) return;
+      this.hits = doc.hits;
+      this.cursor = doc.next_after;
+      this.show();
+    }, () => {});  // the next change or key reads again
+  }
+
   // A further page of hits, unless one is being read or all are read.
   more() {
     if (this.reading || !this.cursor || !this.current) return;

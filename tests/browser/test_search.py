@@ -115,6 +115,23 @@ def test_filters_status_label_and_a_failed_evaluator(page: Any) -> None:
     expect(page.locator("#search-results")).to_be_hidden()
 
 
+def test_the_hits_follow_history_while_the_reader_is_at_the_top(
+        page: Any, front_url: str) -> None:
+    finished(page, "stream a kiwi ripens")
+    search_box(page).fill("kiwi")
+    hits = page.locator("#search-results .hit")
+    expect(hits).to_have_count(1)
+    # A run started by another client, in another session: it comes in on top.
+    api = f"{front_url}{API_PREFIX}"
+    session = page.request.post(f"{api}/sessions", data={"title": "elsewhere"}).json()["id"]
+    started = page.request.post(f"{api}/sessions/{session}/runs",
+                                data={"parts": [{"kind": "text", "text": "stream one more kiwi"}]})
+    assert started.status == 202, started.text()
+    expect(hits).to_have_count(2)
+    expect(hits.first).to_have_attribute("data-run-id", started.json()["run_id"])
+    expect(hits.first.locator(".hit-session")).to_have_text("elsewhere")
+
+
 def test_a_thousand_hits_are_read_a_page_at_a_time_with_a_small_dom(
         page: Any, front_url: str) -> None:
     view = send(page, "stream a narwhal template")
