@@ -26,6 +26,7 @@ from llamon_playground.api.guard import (
 )
 from llamon_playground.api.limits import BodyTooLarge, body_limit, check_declared
 from llamon_playground.api.page import unauthorized_page, wants_page
+from llamon_playground.api.slots import SLOTS
 from llamon_playground.common.config import Settings
 from llamon_playground.common.http_json import error_response, http_error_response
 from llamon_playground.common.logging_setup import log_context
@@ -63,6 +64,12 @@ class Door:
                        body_limit(self.settings, request.method, request.path))
         return None
 
+    def admitted(self, request: web.Request) -> None:
+        """The request passed: its connection holds its slot, under the current token."""
+        slots = request.app.get(SLOTS)
+        if slots is not None:
+            slots.admit(request.protocol, self.auth.generation if self.auth else 0)
+
 
 DOOR = web.AppKey("door", Door)
 
@@ -91,7 +98,9 @@ async def door_middleware(request: web.Request, handler: Handler) -> web.StreamR
 
 async def _answer(request: web.Request, handler: Handler) -> web.StreamResponse:
     try:
-        early = request.app[DOOR].admit(request)
+        door = request.app[DOOR]
+        early = door.admit(request)
+        door.admitted(request)
         return early if early is not None else await handler(request)
     except Refused as exc:
         if exc.status == 401 and wants_page(request):
