@@ -206,3 +206,21 @@ def test_a_request_the_parser_refuses_gets_our_answer_on_the_front(plain_front: 
     assert b"aiohttp" not in answer and b"python" not in answer.lower()
     assert MARK.encode() not in answer, "the request is not echoed"
     assert b'"detail"' in body
+
+
+def test_the_fronts_own_messages_name_no_absolute_path(stack: Stack) -> None:
+    """The daemon not running, a body too large, a refused encoding: none of the front's
+    answers names the project's, the runtime directory's or the socket's path."""
+    front = start_front(stack)  # no daemon: every relayed request is the front's own 503
+    answers = [raw_request(front.port, head(front, f"{P}/sessions").rstrip()),
+               raw_request(front.port, head(front, "/health").rstrip())]
+    answers.append(raw_request(front.port, (
+        f"POST {P}/sessions HTTP/1.1\r\nHost: 127.0.0.1:{front.port}\r\n"
+        f"Authorization: Bearer {front.token}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {64 * 1024 * 1024}").encode()))
+    assert [a.status for a in answers] == [503, 503, 413], [a.body for a in answers]
+    for answer in answers:
+        text = answer.body.decode()
+        for path in (stack.project, stack.runtime_base, stack.settings.socket_path):
+            assert str(path) not in text, text
+        assert "/tmp/" not in text and "/home/" not in text, text
