@@ -37,8 +37,6 @@ class Slots:
         # Insertion order is age: the first evictable one is the oldest.
         self.pending: dict[RequestHandler, asyncio.TimerHandle] = {}
         self.admitted: dict[RequestHandler, int] = {}  # -> the token generation it used
-        self.evicted = 0
-        self.timed_out = 0
 
     def opened(self, handler: DoorRequestHandler) -> None:
         handler.slots = self
@@ -72,7 +70,6 @@ class Slots:
                 victim = handler
         if victim is None:
             return False
-        self.evicted += 1
         _end(victim)
         return True
 
@@ -86,7 +83,6 @@ class Slots:
 
     def _expire(self, handler: RequestHandler) -> None:
         if self.pending.pop(handler, None) is not None and handler.transport is not None:
-            self.timed_out += 1
             log.debug("closing a connection that sent no admitted request in %.1f s",
                       self.head_timeout)
             _end(handler)
