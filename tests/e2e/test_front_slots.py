@@ -170,6 +170,8 @@ def test_a_rotated_token_ends_the_streams_and_connections_that_used_the_old_one(
     new = rotated.stdout.strip()
     assert raw_request(front.port, head(front, "/health", token=new).rstrip()).status == 200
     assert raw_request(front.port, head(front, "/health").rstrip()).status == 401
+    front.proc.stop()
+    assert "Traceback" not in front.proc.output()
 
 
 def _post(front: Front, path: str, body: dict[str, object],
