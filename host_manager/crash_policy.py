@@ -17,6 +17,8 @@ from typing import Any
 
 @dataclass(frozen=True)
 class CrashSettings:
+    """The crash and back-off numbers, taken from the daemon's Settings."""
+
     min_uptime: float  # an exit sooner than this after Ready (or before it) is a crash
     backoff_base: float  # the first back-off; each further consecutive crash doubles it
     backoff_cap: float  # ... up to this
@@ -26,6 +28,9 @@ class CrashSettings:
 
 @dataclass
 class CrashPolicy:
+    """Counts a Host's crashes and decides each restart's delay, or crashloop; the clock is
+    injected so tests step it by hand."""
+
     settings: CrashSettings
     clock: Callable[[], float] = time.monotonic
     consecutive: int = 0

@@ -11,6 +11,9 @@ from llamon_playground.host_manager.watch.fingerprint import Fingerprint
 
 @dataclass
 class Generation:
+    """One Host process from spawn to exit: a restart is a new generation with its own number,
+    port and capture token, so nothing from an old one is mistaken for the current one."""
+
     number: int
     pid: int
     port: int

@@ -19,6 +19,8 @@ MAX_FILE_BYTES = 5 * 1024 * 1024
 
 @dataclass(frozen=True, slots=True)
 class LogLine:
+    """One line of Host output, numbered by its offset in this daemon's log."""
+
     offset: int
     time: float
     generation: int
@@ -31,6 +33,9 @@ class LogLine:
 
 
 class HostLogs:
+    """The Host's output: the last lines kept in memory for the API (served by offset, waited
+    on by followers; bounded by lines and by bytes) and every line appended to the log file."""
+
     def __init__(self, path: Path, capacity: int = 5000, max_bytes: int = 8 * 1024 * 1024) -> None:
         self._path = path
         self._capacity = capacity

@@ -49,6 +49,8 @@ class HostOutputTooLarge(A2AProtocolError):
 
 
 class A2AClient:
+    """Talks to one Host generation's agent; every transport failure comes out as A2AUnavailable."""
+
     def __init__(self, http: aiohttp.ClientSession, base_url: str) -> None:
         self._http = http
         self.base_url = base_url.rstrip("/")

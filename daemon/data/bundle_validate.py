@@ -50,6 +50,9 @@ STATUSES = {s.value for s in RunStatus}
 
 @dataclass
 class ValidBundle:
+    """An import that passed every check, in the order it can be written without a dangling
+    reference."""
+
     sessions: list[dict[str, Any]]
     runs: list[dict[str, Any]]  # every parent before its children
     events: list[dict[str, Any]]  # in seq order

@@ -31,12 +31,17 @@ PART_KEYS = {"text": {"kind", "text"}, "data": {"kind", "data"},
 
 @dataclass
 class PendingFile:
+    """Inline file bytes held in memory until the run is accepted: a refused request writes
+    no blob."""
+
     data: bytes
     part: dict[str, Any]  # the stored part; `sha256` is filled in when the blob is written
 
 
 @dataclass
 class RunRequest:
+    """A validated run (or resume) body, not yet stored; `stored_input` is what history keeps."""
+
     parts: list[dict[str, Any]]
     metadata: dict[str, Any] = field(default_factory=dict)
     changed_files: list[str] = field(default_factory=list)

@@ -47,6 +47,8 @@ class RunCaptureCount:
 
 
 class CaptureRefused(ApiError):
+    """The capture token is missing, wrong, or belongs to a Host generation that is gone."""
+
     status = 401
     code = "capture_refused"
 

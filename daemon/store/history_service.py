@@ -9,7 +9,7 @@ holds (the run manager's, wired by `daemon.app`).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -62,9 +62,11 @@ class HistoryService:
     # -- sessions ---------------------------------------------------------------------------
 
     async def list_sessions(self, after: int, limit: int) -> history.Page:
+        """One page of sessions after the cursor `after`."""
         return await history.list_sessions(self._store, after, limit)
 
     async def session(self, session_id: str) -> dict[str, Any]:
+        """One session; NotFound (session_not_found) when there is none."""
         session = await history.get_session(self._store, session_id)
         if session is None:
             raise NotFound(f"no session {session_id}", code="session_not_found")
@@ -91,6 +93,7 @@ class HistoryService:
 
     async def list_runs(self, session_id: str, after: int, limit: int,
                         newest_first: bool) -> history.Page:
+        """One page of a session's runs; NotFound when the session does not exist."""
         await self.session(session_id)
         return await history.list_runs(self._store, session_id, after, limit,
                                        newest_first=newest_first)
@@ -116,12 +119,15 @@ class HistoryService:
         return run
 
     async def lineage(self, run_id: str) -> dict[str, Any]:
+        """A run's ancestors and descendants; NotFound when the run does not exist."""
         answer = await lineage(self._store, run_id)
         if answer is None:
             raise NotFound(f"no run {run_id}", code="run_not_found")
         return answer
 
     async def compare(self, left: str, right: str) -> dict[str, Any]:
+        """Two runs side by side; BadRequest unless both ids are given, NotFound naming the
+        missing side."""
         if not (left and right):
             raise BadRequest("give both run ids: ?left=<run_id>&right=<run_id>",
                              code="invalid_request")
@@ -192,6 +198,19 @@ class HistoryService:
             shas = await history.delete_session(self._store, session_id)
             removed = await self._unlink_unreferenced(shas)
         return {"deleted": session_id, "blobs_removed": removed}
+
+    async def remove_for_policy(self, session_id: str,
+                                delete: Callable[[], Awaitable[list[str] | None]]) -> int | None:
+        """The retention policy's removal of one session, held to deletion's rules: never
+        the active run's session, in turn with imports and deletions, the blobs orphaned
+        unlinked after the commit. `delete` commits and returns the blobs the removed runs
+        referenced (None: it kept the session after all); the answer is how many went."""
+        async with self._blob_changes:
+            active = self._live()
+            if active is not None and active.session_id == session_id:
+                return None
+            shas = await delete()
+            return None if shas is None else await self._unlink_unreferenced(shas)
 
     async def _unlink_unreferenced(self, shas: list[str]) -> int:
         """After the commit, unlink only blobs nothing references by now: a run may have

@@ -13,15 +13,18 @@ from typing import Any, Literal, NotRequired, TypedDict
 
 __all__ = [
     "Bundle", "BundleBlob", "BundleImported", "Compare", "ComposerSchema", "DeletedCounts", "Error",
-    "ErrorDetail", "Health", "HistoryDeleted", "HostError", "HostErrorDetail", "HostLogs",
-    "HostStatus", "HostWarning", "Landing", "Lineage", "LogLine", "OpenApiDocument", "Part",
-    "ReapedProcess", "RerunTree", "Run", "RunAccepted", "RunEvent", "RunInput", "RunList",
-    "RunSummary", "ScoreSummary", "Session", "SessionDeleted", "SessionList", "Snippets",
-    "SourceTarget", "TextCut", "TextDiff", "WarmParent", "WatchCounters",
+    "ErrorDetail", "Health", "HistoryDeleted", "HistorySize", "HostError", "HostErrorDetail",
+    "HostLogs", "HostStatus", "HostWarning", "Landing", "Lineage", "LogLine", "OpenApiDocument",
+    "Part", "ReapedProcess", "RerunTree", "RetentionPolicy", "Run", "RunAccepted", "RunEvent",
+    "RunInput", "RunList", "RunSummary", "ScoreSummary", "SearchExcerpt", "SearchHit",
+    "SearchResults", "Session", "SessionDeleted", "SessionList", "Snippets", "SourceTarget",
+    "TextCut", "TextDiff", "WarmParent", "WatchCounters",
 ]
 
 
 class ErrorDetail(TypedDict):
+    """What went wrong: a stable code for programs and a sentence for people."""
+
     error: str  # a stable code, e.g. `invalid_request`, `run_not_found`
     message: str
 
@@ -71,6 +74,8 @@ class Session(TypedDict):
 
 
 class SessionList(TypedDict):
+    """A page of sessions, newest first; `next_after` is the cursor of the next page."""
+
     sessions: list[Session]
     next_after: str | None
 
@@ -87,6 +92,8 @@ class RunInput(TypedDict):
 
 
 class ScoreSummary(TypedDict):
+    """How many evaluators scored the run, and how many of them said it failed."""
+
     evaluators: int
     failed: int
 
@@ -143,6 +150,8 @@ class RunSummary(TypedDict):
 
 
 class RerunTree(TypedDict):
+    """A run and the reruns made from it, each with its own reruns."""
+
     run: RunSummary
     reruns: list[RerunTree]
 
@@ -157,6 +166,8 @@ class Lineage(TypedDict):
 
 
 class RunList(TypedDict):
+    """A page of a session's runs; `next_after` is the cursor of the next page."""
+
     runs: list[Run]
     next_after: str | None
 
@@ -169,17 +180,23 @@ class RunAccepted(TypedDict):
 
 
 class SessionDeleted(TypedDict):
+    """`DELETE /sessions/{id}`: the session gone, and how many files went with it."""
+
     deleted: str
     blobs_removed: int
 
 
 class DeletedCounts(TypedDict):
+    """How many rows of each kind a deletion removed."""
+
     sessions: NotRequired[int]
     runs: NotRequired[int]
     events: NotRequired[int]
 
 
 class HistoryDeleted(TypedDict):
+    """`DELETE /history`: what was removed, rows and files."""
+
     deleted: DeletedCounts
     blobs_removed: int
 
@@ -202,7 +219,7 @@ class WarmParent(TypedDict):
 
 
 class HostWarning(TypedDict):
-    """A project, exposure or start warning (`postgresql_backend`, `host_exposed`, `host_module_missing`...)."""
+    """A standing warning: `postgresql_backend`, `host_exposed`, `host_module_missing`..."""
 
     code: str
     message: str
@@ -211,6 +228,8 @@ class HostWarning(TypedDict):
 
 
 class WatchCounters(TypedDict):
+    """The file watcher's counters: change batches seen and restarts they caused."""
+
     batches: NotRequired[int]
     restarts: NotRequired[int]
 
@@ -250,6 +269,8 @@ class HostStatus(TypedDict):
 
 
 class HostErrorDetail(TypedDict):
+    """A Host start refused: the error with the last lines the Host wrote."""
+
     error: str  # a stable code, e.g. `invalid_request`, `run_not_found`
     message: str
     log_tail: NotRequired[Any]
@@ -262,6 +283,8 @@ class HostError(TypedDict):
 
 
 class LogLine(TypedDict):
+    """One line of the Host's output, numbered by the daemon (from 0 with each daemon)."""
+
     offset: int
     time: NotRequired[float]
     generation: NotRequired[int | None]
@@ -270,9 +293,26 @@ class LogLine(TypedDict):
 
 
 class HostLogs(TypedDict):
+    """A page of Host log lines after a cursor; `overflow` says older lines were dropped."""
+
     lines: list[LogLine]
     overflow: bool
     next: int
+
+
+class RetentionPolicy(TypedDict):
+    """The most history to keep (docs/storage.md, Retention); both None: the policy is off."""
+
+    max_bytes: int | None  # None: no size limit
+    max_age_days: float | None  # None: no age limit
+
+
+class HistorySize(TypedDict):
+    """`/health`'s `history`: the retention policy and the bytes history takes on disk."""
+
+    max_bytes: int | None  # None: no size limit
+    max_age_days: float | None  # None: no age limit
+    bytes: int  # the database with its WAL, and the files as last counted
 
 
 class Health(TypedDict):
@@ -286,6 +326,7 @@ class Health(TypedDict):
     host: HostStatus
     active_run_id: str | None
     history_degraded: bool
+    history: HistorySize
 
 
 class TextCut(TypedDict):
@@ -325,6 +366,8 @@ class Compare(TypedDict):
 
 
 class BundleBlob(TypedDict):
+    """A file of the bundle, keyed by its sha256: the bytes and their size, checked at import."""
+
     bytes_base64: str
     size: int
 
@@ -394,5 +437,50 @@ class Landing(TypedDict):
 
 
 class OpenApiDocument(TypedDict):
+    """`GET /openapi.json`: the API described in OpenAPI 3.1 (built from this declaration)."""
+
     openapi: str
     paths: dict[str, Any]
+
+
+class SearchExcerpt(TypedDict):
+    """Where the words matched: a few words around them, as plain text (never HTML)."""
+
+    # `title` is the run's session's title
+    field: Literal["input", "output", "label", "note", "title"]
+    text: str  # `…` marks text left out before or after
+    # each match as [start, end) offsets into `text`, in Unicode code points
+    matches: list[list[int]]
+
+
+class SearchHit(TypedDict):
+    """A run that matched: the run list's fields without its parts, scores and error."""
+
+    id: str
+    session_id: str
+    session_title: str
+    status: str  # a RunStatus value
+    reason: str | None
+    created_at: str
+    started_at: str | None
+    ended_at: str | None
+    duration_ms: float | None
+    label: str | None
+    note: str | None
+    generation: int | None
+    parent_run_id: str | None
+    rerun_of: str | None
+    resumed_by: str | None
+    code_fingerprint: str | None
+    a2a_version: str | None
+    score_summary: ScoreSummary
+    edited: bool
+    edited_fields: list[str]
+    excerpt: SearchExcerpt | None  # null when no words were searched
+
+
+class SearchResults(TypedDict):
+    """Newest run first; `next_after` is the cursor of the next page (null: no more)."""
+
+    hits: list[SearchHit]
+    next_after: str | None

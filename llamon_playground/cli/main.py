@@ -17,15 +17,16 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from llamon_playground.cli.bundled_example import bundled_example
-from llamon_playground.cli.control import (
+from llamon_playground.cli.terminal.commands import PROJECT_HELP, add_control_commands
+from llamon_playground.cli.terminal.control import (
     EXIT_CONFLICT,
     EXIT_ERROR,
     EXIT_NOT_RUNNING,
     EXIT_OK,
     EXIT_USAGE,
 )
-from llamon_playground.cli.commands import PROJECT_HELP, add_control_commands
-from llamon_playground.cli.show import print_warnings
+from llamon_playground.cli.terminal.search import add_search_command
+from llamon_playground.cli.terminal.show import print_warnings
 from llamon_playground.common.config import DAEMON_ONLY_ENV, Settings, build_settings, log_json
 from llamon_playground.common.logging_setup import setup_logging
 from llamon_playground.common.runtime_dir import AlreadyRunning
@@ -99,7 +100,7 @@ def cmd_front(args: argparse.Namespace) -> int:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    from llamon_playground.cli.up import cmd_up as up
+    from llamon_playground.cli.terminal.up import cmd_up as up
     return up(args, _settings(args.project))
 
 
@@ -146,7 +147,7 @@ def _front_args(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from llamon_playground.cli.more import add_more_commands, version
+    from llamon_playground.cli.terminal.more import add_more_commands, version
     parser = argparse.ArgumentParser(prog="llamon-playground",
                                      description="llamon Playground daemon and front")
     parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
@@ -183,6 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
     status.set_defaults(func=cmd_status)
     add_control_commands(sub, _settings)
     add_more_commands(sub, _settings)
+    add_search_command(sub, _settings)
     return parser
 
 

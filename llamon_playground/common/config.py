@@ -123,6 +123,9 @@ FRONT_ENV = (
 
 @dataclass(frozen=True)
 class Settings:
+    """Everything a daemon or front is configured with, read once at start-up and passed in;
+    the paths it derives are properties, so the layout is stated in one place."""
+
     project_dir: Path
     runtime_base: Path
     version: str = __version__
@@ -147,6 +150,10 @@ class Settings:
     watchdog_usec: int = 0
     watchdog_pid: int | None = None
     host_stall_timeout: float = 30.0
+    # The retention policy (daemon/store/upkeep/retention.py): the most history to keep, by size
+    # (bytes) and by age (days); 0 is off, the default.
+    history_max_bytes: int = 0
+    history_max_age_days: float = 0.0
     # Built with the rest (one builder per process); the front reads it, and the daemon its
     # max_connections (the cap on the streams it writes on lent connections).
     front: FrontSettings = field(default_factory=FrontSettings)
@@ -155,10 +162,12 @@ class Settings:
 
     @property
     def runtime_dir(self) -> Path:
+        """This project's private runtime directory (sockets, lock, Host log), keyed by its path."""
         return self.runtime_base / project_key(self.project_dir)
 
     @property
     def socket_path(self) -> Path:
+        """The daemon's Unix socket."""
         return self.runtime_dir / "daemon.sock"
 
     @property
@@ -169,22 +178,27 @@ class Settings:
 
     @property
     def lock_path(self) -> Path:
+        """Held by the one daemon of this project."""
         return self.runtime_dir / "daemon.lock"
 
     @property
     def discovery_path(self) -> Path:
+        """What a running daemon writes about itself, for the CLI and the front to find it."""
         return self.runtime_dir / "daemon.json"
 
     @property
     def host_log_path(self) -> Path:
+        """Where the Host's output is appended."""
         return self.runtime_dir / "host.log"
 
     @property
     def host_record_path(self) -> Path:
+        """The running Host's record, so the next daemon can reap a Host left behind."""
         return self.runtime_dir / "host.json"
 
     @property
     def front_token_path(self) -> Path:
+        """The front's token, shared by every front of this project."""
         return self.runtime_dir / "front.token"
 
     @property
@@ -199,14 +213,17 @@ class Settings:
 
     @property
     def state_dir(self) -> Path:
+        """Where history lives, inside the project."""
         return self.project_dir / ".llamon" / "playground"
 
     @property
     def db_path(self) -> Path:
+        """The SQLite history."""
         return self.state_dir / "playground.sqlite3"
 
     @property
     def files_dir(self) -> Path:
+        """The blob store's folder."""
         return self.state_dir / "files"
 
 
@@ -224,6 +241,8 @@ DAEMON_ENV = (
     EnvVar("db_busy_timeout_ms", "LLAMON_PLAYGROUND_DB_BUSY_TIMEOUT_MS", _whole),
     EnvVar("watch", "LLAMON_PLAYGROUND_WATCH", _switch),
     EnvVar("host_stall_timeout", "LLAMON_PLAYGROUND_HOST_STALL_TIMEOUT", float),
+    EnvVar("history_max_bytes", "LLAMON_PLAYGROUND_HISTORY_MAX_BYTES", _whole),
+    EnvVar("history_max_age_days", "LLAMON_PLAYGROUND_HISTORY_MAX_AGE_DAYS", float),
 )
 # One variable a limit (the names live beside the limits, common/limits.py).
 LIMITS_ENV = tuple(EnvVar(name, env, _whole) for name, env in LIMIT_ENV_NAMES.items())

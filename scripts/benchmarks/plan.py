@@ -28,6 +28,7 @@ from scripts.benchmarks.sections import (
     load_history,
     load_slow,
     page,
+    search,
 )
 
 SECTION_TIMEOUT_S = 300  # each section after the live trio, at most
@@ -66,6 +67,7 @@ AFTER_LIVE = (
             ("import_health", "export_health")),
     Section("page", page.bench_page, ("page",)),
     Section("hostile_inputs", hostile_inputs.bench_hostile_inputs, ("hostile_inputs",), 600),
+    Section("search_100k", search.bench_search, ("search_100k",)),
 )
 
 

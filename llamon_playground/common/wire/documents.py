@@ -43,6 +43,8 @@ class Compare(TypedDict):
 
 @closed
 class BundleBlob(TypedDict):
+    """A file of the bundle, keyed by its sha256: the bytes and their size, checked at import."""
+
     bytes_base64: Annotated[str, BASE64]
     size: Annotated[int, Json(minimum=0)]
 
@@ -112,6 +114,8 @@ class Landing(TypedDict):
 
 
 class OpenApiDocument(TypedDict):
+    """`GET /openapi.json`: the API described in OpenAPI 3.1 (built from this declaration)."""
+
     openapi: str
     paths: JsonObject
 

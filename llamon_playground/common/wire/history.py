@@ -7,6 +7,8 @@ from llamon_playground.common.wire.words import RunStatus
 
 
 class ErrorDetail(TypedDict):
+    """What went wrong: a stable code for programs and a sentence for people."""
+
     error: Annotated[str, Doc("a stable code, e.g. `invalid_request`, `run_not_found`")]
     message: str
 
@@ -56,6 +58,8 @@ class Session(TypedDict):
 
 
 class SessionList(TypedDict):
+    """A page of sessions, newest first; `next_after` is the cursor of the next page."""
+
     sessions: list[Session]
     next_after: str | None
 
@@ -72,6 +76,8 @@ class RunInput(TypedDict):
 
 
 class ScoreSummary(TypedDict):
+    """How many evaluators scored the run, and how many of them said it failed."""
+
     evaluators: int
     failed: int
 
@@ -129,6 +135,8 @@ class RunSummary(TypedDict):
 
 
 class RerunTree(TypedDict):
+    """A run and the reruns made from it, each with its own reruns."""
+
     run: RunSummary
     reruns: list["RerunTree"]
 
@@ -143,6 +151,8 @@ class Lineage(TypedDict):
 
 
 class RunList(TypedDict):
+    """A page of a session's runs; `next_after` is the cursor of the next page."""
+
     runs: list[Run]
     next_after: str | None
 
@@ -155,17 +165,23 @@ class RunAccepted(TypedDict):
 
 
 class SessionDeleted(TypedDict):
+    """`DELETE /sessions/{id}`: the session gone, and how many files went with it."""
+
     deleted: str
     blobs_removed: int
 
 
 class DeletedCounts(TypedDict):
+    """How many rows of each kind a deletion removed."""
+
     sessions: NotRequired[int]
     runs: NotRequired[int]
     events: NotRequired[int]
 
 
 class HistoryDeleted(TypedDict):
+    """`DELETE /history`: what was removed, rows and files."""
+
     deleted: DeletedCounts
     blobs_removed: int
 

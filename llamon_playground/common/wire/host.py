@@ -17,8 +17,7 @@ class WarmParent(TypedDict):
 
 
 class HostWarning(TypedDict):
-    """A project, exposure or start warning (`postgresql_backend`, `host_exposed`,
-    `host_module_missing`...)."""
+    """A standing warning: `postgresql_backend`, `host_exposed`, `host_module_missing`..."""
 
     code: str
     message: str
@@ -27,6 +26,8 @@ class HostWarning(TypedDict):
 
 
 class WatchCounters(TypedDict):
+    """The file watcher's counters: change batches seen and restarts they caused."""
+
     batches: NotRequired[int]
     restarts: NotRequired[int]
 
@@ -66,6 +67,8 @@ class HostStatus(TypedDict):
 
 
 class HostErrorDetail(ErrorDetail):
+    """A Host start refused: the error with the last lines the Host wrote."""
+
     log_tail: NotRequired[Any]
 
 
@@ -76,6 +79,8 @@ class HostError(TypedDict):
 
 
 class LogLine(TypedDict):
+    """One line of the Host's output, numbered by the daemon (from 0 with each daemon)."""
+
     offset: int
     time: NotRequired[float]
     generation: NotRequired[int | None]
@@ -84,9 +89,24 @@ class LogLine(TypedDict):
 
 
 class HostLogs(TypedDict):
+    """A page of Host log lines after a cursor; `overflow` says older lines were dropped."""
+
     lines: list[LogLine]
     overflow: bool
     next: int
+
+
+class RetentionPolicy(TypedDict):
+    """The most history to keep (docs/storage.md, Retention); both None: the policy is off."""
+
+    max_bytes: Annotated[int | None, Doc("None: no size limit")]
+    max_age_days: Annotated[float | None, Doc("None: no age limit")]
+
+
+class HistorySize(RetentionPolicy):
+    """`/health`'s `history`: the retention policy and the bytes history takes on disk."""
+
+    bytes: Annotated[int, Doc("the database with its WAL, and the files as last counted")]
 
 
 class Health(TypedDict):
@@ -100,3 +120,4 @@ class Health(TypedDict):
     host: HostStatus
     active_run_id: str | None
     history_degraded: bool
+    history: HistorySize
