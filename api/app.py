@@ -107,16 +107,15 @@ async def _serve(settings: Settings, options: FrontOptions, door: Door,
     # client that never finishes its headers and one idle between requests; one the door
     # has not admitted yet gets the shorter head timeout (api/slots.py).
     runner = FrontRunner(make_front_app(settings, door), handle_signals=False,
-                           access_log=None, handler_cancellation=True, shutdown_timeout=1.0,
-                           auto_decompress=False,
-                           keepalive_timeout=settings.front.idle_timeout)
+                         access_log=None, handler_cancellation=True, shutdown_timeout=1.0,
+                         auto_decompress=False,
+                         keepalive_timeout=settings.front.idle_timeout)
     await runner.setup()
     loop = asyncio.get_running_loop()
     loop.set_exception_handler(QuietAccept(loop))
-    app = runner.app
     try:
         site = CappedSite(runner, bind_address(options.host), options.port,
-                          connection_cap(settings.front.max_connections), app[SLOTS])
+                          connection_cap(settings.front.max_connections), runner.app[SLOTS])
         await site.start()
         door.port = site.port
 

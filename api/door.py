@@ -1,7 +1,8 @@
 """The front's one middleware: every request, SSE and file downloads included, passes here.
 
 In order: a request id; `Host` (403); the token (401); the site of a state-changing request
-(403), its Content-Type and any Content-Encoding (415); the declared body size (413). Then
+(403), its Content-Type and every Content-Encoding (415); the declared body size (413).
+A request that passes makes its connection admitted (it keeps its slot: api/slots.py). Then
 the route. Errors keep the API's shape `{"detail": {"error", "message"}}`, and one log line
 per request says method, path (never the query string: it may hold `?token=`), status and
 time.
