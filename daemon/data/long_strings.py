@@ -7,11 +7,12 @@ and the event loop's thread stood still. So before parsing, the string tokens lo
 (`skeleton`); the small rest is parsed as before, and each long string is then decoded on
 its own (`decode_span`), or refused unread where a limit would refuse it anyway.
 
-Finding them costs two byte counts per half-threshold window when there is none: a string
+Finding them costs a `find` or two per half-threshold window when there is none: a string
 of at least `THRESHOLD` raw bytes covers a whole aligned window of half that size, and in
 a window inside a string every `"` is escaped, so preceded by a backslash. Only when some
-window looks like that is the body walked string by string (a regex match a slice at a
-time) to learn exactly where each string starts and ends.
+window looks like that is the body walked string by string (a Python step per string, a
+`find` or a regex match a slice at a time within one) to learn exactly where each string
+starts and ends.
 """
 
 from __future__ import annotations
