@@ -31,6 +31,7 @@ from llamon_playground.daemon.http.introspect import add_introspect_routes
 from llamon_playground.daemon.http.openapi import add_openapi_routes
 from llamon_playground.daemon.http.peercred import peer_cred_middleware
 from llamon_playground.daemon.http.routes import add_routes, errors_middleware
+from llamon_playground.daemon.http.suites import add_suite_routes
 from llamon_playground.daemon.introspect.host_checks import (
     default_command_note,
     missing_executable,
@@ -50,10 +51,11 @@ from llamon_playground.daemon.store.event_log import EventHub
 from llamon_playground.daemon.store.history_service import HistoryService
 from llamon_playground.daemon.store.project_events import ProjectEvents
 from llamon_playground.daemon.store.records import EventRow
+from llamon_playground.daemon.suites.service import SuiteService
 from llamon_playground.host_manager.crash_policy import CrashSettings
 from llamon_playground.host_manager.environment import ENV_MARKER, ENV_TREE
 from llamon_playground.host_manager.errors import HostUnavailable
-from llamon_playground.host_manager.fingerprint import WatchRules
+from llamon_playground.host_manager.fingerprint import WatchRules, digest
 from llamon_playground.host_manager.orphans import reap_marked, reap_orphan, tree_id
 from llamon_playground.host_manager.spawn.warm import WarmOptions, WarmPaths, WarmSpawner
 from llamon_playground.host_manager.supervisor import HostConfig, HostSupervisor
@@ -102,6 +104,7 @@ class Daemon:
     http: aiohttp.ClientSession
     project_events: ProjectEvents
     reload: ReloadCoordinator
+    suites: SuiteService
 
 
 async def build_services(settings: Settings, environ: dict[str, str]) -> Daemon:
@@ -142,8 +145,15 @@ async def build_services(settings: Settings, environ: dict[str, str]) -> Daemon:
     runs = RunManager(settings.project_dir, store, blobs, hub, journal, executor)
     history = HistoryService(store, blobs, project_events, db_path=settings.db_path,
                              live=runs.live, imported=IMPORTED_ENDING)
+
+    def revision() -> str | None:
+        gen = host.generation
+        return digest(gen.fingerprint) if gen is not None else None
+
+    suites = SuiteService(store, blobs, hub, runs, revision=revision)
+    host.add_state_listener(suites.host_changed)
     services = Daemon(settings, store, blobs, hub, host, runs, history, http,
-                        project_events, ReloadCoordinator(host, runs))
+                      project_events, ReloadCoordinator(host, runs), suites)
     return services
 
 
@@ -168,10 +178,12 @@ async def recover(services: Daemon) -> None:
         log.warning("%s", exc)
         return
     await reconcile_runs(services.store, Reason.DAEMON_RESTARTED)
+    await services.suites.recover()
     services.blobs.remove_temp_files()
 
 
 async def shutdown(services: Daemon) -> None:
+    await services.suites.shutdown()  # first: a suite run starts no case once runs stop
     await services.runs.shutdown()
     await services.host.close()
     await services.store.close()
@@ -198,6 +210,7 @@ def make_app(services: Daemon) -> web.Application:
     add_capture_routes(app, store=s.store, host=s.host, runs=s.runs)
     add_introspect_routes(app, settings=s.settings, host=s.host, http=s.http,
                           history=s.history, blobs=s.blobs)
+    add_suite_routes(app, settings=s.settings, store=s.store, hub=s.hub, suites=s.suites)
     add_openapi_routes(app)
     return app
 

@@ -111,6 +111,8 @@ class Run(TypedDict):
     edited_fields: list[str]
     code_fingerprint: str | None  # sha256 over the watched files its Host generation ran
     a2a_version: str | None  # the A2A protocol version it spoke
+    suite_run_id: NotRequired[str | None]  # the suite run it was a case of
+    case_id: NotRequired[str | None]  # the suite case it ran
     # history lags the daemon (degraded writes): the status is the daemon's
     history_behind: NotRequired[bool]
 
@@ -168,6 +170,7 @@ class DeletedCounts(TypedDict):
     sessions: NotRequired[int]
     runs: NotRequired[int]
     events: NotRequired[int]
+    suites: NotRequired[int]
 
 
 class HistoryDeleted(TypedDict):

@@ -45,6 +45,17 @@ from llamon_playground.common.wire.history import (
     SessionList,
 )
 from llamon_playground.common.wire.host import Health, HostError, HostLogs, HostStatus
+from llamon_playground.common.wire.suites import (
+    Suite,
+    SuiteCaseCompare,
+    SuiteCreate,
+    SuiteDeleted,
+    SuiteList,
+    SuitePatch,
+    SuiteRun,
+    SuiteRunAccepted,
+    SuiteRunList,
+)
 from llamon_playground.common.wire.requests import (
     ExportRequest,
     InputPart,
@@ -60,7 +71,9 @@ __all__ = ["COMPONENTS", "EXTRAS", "Bundle", "BundleImported", "Compare", "Compo
            "HostStatus", "InputPart", "Landing", "Lineage", "OpenApiDocument", "Part",
            "RerunRequest", "RerunTree", "Run", "RunAccepted", "RunEvent", "RunList", "RunPatch",
            "RunRequest", "RunSummary", "Session", "SessionCreate", "SessionDeleted",
-           "SessionList", "SessionPatch", "Snippets", "SourceTarget"]
+           "SessionList", "SessionPatch", "Snippets", "SourceTarget", "Suite",
+           "SuiteCaseCompare", "SuiteCreate", "SuiteDeleted", "SuiteList", "SuitePatch",
+           "SuiteRun", "SuiteRunAccepted", "SuiteRunList"]
 
 # The shapes `openapi.json` names under `components.schemas`, in its order. A tuple is a
 # tagged union (`X | Y`) of inline variants.
@@ -96,6 +109,15 @@ COMPONENTS: dict[str, Any] = {
     "Snippets": Snippets,
     "Landing": Landing,
     "OpenApiDocument": OpenApiDocument,
+    "SuiteCreate": SuiteCreate,
+    "SuitePatch": SuitePatch,
+    "Suite": Suite,
+    "SuiteList": SuiteList,
+    "SuiteDeleted": SuiteDeleted,
+    "SuiteRunAccepted": SuiteRunAccepted,
+    "SuiteRun": SuiteRun,
+    "SuiteRunList": SuiteRunList,
+    "SuiteCaseCompare": SuiteCaseCompare,
 }
 # Declared for the client and the page, not named in the OpenAPI document (an SSE event's
 # `data` is a JSON string there).
