@@ -154,7 +154,7 @@ class SuiteRunner:
                 self.suite_run_id, case_id,
                 {"run_ids": [*[r["id"] for r in finished], run.run_id]}))
             self._event(CASE_EVENT, {"case_id": case_id, "position": case["position"],
-                                     "state": "running", "run_id": run.run_id})
+                                     "state": "running", "case_run_id": run.run_id})
             try:
                 await self._wait(run)
             finally:
