@@ -1,7 +1,7 @@
 """Writes the files generated from the wire declaration (`llamon_playground/common/wire/`).
 
-- `llamon_playground/cli/api_types.py` and `api_requests.py`: the typed client's TypedDicts
-  (the answers, the request bodies);
+- `llamon_playground/cli/api_types.py`, `api_requests.py` and `api_suites.py`: the typed
+  client's TypedDicts (the answers, the request bodies, the suites' both);
 - `api/page/wire.js`: the page's constants (the prefix, run statuses, known reasons, kinds).
 
 The OpenAPI schemas are not written here: the daemon builds them from the declaration at
@@ -23,7 +23,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, NotRequired, get_args, get_origin
 
-from llamon_playground.common.wire import COMPONENTS, EXTRAS, documents, history, host, requests
+from llamon_playground.common.wire import (
+    COMPONENTS,
+    EXTRAS,
+    documents,
+    history,
+    host,
+    requests,
+    suites,
+)
 from llamon_playground.common.wire import words
 from llamon_playground.common.wire.json_schema import is_typeddict, is_union
 from llamon_playground.common.wire.rules import Doc
@@ -35,6 +43,7 @@ MAX_LINE = 100
 # are written: the answers, and the request bodies (two files, each a readable size).
 ANSWER_MODULES = (history, host, documents)
 REQUEST_MODULES = (requests,)
+SUITE_MODULES = (suites,)  # bodies and answers both: a file of their own
 
 
 # -- the client's types -------------------------------------------------------------------
@@ -158,6 +167,10 @@ def render_client_requests() -> str:
     return render_python(REQUEST_MODULES, "The bodies the typed client sends.")
 
 
+def render_client_suites() -> str:
+    return render_python(SUITE_MODULES, "Suites: bodies and answers.")
+
+
 # -- the page's constants -----------------------------------------------------------------
 
 def _js_list(values: list[str], indent: int) -> str:
@@ -208,6 +221,7 @@ def render_page_constants() -> str:
 TARGETS: dict[str, Callable[[], str]] = {
     "llamon_playground/cli/api_types.py": render_client_types,
     "llamon_playground/cli/api_requests.py": render_client_requests,
+    "llamon_playground/cli/api_suites.py": render_client_suites,
     "api/page/wire.js": render_page_constants,
 }
 

@@ -48,6 +48,7 @@ from llamon_playground.common.wire.host import Health, HostError, HostLogs, Host
 from llamon_playground.common.wire.suites import (
     Suite,
     SuiteCaseCompare,
+    SuiteCaseSpec,
     SuiteCreate,
     SuiteDeleted,
     SuiteList,
@@ -72,7 +73,7 @@ __all__ = ["COMPONENTS", "EXTRAS", "Bundle", "BundleImported", "Compare", "Compo
            "RerunRequest", "RerunTree", "Run", "RunAccepted", "RunEvent", "RunList", "RunPatch",
            "RunRequest", "RunSummary", "Session", "SessionCreate", "SessionDeleted",
            "SessionList", "SessionPatch", "Snippets", "SourceTarget", "Suite",
-           "SuiteCaseCompare", "SuiteCreate", "SuiteDeleted", "SuiteList", "SuitePatch",
+           "SuiteCaseCompare", "SuiteCaseSpec", "SuiteCreate", "SuiteDeleted", "SuiteList", "SuitePatch",
            "SuiteRun", "SuiteRunAccepted", "SuiteRunList"]
 
 # The shapes `openapi.json` names under `components.schemas`, in its order. A tuple is a
@@ -109,6 +110,7 @@ COMPONENTS: dict[str, Any] = {
     "Snippets": Snippets,
     "Landing": Landing,
     "OpenApiDocument": OpenApiDocument,
+    "SuiteCaseSpec": SuiteCaseSpec,
     "SuiteCreate": SuiteCreate,
     "SuitePatch": SuitePatch,
     "Suite": Suite,

@@ -6,19 +6,27 @@ from llamon_playground.common.wire.rules import NONEMPTY, Doc, Json, JsonObject,
 
 MAX_SUITE_NAME = 200
 MAX_SUITE_CASES = 1000
-SuiteName = Annotated[str, Json(minLength=1, maxLength=MAX_SUITE_NAME)]
+SuiteName = Annotated[str, Json(minLength=1, maxLength=MAX_SUITE_NAME, pattern="\\S")]
 SuiteRunStatus = Literal["running", "completed", "cancelled", "failed", "interrupted"]
 CaseState = Literal["pending", "running", "done", "skipped"]
 
 
 @closed
-class SuiteCaseSpec(TypedDict):
-    """One case: a stored run (`kind` run: its input; chain: it and the answers that resumed
-    it; by default chain when it is part of one) or a whole session."""
+class RunCaseSpec(TypedDict):
+    """A stored run: `run` replays its input, `chain` it and its answers (default in one)."""
 
-    run_id: NotRequired[Annotated[str, NONEMPTY]]
-    session_id: NotRequired[Annotated[str, NONEMPTY]]
+    run_id: Annotated[str, NONEMPTY]
     kind: NotRequired[Literal["run", "chain"]]
+
+
+@closed
+class SessionCaseSpec(TypedDict):
+    """A whole session as a case: its turns in order, in one new context."""
+
+    session_id: Annotated[str, NONEMPTY]
+
+
+SuiteCaseSpec = RunCaseSpec | SessionCaseSpec
 
 
 @closed
