@@ -62,6 +62,10 @@ class SuiteRunner:
     def _event(self, kind: str, payload: dict[str, Any]) -> None:
         self._store.append_event(self.suite_run_id, kind, payload)
 
+    def _case_event(self, case: dict[str, Any], fields: dict[str, Any]) -> None:
+        self._event(CASE_EVENT, {"case_id": case["id"], "position": case["position"],
+                                 "kind": case["kind"], **fields})
+
     def start(self) -> asyncio.Task[None]:
         """Open its live log and start its task (the project is held already)."""
         self._hub.open_log(self.suite_run_id)
@@ -125,8 +129,7 @@ class SuiteRunner:
         tag = SuiteTag(self.suite_run_id, case_id)
         self._store.submit(records.result_update_op(self.suite_run_id, case_id,
                                                     {"state": "running"}))
-        self._event(CASE_EVENT, {"case_id": case_id, "position": case["position"],
-                                 "state": "running"})
+        self._case_event(case, {"state": "running"})
         context = new_context_id()
         finished: list[dict[str, Any]] = []
         error: str | None = None
@@ -153,8 +156,7 @@ class SuiteRunner:
             self._store.submit(records.result_update_op(
                 self.suite_run_id, case_id,
                 {"run_ids": [*[r["id"] for r in finished], run.run_id]}))
-            self._event(CASE_EVENT, {"case_id": case_id, "position": case["position"],
-                                     "state": "running", "case_run_id": run.run_id})
+            self._case_event(case, {"state": "running", "case_run_id": run.run_id})
             try:
                 await self._wait(run)
             finally:
@@ -183,8 +185,7 @@ class SuiteRunner:
             self._store.submit(records.result_update_op(
                 self.suite_run_id, case_id,
                 {"state": "skipped", "result": {**result, "skipped_for": "user_cancelled"}}))
-            self._event(CASE_EVENT, {"case_id": case_id, "position": case["position"],
-                                     "state": "skipped", "reason": "user_cancelled"})
+            self._case_event(case, {"state": "skipped", "reason": "user_cancelled"})
             return
         if self._revision is None and len(prints) == 1 and not restarted:
             self._revision = next(iter(prints))
@@ -194,11 +195,9 @@ class SuiteRunner:
             self._store.submit(records.result_update_op(
                 self.suite_run_id, case_id,
                 {"state": "skipped", "result": {**result, "skipped_for": "runtime_restarted"}}))
-            self._event(CASE_EVENT, {"case_id": case_id, "position": case["position"],
-                                     "state": "skipped", "reason": "runtime_restarted"})
+            self._case_event(case, {"state": "skipped", "reason": "runtime_restarted"})
             raise RevisionChanged(case_id)
         row = case_row(case["baseline"], result)
         self._store.submit(records.result_update_op(
             self.suite_run_id, case_id, {"state": "done", "result": result, "row": row}))
-        self._event(CASE_EVENT, {"case_id": case_id, "position": case["position"],
-                                 "state": "done", "run_ids": result["run_ids"], "row": row})
+        self._case_event(case, {"state": "done", "run_ids": result["run_ids"], "row": row})

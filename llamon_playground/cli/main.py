@@ -25,6 +25,7 @@ from llamon_playground.cli.control import (
     EXIT_USAGE,
     add_control_commands,
 )
+from llamon_playground.cli.suite_commands import add_suite_commands
 from llamon_playground.common.config import DAEMON_ONLY_ENV, Settings, build_settings, log_json
 from llamon_playground.common.logging_setup import setup_logging
 from llamon_playground.common.runtime_dir import AlreadyRunning
@@ -224,6 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("--json", action="store_true")
     status.set_defaults(func=cmd_status)
     add_control_commands(sub, _settings)
+    add_suite_commands(sub, _settings)
     return parser
 
 
