@@ -132,24 +132,28 @@ class RunManager:
         return await self._start(session_id, session["context_id"], request)
 
     async def start_case(self, suite: SuiteTag, session_id: str, context_id: str,
-                         body: Any) -> ActiveRun:
-        """One turn of a suite case, as a new run in `context_id` (the suite run holds the
-        project); the run itself, so the suite can wait for its task."""
-        await self._start(session_id, context_id, parse_run_request(body), suite=suite)
+                         stored: dict[str, Any]) -> ActiveRun:
+        """One turn of a suite case: a stored input (as Rerun clones it) as a new run in
+        `context_id`, while the suite run holds the project; the run itself, so the suite
+        can wait for its task."""
+        await self._start(session_id, context_id, _stored_request(stored), suite=suite)
         assert self._active is not None  # just claimed, no await since
         return self._active
 
-    async def resume_case(self, suite: SuiteTag, run_id: str, body: Any) -> ActiveRun:
+    async def resume_case(self, suite: SuiteTag, run_id: str,
+                          stored: dict[str, Any]) -> ActiveRun:
         """A suite case's stored answer to its previous turn, which asked for input."""
-        await self.resume(run_id, body, suite=suite)
+        await self._resume(run_id, _stored_request(stored), suite)
         assert self._active is not None
         return self._active
 
-    async def resume(self, run_id: str, body: Any, *,
-                     suite: SuiteTag | None = None) -> RunAccepted:
+    async def resume(self, run_id: str, body: Any) -> RunAccepted:
         """A child run that answers a run left in input_required, on the Host's same task."""
         refuse_ways_out(self._project_dir, body)
-        request = parse_run_request(body)
+        return await self._resume(run_id, parse_run_request(body), None)
+
+    async def _resume(self, run_id: str, request: RunRequest,
+                      suite: SuiteTag | None) -> RunAccepted:
         parent = await get_run(self._store, run_id)
         if parent is None:
             raise NotFound(f"no run {run_id}", code="run_not_found")
@@ -246,6 +250,12 @@ class RunManager:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+def _stored_request(stored: dict[str, Any]) -> RunRequest:
+    """A stored input as a request again: parts (files by hash), metadata, revision."""
+    return RunRequest(parts=stored["parts"], metadata=stored.get("metadata") or {},
+                      changed_files=[], revision=stored.get("revision"))
 
 
 def refuse_ways_out(project_dir: Path, body: Any) -> None:

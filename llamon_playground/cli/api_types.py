@@ -308,6 +308,7 @@ class Bundle(TypedDict):
     runs: NotRequired[list[dict[str, Any]]]
     events: NotRequired[list[dict[str, Any]]]
     blobs: NotRequired[dict[str, BundleBlob]]
+    suites: NotRequired[list[dict[str, Any]]]
 
 
 class BundleImported(TypedDict):
@@ -315,6 +316,7 @@ class BundleImported(TypedDict):
 
     sessions: dict[str, Any]
     runs: dict[str, Any]
+    suites: NotRequired[dict[str, Any]]
 
 
 class ComposerSchema(TypedDict):

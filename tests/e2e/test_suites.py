@@ -333,3 +333,47 @@ async def test_bad_suites_are_refused_and_nothing_is_written(api: Api) -> None:
     assert deleted["deleted"]["suites"] == 1
     status, _ = await api.call("GET", f"suites/{suite['id']}")
     assert status == 404
+
+
+async def test_a_suite_keeps_its_files_and_travels_in_a_bundle_with_new_ids(api: Api) -> None:
+    import base64
+    session = await api.session()
+    body = {"parts": [{"kind": "text", "text": "stream hello file"},
+                      {"kind": "file", "bytes_base64": base64.b64encode(b"pinned\n").decode(),
+                       "name": "pin.txt", "mime": "text/plain"}]}
+    source = await api.wait_status((await api.ok("POST", f"sessions/{session}/runs", body,
+                                                 202))["run_id"])
+    sha = source["input"]["parts"][1]["sha256"]
+    suite = await api.ok("POST", "suites", {"name": "files", "cases": [
+        {"run_id": source["id"]}]}, 201)
+    # The source goes; the case's copy of its input (and its file, by hash) stays.
+    await api.ok("DELETE", f"sessions/{session}")
+    report = await run_suite(api, suite["id"])
+    assert report["status"] == "completed" and report["cases"][0]["baseline"]["deleted"]
+    assert report["cases"][0]["state"] == "done", report
+    replayed = await api.run(report["cases"][0]["run_ids"][0])
+    assert replayed["status"] == "completed"
+    assert replayed["input"]["parts"][1]["sha256"] == sha
+
+    # Its results as the baselines: the baseline now names a run the bundle holds.
+    await api.ok("PATCH", f"suites/{suite['id']}", {"baseline_suite_run_id": report["id"]})
+
+    bundle = await api.ok("POST", "bundles/export", {})
+    assert [s["name"] for s in bundle["suites"]] == ["files"]
+    assert sha in bundle["blobs"]
+    wiped = await api.ok("DELETE", "sessions")
+    assert wiped["deleted"]["suites"] == 1 and wiped["blobs_removed"] >= 1
+    imported = await api.ok("POST", "bundles/import", bundle, 201)
+    new_id = imported["suites"][suite["id"]]
+    assert new_id != suite["id"]
+    copy = await api.ok("GET", f"suites/{new_id}")
+    case = copy["cases"][0]
+    assert case["id"] != suite["cases"][0]["id"]
+    # Its baseline names the imported copy of the run it was compared with.
+    assert case["baseline"]["run_id"] == imported["runs"][replayed["id"]]
+    assert case["baseline"]["deleted"] is False
+    again = await run_suite(api, new_id)
+    assert again["status"] == "completed" and again["summary"]["changed"] == 0
+    # The same bundle again: a second suite, its name numbered.
+    twice = await api.ok("POST", "bundles/import", bundle, 201)
+    assert (await api.ok("GET", f"suites/{twice['suites'][suite['id']]}"))["name"] == "files (2)"

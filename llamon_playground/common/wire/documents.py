@@ -36,6 +36,7 @@ class Bundle(TypedDict):
     runs: NotRequired[list[JsonObject]]
     events: NotRequired[list[JsonObject]]
     blobs: NotRequired[dict[str, BundleBlob]]
+    suites: NotRequired[list[JsonObject]]
 
 
 class BundleImported(TypedDict):
@@ -43,6 +44,7 @@ class BundleImported(TypedDict):
 
     sessions: JsonObject
     runs: JsonObject
+    suites: NotRequired[JsonObject]
 
 
 class ComposerSchema(TypedDict):
