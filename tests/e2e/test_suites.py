@@ -377,3 +377,39 @@ async def test_a_suite_keeps_its_files_and_travels_in_a_bundle_with_new_ids(api:
     # The same bundle again: a second suite, its name numbered.
     twice = await api.ok("POST", "bundles/import", bundle, 201)
     assert (await api.ok("GET", f"suites/{twice['suites'][suite['id']]}"))["name"] == "files (2)"
+
+
+async def test_a_flow_suite_reports_a_data_change_by_json_pointer(tmp_path: Path,
+                                                                  runtime_base: Path) -> None:
+    import shutil
+
+    from tests.support.procs import REPO
+    project = tmp_path / "flow"
+    shutil.copytree(REPO / "examples" / "flow_project", project,
+                    ignore=shutil.ignore_patterns(".llamon", "__pycache__"))
+    with stack_for(project, runtime_base, extra_env=WATCH_ENV) as stack:
+        stack.start_daemon()
+        _, url = stack.start_front()
+        api = Api.for_url(url)
+        try:
+            session = await api.session()
+            body = {"parts": [{"kind": "data", "data": {
+                "schema": "approval.v1", "requestId": "r1", "amount": 500,
+                "requester": {"name": "Ada"}}}]}
+            source = await api.wait_status((await api.ok(
+                "POST", f"sessions/{session}/runs", body, 202))["run_id"])
+            assert source["status"] == "completed", source
+            suite = await api.ok("POST", "suites", {"name": "flow", "cases": [
+                {"run_id": source["id"]}]}, 201)
+            same = await run_suite(api, suite["id"])
+            assert same["status"] == "completed" and same["summary"]["changed"] == 0
+            gen = (await api.ok("GET", "host"))["generation"]
+            edit(project / "app" / "nodes.py", "AUTO_APPROVE_LIMIT = 1000",
+                 "AUTO_APPROVE_LIMIT = 100")
+            await next_generation(api, gen)
+            moved = await run_suite(api, suite["id"])
+            row = moved["cases"][0]
+            assert row["changed"] and not row["status_moved"]
+            assert [p.rsplit("/", 1)[-1] for p in row["data_changes"]] == ["decision"], row
+        finally:
+            await api.close()
