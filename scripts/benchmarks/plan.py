@@ -27,6 +27,7 @@ from scripts.benchmarks.sections import (
     load_history,
     load_slow,
     page,
+    suite,
 )
 
 SECTION_TIMEOUT_S = 300  # each section after the live trio, at most
@@ -64,6 +65,7 @@ AFTER_LIVE = (
     Section("import_health", import_health.bench_import_health,
             ("import_health", "export_health")),
     Section("page", page.bench_page, ("page",)),
+    Section("suite", suite.bench_suite, ("suite",), 900),
 )
 
 
