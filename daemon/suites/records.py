@@ -210,6 +210,27 @@ async def get_results(store: Store, suite_run_id: str) -> list[dict[str, Any]]:
         "WHERE r.suite_run_id = ? ORDER BY r.position", (suite_run_id,))]
 
 
+# What a report reads of each case: its row and the few baseline fields it shows, cut out
+# in SQL (the stored result and baseline hold whole outputs, which a report never shows).
+REPORT_SQL = """
+SELECT r.case_id, r.position, r.state, r.run_ids, r.row,
+       json_extract(r.result, '$.skipped_for') AS skipped_for, c.kind,
+       json_object('run_id', json_extract(c.baseline, '$.run_id'),
+                   'run_ids', json(coalesce(json_extract(c.baseline, '$.run_ids'), '[]')),
+                   'status', json_extract(c.baseline, '$.status'),
+                   'source', json_extract(c.baseline, '$.source'),
+                   'suite_run_id', json_extract(c.baseline, '$.suite_run_id'),
+                   'code_fingerprint', json_extract(c.baseline, '$.code_fingerprint'))
+         AS baseline
+FROM suite_results r LEFT JOIN suite_cases c ON c.id = r.case_id
+WHERE r.suite_run_id = ? ORDER BY r.position
+"""
+
+
+async def report_rows(store: Store, suite_run_id: str) -> list[dict[str, Any]]:
+    return [_doc(r) for r in await store.fetch_all(REPORT_SQL, (suite_run_id,))]
+
+
 async def list_suite_runs(store: Store, suite_id: str, limit: int = 100) -> list[dict[str, Any]]:
     return [_doc(r) for r in await store.fetch_all(
         "SELECT * FROM suite_runs WHERE suite_id = ? ORDER BY rowid DESC LIMIT ?",

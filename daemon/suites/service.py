@@ -163,7 +163,7 @@ class SuiteService:
         """The report: every case's row (as far as the run got) and the suite's counts."""
         run = await self._suite_run(suite_run_id)
         suite = await records.get_suite(self._store, run["suite_id"])
-        results = await records.get_results(self._store, suite_run_id)
+        results = await records.report_rows(self._store, suite_run_id)
         baselines = [r["baseline"] or {} for r in results]
         alive = await records.existing_runs(
             self._store, [i for b in baselines for i in b.get("run_ids") or []])
@@ -171,7 +171,7 @@ class SuiteService:
         for r, baseline in zip(results, baselines, strict=True):
             cases.append({"case_id": r["case_id"], "position": r["position"],
                           "kind": r["kind"], "state": r["state"], "run_ids": r["run_ids"],
-                          "skipped_for": (r["result"] or {}).get("skipped_for"),
+                          "skipped_for": r["skipped_for"],
                           "baseline": _baseline_view(baseline, alive), **(r["row"] or {})})
         prints = sorted({str(b["code_fingerprint"]) for b in baselines
                          if b.get("code_fingerprint")})
