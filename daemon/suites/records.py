@@ -157,9 +157,13 @@ async def delete_suite(store: Store, suite_id: str) -> list[str]:
 
 # -- suite runs ---------------------------------------------------------------------------
 
-async def insert_suite_run(store: Store, row: dict[str, Any],
-                           cases: list[dict[str, Any]]) -> None:
+async def insert_suite_run(store: Store, row: dict[str, Any], cases: list[dict[str, Any]],
+                           session: dict[str, Any]) -> None:
+    """The suite run, its session (where its cases' runs go) and a pending result a case,
+    in one write: a run on save starts one commit after the Host is Ready."""
     def op(conn: sqlite3.Connection) -> None:
+        conn.execute("INSERT INTO sessions (id, title, context_id, created_at, metadata) "
+                     "VALUES (:id, :title, :context_id, :created_at, :metadata)", session)
         conn.execute("INSERT INTO suite_runs (id, suite_id, session_id, status, trigger, "
                      "created_at) VALUES (:id, :suite_id, :session_id, :status, :trigger, "
                      ":created_at)", row)

@@ -15,13 +15,16 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+import orjson
+
 from llamon_playground.daemon.errors import BadRequest, Conflict, NotFound
 from llamon_playground.daemon.runs.manager import RunManager
 from llamon_playground.daemon.runs.state import Reason
 from llamon_playground.daemon.store.blobs import BlobStore
 from llamon_playground.daemon.store.database import Store, utcnow
 from llamon_playground.daemon.store.event_log import EventHub
-from llamon_playground.daemon.store.history import create_session, get_run, unreferenced
+from llamon_playground.daemon.store.history import get_run, unreferenced
+from llamon_playground.daemon.store.ids import new_context_id, new_session_id
 from llamon_playground.daemon.suites import records
 from llamon_playground.daemon.suites.cases import build_case, result_of
 from llamon_playground.daemon.suites.report import compare_case, summary
@@ -121,11 +124,14 @@ class SuiteService:
         suite_run_id = records.new_suite_run_id()
         self._runs.hold_for_suite(suite_run_id)  # no await since the check: 409 or ours
         try:
-            session = await create_session(self._store, f"suite {suite['name']}",
-                                           {"suite_id": suite_id, "suite_run_id": suite_run_id})
+            now = utcnow()
+            session = {"id": new_session_id(), "title": f"suite {suite['name']}"[:500],
+                       "context_id": new_context_id(), "created_at": now,
+                       "metadata": orjson.dumps({"suite_id": suite_id,
+                                                 "suite_run_id": suite_run_id}).decode()}
             row = {"id": suite_run_id, "suite_id": suite_id, "session_id": session["id"],
-                   "status": "running", "trigger": trigger, "created_at": utcnow()}
-            await records.insert_suite_run(self._store, row, cases)
+                   "status": "running", "trigger": trigger, "created_at": now}
+            await records.insert_suite_run(self._store, row, cases, session)
         except BaseException:
             self._runs.release_suite(suite_run_id)
             raise

@@ -413,3 +413,32 @@ async def test_a_flow_suite_reports_a_data_change_by_json_pointer(tmp_path: Path
             assert [p.rsplit("/", 1)[-1] for p in row["data_changes"]] == ["decision"], row
         finally:
             await api.close()
+
+
+async def test_a_new_revision_mid_suite_ends_it_runtime_restarted(watched: Stack) -> None:
+    api = Api.for_socket(str(watched.settings.socket_path))
+    try:
+        session = await api.session()
+        slow = await api.start_run(session, "slow")
+        await api.first_output(slow)
+        await api.ok("DELETE", f"runs/{slow}")
+        stream = await done(api, session, "stream hello")
+        suite = await api.ok("POST", "suites", {"name": "revision", "cases": [
+            {"run_id": stream["id"]}, {"run_id": slow}, {"run_id": stream["id"]}]}, 201)
+        srun = (await api.ok("POST", f"suites/{suite['id']}/runs", None, 202))["suite_run_id"]
+        events = await suite_events(api, srun, until="running")
+        while events[-1].get("position") != 1:
+            events += await suite_events(api, srun, after=events[-1]["seq"], until="running")
+        await api.first_output(events[-1]["case_run_id"])
+        agent = watched.project / "app" / "agent.py"
+        edit(agent, 'f"Hello, {answer}!"', 'f"Welcome, {answer}!"')
+        report = await finished_report(api, srun)
+        assert (report["status"], report["reason"]) == ("failed", "runtime_restarted")
+        assert [c["state"] for c in report["cases"]] == ["done", "skipped", "skipped"]
+        assert report["cases"][1]["skipped_for"] == "runtime_restarted"
+        assert report["summary"]["done"] == 1  # only the first revision's case is counted
+        cut = await api.run(report["cases"][1]["run_ids"][0])
+        assert (cut["status"], cut["reason"]) == ("failed", "runtime_restarted")
+        assert report["cases"][2]["run_ids"] == []
+    finally:
+        await api.close()

@@ -65,7 +65,7 @@ async def bench_suite(quick: bool, owned: Owned) -> list[Figure]:
         figures.append(await _run_50(http, run_id, 10 if quick else 50, 2 if quick else 3))
         figures.append(await _report_200(http, run_id, 50 if quick else 200,
                                          30 if quick else 200))
-        figures.append(await _on_save(http, stack.project, run_id, 2 if quick else 3))
+        figures.append(await _on_save(http, stack.project, run_id, 2 if quick else 5))
     finally:
         await http.close()
         owned.close_stack(stack)
