@@ -74,16 +74,19 @@ class SuiteRunner:
         return self.task
 
     async def cancel(self) -> None:
-        """Stop: the active case run is cancelled, the cases after it are skipped."""
+        """Stop: the active case run is cancelled, the cases after it are skipped. Between
+        two runs the flag alone does it: the runner looks at it before each start and right
+        after (a task cancelled mid-start could leave a half-written run behind)."""
         self._cancelled = True
+        await self._cancel_current()
+
+    async def _cancel_current(self) -> None:
         run = self._current
         if run is not None and self._runs.active is run:
             try:
                 await self._runs.cancel(run.run_id)
             except ApiError:
                 pass  # it ended on its own meanwhile
-        if self.task is not None and self._current is None and not self.task.done():
-            self.task.cancel()  # between two cases: nothing of the Host's to stop
 
     async def _run(self) -> None:
         status, reason = "completed", None
@@ -99,12 +102,8 @@ class SuiteRunner:
                     break
             if self._cancelled and status == "completed":
                 status, reason = "cancelled", Reason.USER_CANCELLED
-        except asyncio.CancelledError:
-            status = "cancelled" if self._cancelled else "interrupted"
-            reason = Reason.USER_CANCELLED if self._cancelled else Reason.STUDIO_SHUTDOWN
-            await self._end(status, reason)
-            if self._cancelled:
-                return  # a cancel between cases: the suite's own stop, not a shutdown
+        except asyncio.CancelledError:  # only a daemon shutdown cancels this task
+            await self._end("interrupted", Reason.STUDIO_SHUTDOWN)
             raise
         except Exception as exc:
             log.exception("suite run %s crashed", self.suite_run_id)
@@ -153,6 +152,8 @@ class SuiteRunner:
                 error = f"{exc.code}: {exc.message}"
                 break
             self._current = run
+            if self._cancelled:  # asked while this run was being started
+                await self._cancel_current()
             self._store.submit(records.result_update_op(
                 self.suite_run_id, case_id,
                 {"run_ids": [*[r["id"] for r in finished], run.run_id]}))

@@ -26,6 +26,9 @@ from scripts.benchmarks.owned import Owned
 from scripts.benchmarks.sections.host_restart_warm import REPORT_WAIT_S
 
 STREAM = "stream suite bench"
+# Each timed save is written this long after the previous write: a sooner one would continue
+# that write's burst, whose quiet period has grown (up to WATCH_QUIET_MAX, 0.5 s).
+SAVE_GAP_S = 0.6
 
 
 async def _to_end(http: aiohttp.ClientSession, path: str) -> None:
@@ -130,6 +133,7 @@ async def _on_save(http: aiohttp.ClientSession, project: Any, run_id: str,
     try:
         for i in range(-1, rounds):
             before = len((await call(http, "GET", f"suites/{suite_id}/runs"))["suite_runs"])
+            await asyncio.sleep(SAVE_GAP_S)
             t = time.perf_counter()
             touched.write_bytes(original + f"# bench save {i} {time.time_ns()}\n".encode())
             suite_run_id = await _new_suite_run(http, suite_id, before)
@@ -140,6 +144,7 @@ async def _on_save(http: aiohttp.ClientSession, project: Any, run_id: str,
             # meanwhile), then the 10 runs, one after another.
             await call(http, "PATCH", f"suites/{suite_id}", {"run_on_save": False})
             gen = (await call(http, "GET", "host"))["generation"]
+            await asyncio.sleep(SAVE_GAP_S)
             t = time.perf_counter()
             touched.write_bytes(original + f"# bench base {i} {time.time_ns()}\n".encode())
             await _new_generation(http, gen)
