@@ -86,8 +86,6 @@ def _turn(turn: Any, where: str, blob_sizes: dict[str, int], check_part: PartChe
 def check_suites(value: Any, blob_sizes: dict[str, int], check_part: PartCheck
                  ) -> tuple[list[dict[str, Any]], set[str]]:
     """The bundle's suites, checked in full; the blobs their turns name."""
-    if value is None:
-        return [], set()
     if not isinstance(value, list):
         raise _bad("must be a list", "suites")
     seen: set[str] = set()

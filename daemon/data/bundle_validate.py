@@ -84,7 +84,7 @@ def validate_bundle(doc: Any) -> ValidBundle:
     run_ids = {run["id"] for run in runs}
     for index, event in enumerate(events):
         _check_event(event, f"events[{index}]", run_ids)
-    suites, in_suites = check_suites(doc.get("suites"), sizes, _check_part)
+    suites, in_suites = check_suites(doc.get("suites", []), sizes, _check_part)
     blobs = _decode_blobs(doc["blobs"], referenced | in_suites)
     ordered_events = sorted(events, key=lambda e: e["seq"])
     return ValidBundle(sessions, _parents_first(runs), ordered_events, blobs, suites)

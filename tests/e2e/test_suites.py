@@ -361,6 +361,19 @@ async def test_a_suite_keeps_its_files_and_travels_in_a_bundle_with_new_ids(api:
     bundle = await api.ok("POST", "bundles/export", {})
     assert [s["name"] for s in bundle["suites"]] == ["files"]
     assert sha in bundle["blobs"]
+    # A bundle whose suites a check refuses writes nothing at all.
+    import copy
+    for tamper in ("kind", "blob", "null"):
+        bad = copy.deepcopy(bundle)
+        if tamper == "kind":
+            bad["suites"][0]["cases"][0]["kind"] = "nope"
+        elif tamper == "blob":
+            bad["suites"][0]["cases"][0]["turns"][0]["input"]["parts"][1]["sha256"] = "0" * 64
+        else:
+            bad["suites"] = None
+        status, doc = await api.call("POST", "bundles/import", bad)
+        assert status == 400, (tamper, doc)
+    assert len((await api.ok("GET", "suites"))["suites"]) == 1
     wiped = await api.ok("DELETE", "sessions")
     assert wiped["deleted"]["suites"] == 1 and wiped["blobs_removed"] >= 1
     imported = await api.ok("POST", "bundles/import", bundle, 201)
