@@ -88,8 +88,10 @@ class RunManager:
     def _refuse_if_busy(self, suite: SuiteTag | None) -> None:
         held = self._suite_run_id
         if self._active is not None:
+            # A suite run's case: both ids, so a client can cancel either.
+            extra = {"suite_run_id": held} if held is not None else {}
             raise Conflict("another run is active in this project", code="active_run_conflict",
-                           active_run_id=self._active.run_id, suite_run_id=held)
+                           active_run_id=self._active.run_id, **extra)
         if held is not None and (suite is None or suite.suite_run_id != held):
             raise Conflict("a suite run is running in this project",
                            code="active_run_conflict", active_run_id=None, suite_run_id=held)
