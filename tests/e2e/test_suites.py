@@ -198,6 +198,9 @@ async def test_manual_run_during_a_suite_is_refused_with_both_ids_and_cancel_ski
     code, doc = await api.call("POST", f"suites/{suite['id']}/runs")
     assert code == 409 and doc["detail"]["suite_run_id"] == srun, doc
 
+    code, doc = await api.call("DELETE", f"suites/{suite['id']}")
+    assert code == 409 and doc["detail"]["error"] == "suite_run_active", doc
+
     cancelled = await api.ok("DELETE", f"suite-runs/{srun}")
     assert cancelled["status"] == "cancelled"
     report = await finished_report(api, srun)
@@ -210,6 +213,12 @@ async def test_manual_run_during_a_suite_is_refused_with_both_ids_and_cancel_ski
     assert (await done(api, session, "stream free"))["status"] == "completed"
     code, doc = await api.call("DELETE", f"suite-runs/{srun}")
     assert code == 409 and doc["detail"]["error"] == "suite_run_not_active"
+    # Deleting the suite takes its reports (and their progress events) with it.
+    assert (await api.ok("DELETE", f"suites/{suite['id']}"))["deleted"] == suite["id"]
+    code, doc = await api.call("GET", f"suite-runs/{srun}")
+    assert code == 404 and doc["detail"]["error"] == "suite_run_not_found"
+    code, _ = await api.call("GET", f"suite-runs/{srun}/events")
+    assert code == 404
 
 
 async def test_run_on_save_runs_once_per_revision(watched: Stack) -> None:
@@ -455,3 +464,31 @@ async def test_a_new_revision_mid_suite_ends_it_runtime_restarted(watched: Stack
         assert report["cases"][2]["run_ids"] == []
     finally:
         await api.close()
+
+
+async def test_a_clean_daemon_stop_mid_suite_interrupts_it_without_a_next_case(
+        daemon: Stack) -> None:
+    api = Api.for_socket(str(daemon.settings.socket_path))
+    try:
+        session = await api.session()
+        stream = await done(api, session, "stream hello")
+        slow = await api.start_run(session, "slow")
+        await api.first_output(slow)
+        await api.ok("DELETE", f"runs/{slow}")
+        suite = await api.ok("POST", "suites", {"name": "stopped", "cases": [
+            {"run_id": slow}, {"run_id": stream["id"]}]}, 201)
+        srun = (await api.ok("POST", f"suites/{suite['id']}/runs", None, 202))["suite_run_id"]
+        events = await suite_events(api, srun, until="running")
+        await api.first_output(events[-1]["case_run_id"])
+    finally:
+        await api.close()
+    assert daemon.daemon is not None
+    daemon.daemon.signal(signal.SIGTERM)
+    assert daemon.daemon.wait(30) == 0
+    assert db_rows(daemon, f"SELECT status, reason FROM suite_runs WHERE id = '{srun}'") == [
+        ("interrupted", "studio_shutdown")]
+    assert db_rows(daemon, "SELECT state FROM suite_results WHERE suite_run_id = "
+                           f"'{srun}' ORDER BY position") == [("skipped",), ("skipped",)]
+    # The second case never started: one run in all, the first case's, interrupted.
+    assert db_rows(daemon, f"SELECT status, reason FROM runs WHERE suite_run_id = '{srun}'") \
+        == [("interrupted", "studio_shutdown")]
