@@ -47,8 +47,8 @@ class SuiteRoutes:
     async def create(self, request: web.Request) -> web.Response:
         return json_response(await self._suites.create(await self._body(request)), 201)
 
-    async def list(self, request: web.Request) -> web.Response:
-        return json_response(await self._suites.list())
+    async def list_suites(self, request: web.Request) -> web.Response:
+        return json_response(await self._suites.list_suites())
 
     async def get(self, request: web.Request) -> web.Response:
         return json_response(await self._suites.suite(request.match_info["suite_id"]))
@@ -97,7 +97,7 @@ def add_suite_routes(app: web.Application, *, settings: Settings, store: Store, 
     routes = SuiteRoutes(settings, store, hub, suites)
     r = app.router
     r.add_post(PREFIX + "/suites", routes.create)
-    r.add_get(PREFIX + "/suites", routes.list)
+    r.add_get(PREFIX + "/suites", routes.list_suites)
     r.add_get(PREFIX + "/suites/{suite_id}", routes.get)
     r.add_patch(PREFIX + "/suites/{suite_id}", routes.patch)
     r.add_delete(PREFIX + "/suites/{suite_id}", routes.delete)

@@ -89,7 +89,7 @@ class RunManager:
         held = self._suite_run_id
         if self._active is not None:
             # A suite run's case: both ids, so a client can cancel either.
-            extra = {"suite_run_id": held} if held is not None else {}
+            extra: dict[str, Any] = {"suite_run_id": held} if held is not None else {}
             raise Conflict("another run is active in this project", code="active_run_conflict",
                            active_run_id=self._active.run_id, **extra)
         if held is not None and (suite is None or suite.suite_run_id != held):

@@ -60,7 +60,7 @@ class SuiteService:
         suite_id = await records.insert_suite(self._store, spec.name, spec.run_on_save, cases)
         return await self.suite(suite_id)
 
-    async def list(self) -> dict[str, Any]:
+    async def list_suites(self) -> dict[str, Any]:
         return {"suites": await records.list_suites(self._store),
                 "runs_on_save": self.saves_started}
 
