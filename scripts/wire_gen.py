@@ -31,8 +31,8 @@ from llamon_playground.common.wire import (
     host,
     requests,
     suites,
+    words,
 )
-from llamon_playground.common.wire import words
 from llamon_playground.common.wire.json_schema import is_typeddict, is_union
 from llamon_playground.common.wire.rules import Doc
 

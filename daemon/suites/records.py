@@ -34,7 +34,7 @@ def new_suite_run_id() -> str:
 
 
 def _doc(row: sqlite3.Row) -> dict[str, Any]:
-    doc = {key: row[key] for key in row.keys()}
+    doc = dict(row)
     for key in JSON_COLUMNS:
         if key in doc and doc[key] is not None:
             doc[key] = orjson.loads(doc[key])

@@ -44,10 +44,10 @@ def case_line(row: CaseRow, total: int) -> str:
 
 def summary_table(report: SuiteRun) -> list[str]:
     s = report["summary"]
-    lines = [f"suite {report.get('suite_name')}: {report['status']}"
-             + (f" ({report['reason']})" if report.get("reason") else ""),
-             f"  cases {s['cases']}  done {s['done']}  skipped {s['skipped']}  "
-             f"changed {s['changed']}  status moved {s['status_moved_cases']}"]
+    reason = f" ({report['reason']})" if report.get("reason") else ""
+    lines = [f"suite {report.get('suite_name')}: {report['status']}{reason}",
+             (f"  cases {s['cases']}  done {s['done']}  skipped {s['skipped']}  "
+              f"changed {s['changed']}  status moved {s['status_moved_cases']}")]
     for move in s["statuses_moved"]:
         lines.append(f"  status {move['before']} → {move['after']}: {move['count']}")
     if s["evaluators"]:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.api import P, Api, parse_sse
+from tests.support.api import Api, P, parse_sse
 from tests.support.procs import Stack, stack_for
 from tests.support.waiting import eventually
 

@@ -45,6 +45,15 @@ from llamon_playground.common.wire.history import (
     SessionList,
 )
 from llamon_playground.common.wire.host import Health, HostError, HostLogs, HostStatus
+from llamon_playground.common.wire.requests import (
+    ExportRequest,
+    InputPart,
+    RerunRequest,
+    RunPatch,
+    RunRequest,
+    SessionCreate,
+    SessionPatch,
+)
 from llamon_playground.common.wire.suites import (
     Suite,
     SuiteCaseCompare,
@@ -56,15 +65,6 @@ from llamon_playground.common.wire.suites import (
     SuiteRun,
     SuiteRunAccepted,
     SuiteRunList,
-)
-from llamon_playground.common.wire.requests import (
-    ExportRequest,
-    InputPart,
-    RerunRequest,
-    RunPatch,
-    RunRequest,
-    SessionCreate,
-    SessionPatch,
 )
 
 __all__ = ["COMPONENTS", "EXTRAS", "Bundle", "BundleImported", "Compare", "ComposerSchema",
