@@ -102,11 +102,13 @@ class RunManager:
 
     def live(self) -> LiveRun | None:
         """The active run and the blobs its input holds, for deletes to keep clear of."""
-        run = self.active
+        run, held = self.active, self._suite_run_id
         if run is None:
-            return None
+            # Between two cases a suite run still holds the project: delete-all waits too.
+            return LiveRun(None, None, frozenset(), held) if held is not None else None
         return LiveRun(run.run_id, run.session_id,
-                       frozenset(p["sha256"] for p in run.request.parts if p.get("sha256")))
+                       frozenset(p["sha256"] for p in run.request.parts if p.get("sha256")),
+                       held)
 
     async def view(self, run_id: str) -> dict[str, Any]:
         """A run as history has it; while it is active and history is behind (degraded

@@ -200,6 +200,8 @@ async def test_manual_run_during_a_suite_is_refused_with_both_ids_and_cancel_ski
 
     code, doc = await api.call("DELETE", f"suites/{suite['id']}")
     assert code == 409 and doc["detail"]["error"] == "suite_run_active", doc
+    code, doc = await api.call("DELETE", "sessions")  # delete-all waits for the suite too
+    assert code == 409 and doc["detail"]["suite_run_id"] == srun, doc
 
     cancelled = await api.ok("DELETE", f"suite-runs/{srun}")
     assert cancelled["status"] == "cancelled"
