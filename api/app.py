@@ -15,6 +15,7 @@ from llamon_playground.api.connections import CappedSite, QuietAccept
 from llamon_playground.api.door import DOOR, Door, door_middleware
 from llamon_playground.api.guard import bind_address, check_bind_address, url_name
 from llamon_playground.api.page import add_page_routes
+from llamon_playground.api.plain import PLAIN_UPSTREAM, plain_relay, plain_session
 from llamon_playground.api.relay import UPSTREAM, relay
 from llamon_playground.api.token_store import TokenLease, acquire_token
 from llamon_playground.api.upstream import Pool
@@ -33,6 +34,8 @@ NO_AUTH_WARNING = ("WARNING: --no-auth: the front asks for no token; any local p
 
 @dataclass(frozen=True)
 class FrontOptions:
+    """How a front listens and whether it asks for the token: what `up` and the service set."""
+
     host: str = "127.0.0.1"
     port: int = 8765
     auth: bool = True
@@ -45,17 +48,26 @@ def make_front_app(settings: Settings, door: Door) -> web.Application:
     app.on_response_prepare.append(echo_request_id)
     name_the_server(app)
 
+    # Kept-alive connections to the daemon; when it restarts, they reconnect. The transport
+    # is a setting (docs/front-transport.md): the door above is the same either way.
+    plain = settings.front.transport == "plain"
+    handler = plain_relay if plain else relay
+
     async def upstream_ctx(app: web.Application) -> AsyncIterator[None]:
-        # Kept-alive connections to the daemon; when it restarts, the pool reconnects.
         pool = Pool(str(settings.socket_path))
         app[UPSTREAM] = pool
         yield
         pool.close()
 
-    app.cleanup_ctx.append(upstream_ctx)
+    async def plain_upstream_ctx(app: web.Application) -> AsyncIterator[None]:
+        async with plain_session(str(settings.socket_path)) as session:
+            app[PLAIN_UPSTREAM] = session
+            yield
+
+    app.cleanup_ctx.append(plain_upstream_ctx if plain else upstream_ctx)
     add_page_routes(app)
-    app.router.add_route("*", API + "/{tail:.*}", relay)
-    app.router.add_route("GET", "/health", relay)
+    app.router.add_route("*", API + "/{tail:.*}", handler)
+    app.router.add_route("GET", "/health", handler)
     return app
 
 
@@ -97,6 +109,9 @@ async def _serve(settings: Settings, options: FrontOptions, door: Door,
             # Tools parse this line: keep its shape (the URL never carries the token).
             print(f"llamon Playground front: {url}  (project {settings.project_dir})",
                   flush=True)
+            if settings.front.transport != "fast":
+                log.warning("front transport: %s (LLAMON_PLAYGROUND_FRONT_TRANSPORT)",
+                            settings.front.transport)
             _announce_auth(settings, door, url, options)
             if ready is not None:
                 ready.set()

@@ -52,10 +52,26 @@ class CappedSite(web.TCPSite):
         server = self._runner.server
         assert server is not None
 
-        def protocol() -> asyncio.BaseProtocol:
-            return _Refuse() if len(server.connections) >= self.cap else server()
+        loop = asyncio.get_running_loop()
+        unregistered = 0  # made here, not yet in server.connections
 
-        self._server = await asyncio.get_running_loop().create_server(
+        def registered() -> None:
+            nonlocal unregistered
+            unregistered -= 1
+
+        def protocol() -> asyncio.BaseProtocol:
+            nonlocal unregistered
+            # A flood is accepted in bursts, and the loop makes every protocol of a burst
+            # before the first one's connection_made (which puts it in server.connections)
+            # runs: those made but not yet registered count too. `registered` runs right
+            # before that connection_made, both scheduled as this connection is accepted.
+            if len(server.connections) + unregistered >= self.cap:
+                return _Refuse()
+            unregistered += 1
+            loop.call_soon(registered)
+            return server()
+
+        self._server = await loop.create_server(
             protocol, self._host, self._port, backlog=self._backlog,
             reuse_address=self._reuse_address)
         self._bound_port = self._server.sockets[0].getsockname()[1]

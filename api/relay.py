@@ -10,8 +10,8 @@ else (SSE, downloads) passed on as it arrives, its chunk framing untouched, at t
 client reads. A client that disconnects cancels this handler (handler_cancellation), which
 closes the upstream connection; the daemon never cancels a run for that.
 
-Only named headers cross: the client's Authorization and Cookie (the front's token) never
-reach the daemon, and nothing like Access-Control-Allow-Origin comes back.
+This is the front's fast transport; api/plain.py is the plain one, and api/crossing.py
+what both let through (docs/front-transport.md).
 """
 
 from __future__ import annotations
@@ -19,10 +19,15 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 
-import orjson
 from aiohttp import web
 from aiohttp.http_writer import StreamWriter
 
+from llamon_playground.api.crossing import (
+    WHOLE_BODY_LIMIT,
+    daemon_unavailable,
+    request_headers,
+    response_headers,
+)
 from llamon_playground.api.door import DOOR
 from llamon_playground.api.handover import hand_over, wants_handover
 from llamon_playground.api.limits import body_limit, limited
@@ -33,30 +38,13 @@ from llamon_playground.api.upstream import (
     UpstreamClosed,
     UpstreamError,
 )
-from llamon_playground.common.http_json import public_reason
-from llamon_playground.common.request_context import HEADER as REQUEST_ID_HEADER
-from llamon_playground.common.request_context import REQUEST_ID
 
 log = logging.getLogger(__name__)
 
 UPSTREAM = web.AppKey("upstream", Pool)
-REQUEST_HEADERS = ("Content-Type", "Accept", "Last-Event-ID")
-RESPONSE_HEADERS = frozenset(name.lower() for name in (
-    "Content-Type", "Cache-Control", "Content-Disposition", "X-Accel-Buffering", "Location",
-    "X-Content-Type-Options", "Content-Security-Policy", "Allow"))
 # A request the daemon cannot have acted on twice: sent again when a kept-alive connection
 # turns out to have been closed under it (the daemon restarted, or timed it out).
 IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
-WHOLE_BODY_LIMIT = 256 * 1024
-
-
-def daemon_unavailable(exc: BaseException) -> web.Response:
-    # The socket's path stays in the log: a client learns the reason, not the machine's paths.
-    log.info("daemon not reachable: %s", exc)
-    message = (f"the Playground daemon is not reachable ({public_reason(exc)}); start it with "
-               "`llamon-playground up`")
-    body = {"detail": {"error": "daemon_unavailable", "message": message}}
-    return web.Response(status=503, body=orjson.dumps(body), content_type="application/json")
 
 
 def request_head(request: web.Request, extra: str) -> bytes:
@@ -65,12 +53,7 @@ def request_head(request: web.Request, extra: str) -> bytes:
     # An HTTP/1.0 client gets an HTTP/1.0 answer from the daemon (not chunked): passed on
     # as it is, like any other.
     lines = [f"{request.method} {request.rel_url.raw_path_qs} HTTP/1.{request.version.minor}",
-             "Host: daemon", f"{REQUEST_ID_HEADER}: {request[REQUEST_ID]}"]
-    headers = request.headers
-    for name in REQUEST_HEADERS:
-        value = headers.get(name)
-        if value is not None:
-            lines.append(f"{name}: {value}")
+             "Host: daemon", *(f"{name}: {value}" for name, value in request_headers(request))]
     if extra:
         lines.append(extra)
     return ("\r\n".join(lines) + "\r\n\r\n").encode("utf-8", "surrogateescape")
@@ -150,8 +133,7 @@ async def _send_body(conn: Connection, stream: AsyncIterator[bytes], chunked: bo
 
 
 async def _answer(request: web.Request, conn: Connection, head: Head) -> web.StreamResponse:
-    headers = {name: value for name, value in head.headers
-               if name.lower() in RESPONSE_HEADERS}
+    headers = response_headers(head.headers)
     if not head.chunked and (conn.complete or head.length is not None
                              and head.length <= WHOLE_BODY_LIMIT):
         # A small answer of known size (or none) goes out as one write, head and body

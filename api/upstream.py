@@ -12,6 +12,9 @@ front a bounded buffer, never the whole answer.
 A connection goes back to the pool only after a complete answer with nothing extra behind
 it; one the daemon closed (its keep-alive timeout, a restart) leaves the pool the moment
 the close is seen.
+
+Its reading is checked against h11's on generated answers; why the front has a client of
+its own at all, and how to run it without: docs/front-transport.md.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ MAX_IDLE = 32  # idle connections kept; never more than the relays that ran at o
 CONNECT_TIMEOUT = 5.0
 NO_BODY_STATUSES = frozenset({204, 304})
 HEX_DIGITS = b"0123456789abcdefABCDEF"
+OWS = " \t"
+CRLF = b"\r\n"
 
 
 class UpstreamError(Exception):
@@ -47,6 +52,8 @@ class BadAnswer(UpstreamError):
 
 @dataclass(frozen=True)
 class Head:
+    """An answer's status line and headers, and the framing that says where its body ends."""
+
     status: int
     reason: str
     headers: list[tuple[str, str]]
@@ -70,14 +77,18 @@ def parse_head(raw: bytes) -> Head:
         name, sep, value = line.partition(":")
         if not sep:
             raise BadAnswer(f"not a header line: {line!r}")
-        name, value = name.strip(), value.strip()
+        # Only spaces and tabs pad a value: str.strip() would also take \x85 or \xa0 off it.
+        name, value = name.strip(OWS), value.strip(OWS)
         lower = name.lower()
         if lower == "content-length":
-            if not decimal_digits(value):
-                raise BadAnswer(f"bad Content-Length {value!r}")
+            if not decimal_digits(value) or length is not None and int(value) != length:
+                raise BadAnswer(f"bad or conflicting Content-Length {value!r}")
             length = int(value)
         elif lower == "transfer-encoding":
-            chunked = value.lower().endswith("chunked")
+            # The daemon frames with chunked alone; anything else, or twice, is not its answer.
+            if chunked or value.lower() != "chunked":
+                raise BadAnswer(f"unexpected Transfer-Encoding {value!r}")
+            chunked = True
         elif lower == "connection":
             connection = value.lower()
         headers.append((name, value))
@@ -90,10 +101,12 @@ def parse_head(raw: bytes) -> Head:
 
 
 class ChunkedEnd:
-    """Finds where a chunked body ends, fed its bytes as they come; decodes nothing."""
+    """Finds where a chunked body ends, fed its bytes as they come; decodes nothing, but
+    checks the framing a client will decode (sizes in hex, each chunk ended by CRLF)."""
 
     def __init__(self) -> None:
-        self._left = 0  # payload bytes (plus their CRLF) still to pass over
+        self._left = 0  # payload bytes still to pass over
+        self._crlf = b""  # what is still to come of the CRLF that ends a chunk
         self._line = b""  # a size or trailer line cut by a read
         self._trailer = False
 
@@ -105,6 +118,13 @@ class ChunkedEnd:
                 step = min(self._left, size - pos)
                 pos += step
                 self._left -= step
+                continue
+            if self._crlf:
+                got = data[pos:pos + len(self._crlf)]
+                if got != self._crlf[:len(got)]:
+                    raise BadAnswer(f"a chunk not ended by CRLF: {got!r}")
+                self._crlf = self._crlf[len(got):]
+                pos += len(got)
                 continue
             eol = data.find(b"\n", pos)
             if eol < 0:
@@ -127,7 +147,7 @@ class ChunkedEnd:
             if length == 0:
                 self._trailer = True
             else:
-                self._left = length + 2
+                self._left, self._crlf = length, CRLF
         return size
 
 
@@ -279,6 +299,11 @@ class Connection(asyncio.Protocol):
     def complete(self) -> bool:
         """The whole answer has arrived (it may still wait to be read)."""
         return self._done
+
+    @property
+    def failure(self) -> UpstreamError | None:
+        """Why the answer will not come whole, once that is known."""
+        return self._error
 
     @property
     def reusable(self) -> bool:

@@ -18,6 +18,7 @@ from llamon_playground.common.config import Settings
 from llamon_playground.common.fd_budget import connection_cap
 from llamon_playground.common.http_json import name_the_server
 from llamon_playground.common.logging_setup import set_context_fallback
+from llamon_playground.common.parser_errors import PlainRunner
 from llamon_playground.common.request_context import add_request_context
 from llamon_playground.common.runtime_dir import acquire_lock, remove_discovery, write_discovery
 from llamon_playground.common.stop_signal import wait_for_stop_signal
@@ -26,11 +27,13 @@ from llamon_playground.daemon.http.adopt import HandoverListener, answer_once
 from llamon_playground.daemon.http.capture import add_capture_routes
 from llamon_playground.daemon.http.data import add_data_routes
 from llamon_playground.daemon.http.edits import add_edit_routes
+from llamon_playground.daemon.http.history_upkeep import add_history_routes
 from llamon_playground.daemon.http.host import add_host_routes
 from llamon_playground.daemon.http.introspect import add_introspect_routes
 from llamon_playground.daemon.http.openapi import add_openapi_routes
 from llamon_playground.daemon.http.peercred import peer_cred_middleware
 from llamon_playground.daemon.http.routes import add_routes, errors_middleware
+from llamon_playground.daemon.http.search import add_search_routes
 from llamon_playground.daemon.http.suites import add_suite_routes
 from llamon_playground.daemon.introspect.host_checks import (
     default_command_note,
@@ -50,16 +53,20 @@ from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.event_log import EventHub
 from llamon_playground.daemon.store.history_service import HistoryService
 from llamon_playground.daemon.store.project_events import ProjectEvents
+from llamon_playground.daemon.store.search.service import RunSearch
 from llamon_playground.daemon.store.records import EventRow
+from llamon_playground.daemon.store.upkeep.compaction import Compactor
+from llamon_playground.daemon.store.upkeep.trimmer import Trimmer
 from llamon_playground.daemon.suites.service import SuiteService
 from llamon_playground.host_manager.crash_policy import CrashSettings
 from llamon_playground.host_manager.environment import ENV_MARKER, ENV_TREE
 from llamon_playground.host_manager.errors import HostUnavailable
-from llamon_playground.host_manager.fingerprint import WatchRules, digest
 from llamon_playground.host_manager.orphans import reap_marked, reap_orphan, tree_id
+from llamon_playground.host_manager.lifeline import Lifeline
 from llamon_playground.host_manager.spawn.warm import WarmOptions, WarmPaths, WarmSpawner
 from llamon_playground.host_manager.supervisor import HostConfig, HostSupervisor
-from llamon_playground.host_manager.watcher import ProjectWatcher, QuietPeriod
+from llamon_playground.host_manager.watch.fingerprint import WatchRules, digest
+from llamon_playground.host_manager.watch.watcher import ProjectWatcher, QuietPeriod
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +111,8 @@ class Daemon:
     http: aiohttp.ClientSession
     project_events: ProjectEvents
     reload: ReloadCoordinator
+    compactor: Compactor
+    trimmer: Trimmer
     suites: SuiteService
 
 
@@ -114,10 +123,12 @@ async def build_services(settings: Settings, environ: dict[str, str]) -> Daemon:
     def committed(rows: list[EventRow]) -> None:
         hub.publish(rows)
         project_events.committed(rows)
+        compactor.noticed(rows)
 
     store = Store(settings, on_commit=committed,
                   on_degraded=lambda error: _history_degraded(services, error))
     blobs = BlobStore(settings.files_dir)
+    compactor = Compactor(store)
     try:
         project = load_project_config(settings.project_dir)
         env_file, warnings = project.env_file, project_warnings(project, settings.project_dir)
@@ -134,17 +145,22 @@ async def build_services(settings: Settings, environ: dict[str, str]) -> Daemon:
         start_timeout=settings.host_start_timeout, stop_grace=settings.host_stop_grace,
         spawner=WarmSpawner(lambda: warm_options(settings), WarmPaths(
             modules=settings.runtime_dir / "host-modules.json",
-            parent_log=settings.runtime_dir / "host-parent.log"))))
+            parent_log=settings.runtime_dir / "host-parent.log")),
+        log_bytes=settings.limits.host_log_bytes))
     host.follow_project(env_file, warnings)
     host.add_state_listener(project_events.host_changed)
-    # No total timeout: run streams last as long as the Host streams.
-    http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_connect=5))
+    # No total timeout: run streams last as long as the Host streams. No kept-alive
+    # connections: every Host generation serves on the same port, so a pooled connection
+    # could reach the previous generation while it finishes its streams.
+    http = aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True),
+                                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=5))
     journal = RunJournal(store, blobs)
     executor = RunExecutor(settings.project_dir, journal, blobs, host, http,
-                           stall_timeout=settings.host_stall_timeout)
-    runs = RunManager(settings.project_dir, store, blobs, hub, journal, executor)
+                           stall_timeout=settings.host_stall_timeout, limits=settings.limits)
+    runs = RunManager(settings.project_dir, store, blobs, hub, journal, executor,
+                      settings.limits)
     history = HistoryService(store, blobs, project_events, db_path=settings.db_path,
-                             live=runs.live, imported=IMPORTED_ENDING)
+                             live=runs.live, imported=IMPORTED_ENDING, limits=settings.limits)
 
     def revision() -> str | None:
         gen = host.generation
@@ -153,7 +169,8 @@ async def build_services(settings: Settings, environ: dict[str, str]) -> Daemon:
     suites = SuiteService(store, blobs, hub, runs, revision=revision)
     host.add_state_listener(suites.host_changed)
     services = Daemon(settings, store, blobs, hub, host, runs, history, http,
-                      project_events, ReloadCoordinator(host, runs), suites)
+                      project_events, ReloadCoordinator(host, runs), compactor,
+                      Trimmer(settings, store, history), suites)
     return services
 
 
@@ -184,6 +201,8 @@ async def recover(services: Daemon) -> None:
 
 async def shutdown(services: Daemon) -> None:
     await services.suites.shutdown()  # first: a suite run starts no case once runs stop
+    await services.compactor.close()
+    await services.trimmer.close()
     await services.runs.shutdown()
     await services.host.close()
     await services.store.close()
@@ -202,12 +221,15 @@ def make_app(services: Daemon) -> web.Application:
     s = services
     app.middlewares.append(errors_middleware(s.store))
     add_routes(app, settings=s.settings, store=s.store, hub=s.hub, history=s.history,
-               runs=s.runs, host=s.host)
+               runs=s.runs, host=s.host, trimmer=s.trimmer)
     add_data_routes(app, settings=s.settings, history=s.history)
-    add_edit_routes(app, history=s.history, max_request_bytes=s.settings.max_request_bytes)
+    add_history_routes(app, trimmer=s.trimmer)
+    add_edit_routes(app, history=s.history, max_request_bytes=s.settings.max_request_bytes,
+                    limits=s.settings.limits)
+    add_search_routes(app, search=RunSearch(s.store))
     add_host_routes(app, settings=s.settings, host=s.host, runs=s.runs, reload=s.reload,
                     project_events=s.project_events)
-    add_capture_routes(app, store=s.store, host=s.host, runs=s.runs)
+    add_capture_routes(app, store=s.store, host=s.host, runs=s.runs, limits=s.settings.limits)
     add_introspect_routes(app, settings=s.settings, host=s.host, http=s.http,
                           history=s.history, blobs=s.blobs)
     add_suite_routes(app, settings=s.settings, store=s.store, hub=s.hub, suites=s.suites)
@@ -232,6 +254,8 @@ async def serve(settings: Settings, environ: dict[str, str]) -> None:
         # ... and every process of its tree, wherever it went (a Host started through a
         # shell survives its parent's death).
         left = reap_marked(ENV_TREE, tree_id(settings.host_record_path), "boot")
+        # ... and, should this daemon die, the tree goes with it even if none comes back.
+        lifeline = Lifeline.start(settings.host_record_path, environ)
         services = await build_services(settings, environ)
         services.host.note_reaped(left)
         set_context_fallback(lambda: _log_context(services))
@@ -246,9 +270,12 @@ async def serve(settings: Settings, environ: dict[str, str]) -> None:
                 log.error("boot recovery failed; the daemon stops: %s", exc)
                 await shutdown(services)
                 raise BootFailed(f"boot recovery failed: {exc}") from exc
+            services.compactor.start()
+            services.trimmer.start()
             app = make_app(services)
-            runner = web.AppRunner(app, handle_signals=False, access_log=None,
-                                   shutdown_timeout=1.0)
+            # Parser-level errors answered plainly too: our Server header, nothing echoed.
+            runner = PlainRunner(app, handle_signals=False, access_log=None,
+                                 shutdown_timeout=1.0)
             await runner.setup()
             with suppress(FileNotFoundError):
                 settings.socket_path.unlink()  # stale socket of a dead daemon (we hold the lock)
@@ -287,10 +314,12 @@ async def serve(settings: Settings, environ: dict[str, str]) -> None:
                         task.cancel()
                         await asyncio.gather(task, return_exceptions=True)
                 await shutdown(services)
+                lifeline.stand_down()  # the Host is stopped: nothing for the reaper to do
                 await runner.cleanup()
         finally:
             if not services.http.closed:
                 await services.http.close()
+            lifeline.close()  # not stood down: the reaper ends whatever is left
     finally:
         remove_discovery(settings)
         lock.release()

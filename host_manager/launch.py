@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from llamon_playground.host_manager.capture import new_token
-from llamon_playground.host_manager.change_policy import ChangePolicy
+from llamon_playground.host_manager.watch.change_policy import ChangePolicy
 from llamon_playground.host_manager.crash_policy import CrashSettings
-from llamon_playground.host_manager.environment import ENV_MARKER, child_env, free_port, marker
+from llamon_playground.host_manager.environment import ENV_MARKER, KeptPort, child_env, marker
 from llamon_playground.host_manager.errors import HostUnavailable
-from llamon_playground.host_manager.fingerprint import WatchRules
+from llamon_playground.host_manager.watch.fingerprint import WatchRules
 from llamon_playground.host_manager.generation import Generation
 from llamon_playground.host_manager.logs import HostLogs
 from llamon_playground.host_manager.orphans import reap_marked, record_generation, tree_id
@@ -52,6 +52,7 @@ class HostConfig:
     start_timeout: float
     stop_grace: float
     spawner: Spawner  # cold, or forked from a warm parent (spawn/warm.py)
+    log_bytes: int  # Host log text kept in memory (common/limits.py)
 
 
 class Reaper:
@@ -92,9 +93,14 @@ class Reaper:
         """The latest processes reaped outside the group kill."""
         return list(self._reaped)
 
+    def status(self) -> dict[str, Any]:
+        """Its part of GET /host: how the last generation ended, what was reaped lately."""
+        return {"last_exit_code": self.last_exit_code, "last_stop_step": self.last_stop_step,
+                "reaped": self.reaped()}
+
 
 async def start_generation(config: HostConfig, logs: HostLogs, changes: ChangePolicy,
-                           reaper: Reaper, number: int,
+                           reaper: Reaper, number: int, port: int,
                            spawned: Callable[[HostProcess, Generation], None],
                            ) -> tuple[HostProcess, Generation, list[dict[str, str]]]:
     """Spawn generation `number` and wait until it is Ready, its fingerprint taken (while
@@ -103,8 +109,7 @@ async def start_generation(config: HostConfig, logs: HostLogs, changes: ChangePo
     never got Ready; what was spawned is reaped first."""
     scan = asyncio.ensure_future(changes.fingerprint())
     try:
-        process, gen = await spawn_generation(config, logs, number, pick_port(logs),
-                                              new_token())
+        process, gen = await spawn_generation(config, logs, number, port, new_token())
         spawned(process, gen)
         try:
             await wait_ready(process, gen.url, config.start_timeout,
@@ -120,10 +125,11 @@ async def start_generation(config: HostConfig, logs: HostLogs, changes: ChangePo
         await asyncio.gather(scan, return_exceptions=True)
 
 
-def pick_port(logs: HostLogs) -> int:
-    """A free loopback port; out of descriptors or ports is a failed start, not a stuck one."""
+async def take_port(kept: KeptPort, wait: float, logs: HostLogs) -> int:
+    """The project's kept port (waiting up to `wait` s for a previous generation to let go);
+    out of descriptors or ports is a failed start, not a stuck one."""
     try:
-        return free_port()
+        return await kept.take(wait)
     except OSError as exc:
         raise HostUnavailable(f"could not find a free loopback port for the Host: {exc}",
                               logs.tail(LOG_TAIL)) from exc

@@ -113,6 +113,15 @@ class HostProcess:
         finally:
             transport.close()
 
+    async def drain(self, timeout: float) -> None:
+        """Wait (at most `timeout`) until both pipes reach EOF, so every line the Host wrote
+        before it exited is in the log. Called once the exit is seen and before a failure is
+        recorded: the exit and the last lines arrive in no set order. Bounded because a
+        grandchild may hold the pipes open; the readers go on reading after it."""
+        readers = [task for task in self._readers if not task.done()]
+        if readers:
+            await asyncio.wait(readers, timeout=timeout)  # never cancels them
+
     async def wait(self, timeout: float) -> bool:
         try:
             await asyncio.wait_for(asyncio.shield(self.exited), timeout)

@@ -23,6 +23,7 @@ POLL_INTERVAL = 0.02  # seconds between card requests, cut short when the proces
 EARLY_POLL_INTERVAL = 0.005
 EARLY_POLL_S = 0.2
 REQUEST_TIMEOUT = 2.0
+DRAIN_TIMEOUT = 0.5  # how long an exited Host's pipes may take to deliver its last lines
 
 
 async def wait_ready(process: HostProcess, url: str, timeout: float,
@@ -33,6 +34,7 @@ async def wait_ready(process: HostProcess, url: str, timeout: float,
             timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT)) as http:
         while True:
             if process.exited.done():
+                await process.drain(DRAIN_TIMEOUT)
                 raise HostUnavailable(
                     f"the Host exited with code {process.returncode} before it was Ready",
                     log_tail())

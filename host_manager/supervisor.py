@@ -9,8 +9,9 @@ The state changes only in the named transitions at the end (`_starting`, `_ready
 `_stopping`, `_stopped`, `_crashed`), each checked against the table in `state.py`. The
 rest is delegated, one job per module: starting, stopping and reaping a generation
 (`launch`), the child's environment (`environment`), readiness (`readiness`), the orphan
-record (`orphans`), restart on a file change (`change_policy`), back-off and crashloop
-(`crash_policy`), the process itself (`process`).
+record (`orphans`), restart on a file change (`watch.change_policy`), back-off, crashloop
+and the pending automatic restart (`crash_policy`), the process itself (`process`); the
+status is built by the owner of each part (`generation_status`, `Reaper.status`).
 """
 
 from __future__ import annotations
@@ -22,17 +23,24 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import replace
 from typing import Any, TypeVar
 
-from llamon_playground.host_manager.change_policy import (
+from llamon_playground.host_manager.watch.change_policy import (
     CRASHLOOP_CLEARED,
     ChangePolicy,
     restart_wanted,
 )
-from llamon_playground.host_manager.crash_policy import CrashPolicy
+from llamon_playground.host_manager.crash_policy import Backoff, CrashPolicy
+from llamon_playground.host_manager.environment import KeptPort, local_url
 from llamon_playground.host_manager.errors import HostUnavailable
-from llamon_playground.host_manager.fingerprint import WatchRules
-from llamon_playground.host_manager.generation import Generation
-from llamon_playground.host_manager.launch import HostConfig, Reaper, start_generation
+from llamon_playground.host_manager.watch.fingerprint import WatchRules
+from llamon_playground.host_manager.generation import Generation, generation_status
+from llamon_playground.host_manager.launch import (
+    HostConfig,
+    Reaper,
+    start_generation,
+    take_port,
+)
 from llamon_playground.host_manager.logs import HostLogs
+from llamon_playground.host_manager.missing_module import explain
 from llamon_playground.host_manager.orphans import forget_generation
 from llamon_playground.host_manager.process import HostProcess
 from llamon_playground.host_manager.state import HostState, check
@@ -56,11 +64,14 @@ class HostSupervisor:
     def __init__(self, config: HostConfig) -> None:
         self._config = config
         self._rules = config.rules  # follows pyproject.toml's env_file (follow_project)
-        self._logs = HostLogs(config.log_path)
+        self._logs = HostLogs(config.log_path, max_bytes=config.log_bytes)
         self._state = HostState.STOPPED
         self._generation: Generation | None = None
         self._project_warnings: list[dict[str, str]] = []
         self._exposure: list[dict[str, str]] = []  # the Ready generation's `host_exposed`
+        self._start_problem: list[dict[str, Any]] = []  # the last failed start's, until Ready
+        # One address for the daemon's life: every generation serves on the kept port.
+        self._port = KeptPort(config.record_path.with_name("host_port"))
         self._listeners: list[StateListener] = []
         self._reaper = Reaper(config.stop_grace)
         self._served: int | None = None  # the last generation a run was sent to
@@ -69,8 +80,7 @@ class HostSupervisor:
         self._policy = CrashPolicy(config.crash)
         self._lock = asyncio.Lock()
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._backoff: asyncio.Task[None] | None = None
-        self._backoff_until: float | None = None
+        self._backoff = Backoff(self._spawn)
         self._generations = 0
         self._restarts = 0
         self._closed = False
@@ -80,25 +90,17 @@ class HostSupervisor:
     def status(self) -> dict[str, Any]:
         """GET /host's body (and each `host.state` event's)."""
         gen = self._generation
-        alive = gen is not None and gen.exit_code is None and self._process is not None
         number = (self._generations if self._state == HostState.STARTING
                   else gen.number if gen else None)
-        return {"state": self._state.value,
-                "generation": number,
-                "pid": gen.pid if gen and alive else None,
-                "url": gen.url if gen and self._state == HostState.READY else None,
-                "started_at": gen.started_at if gen else None,
-                "ready_at": gen.ready_at if gen else None,
+        return {"state": self._state.value, "generation": number,
+                **generation_status(gen, running=self._process is not None,
+                                    ready=self._state == HostState.READY),
+                "a2a_url": local_url(self._port.port) if self._port.port else None,
                 "restarts": self._restarts, "crashes": self._policy.consecutive,
-                "last_exit_code": self._reaper.last_exit_code,
-                "last_stop_step": self._reaper.last_stop_step,
-                "backoff_until": self._backoff_until if self._state == HostState.BACKOFF
-                else None,
-                "start_mode": gen.start_mode if gen else None,
-                "start_reason": gen.start_reason if gen else None,
+                **self._reaper.status(),
+                "backoff_until": self._backoff.until if self._state == HostState.BACKOFF else None,
                 "warm_parent": self._config.spawner.describe(),
-                "warnings": self.warnings(),
-                "reaped": self._reaper.reaped()}
+                "warnings": self.warnings()}
 
     @property
     def state(self) -> HostState:
@@ -131,16 +133,22 @@ class HostSupervisor:
         return self._process
 
     def warnings(self) -> list[dict[str, str]]:
-        """The Host's standing warnings: the project's, then the Ready generation's."""
-        return [*self._project_warnings, *self._exposure]
+        """The Host's standing warnings: the project's, then the Ready generation's, then
+        what made the last start fail (a missing module and its install command) until a
+        generation is Ready."""
+        return [*self._project_warnings, *self._exposure, *self._start_problem]
 
     def exposure_warnings(self) -> list[dict[str, str]]:
         """`host_exposed`, when the Ready generation answers requests a web page can send."""
         return list(self._exposure)
 
-    def log_tail(self, lines: int) -> list[str]:
-        """The Host's last `lines` log lines (all generations)."""
-        return self._logs.tail(lines)
+    def log_offset(self) -> int:
+        """The offset the Host's next log line will get."""
+        return self._logs.next_offset
+
+    def log_window(self, since: int, generation: int | None, lines: int) -> list[str]:
+        """A run's own log lines (`HostLogs.window`)."""
+        return self._logs.window(since, generation, lines)
 
     def follow_project(self, env_file: str, warnings: list[dict[str, str]]) -> None:
         """What the project's pyproject.toml says now: the env file to watch (and never to
@@ -183,7 +191,7 @@ class HostSupervisor:
 
     async def stop(self) -> None:
         """Stop the Host until a next start; a pending automatic restart is dropped."""
-        self._cancel_backoff()  # stop wins over a pending automatic restart
+        self._backoff.cancel()  # stop wins over a pending automatic restart
         await self._action(self._stop)
 
     async def restart_for_save(self, changed_files: list[str]) -> bool:
@@ -211,7 +219,7 @@ class HostSupervisor:
     async def close(self) -> None:
         """Daemon shutdown: cancel the back-off, let actions finish, stop the Host for good."""
         self._closed = True
-        self._cancel_backoff()
+        self._backoff.cancel()
         async with self._lock:  # waits for a running action (a start) to finish first
             await self._stop()
         while self._tasks:  # exit watchers wake now that the process is gone
@@ -230,12 +238,12 @@ class HostSupervisor:
     async def _ensure_ready(self) -> Generation:
         if self._state == HostState.READY and self._generation is not None:
             return self._generation
-        self._cancel_backoff()
+        self._backoff.cancel()
         self._policy.reset()  # an explicit start clears a crashloop
         return await self._start()
 
     async def _restart(self) -> Generation:
-        self._cancel_backoff()
+        self._backoff.cancel()
         self._restarts += 1
         return await self._start()
 
@@ -263,24 +271,25 @@ class HostSupervisor:
     async def _start(self) -> Generation:
         if self._state == HostState.READY:
             # A restart: the old generation gets its SIGTERM now and is reaped while the new
-            # one starts (it binds a new port), so a restart costs about one start, not a
-            # stop plus a start. The restart answers once the new one is Ready, not when the
-            # old one is gone (a warm start is quicker than a graceful shutdown): the reaping
-            # is a task of ours (`close` awaits it) that records the stop step when done.
+            # one starts, on the same port as soon as the old one closes its listener (the
+            # first thing a server does on SIGTERM), so a restart costs about one start, not
+            # a stop plus a start. The restart answers once the new one is Ready, not when
+            # the old one is gone (its open streams may take a while): the reaping is a task
+            # of ours (`close` awaits it) that records the stop step when done.
             self._retire()
         elif self._state != HostState.STOPPED:
             await self._stop()  # reap what is left of the previous generation first
         return await self._spawn_generation()
 
     def _retire(self) -> asyncio.Task[None]:
-        self._cancel_backoff()
+        self._backoff.cancel()
         gen = self._generation
         process = self._stopping()
         self._stopped()
         return self._spawn(self._reaper.stop(process, gen))
 
     async def _stop(self) -> None:
-        self._cancel_backoff()
+        self._backoff.cancel()
         if self._state == HostState.STOPPED:
             return
         process = self._stopping()
@@ -292,11 +301,17 @@ class HostSupervisor:
 
     async def _spawn_generation(self) -> Generation:
         number = self._starting()
+        # A generation of this daemon may still hold the port (a restart): wait for it to
+        # let go, bounded by the stop sequence. At boot, a moment for a dying orphan.
+        wait = self._config.stop_grace + 1.0 if number > 1 else 1.0
         try:
+            port = await take_port(self._port, wait, self._logs)
             process, gen, self._exposure = await start_generation(
-                self._config, self._logs, self._changes, self._reaper, number, self._spawned)
-        except HostUnavailable:
+                self._config, self._logs, self._changes, self._reaper, number, port,
+                self._spawned)
+        except HostUnavailable as exc:
             self._process = None
+            self._start_problem = explain(exc, self._config.command, self._config.project_dir)
             self._crashed(was_ready=False, uptime=0.0)
             raise
         self._ready(process, gen)
@@ -307,7 +322,7 @@ class HostSupervisor:
         sweep): GET /host lists the latest."""
         self._reaper.note(reaped)
 
-    # -- exits, back-off ----------------------------------------------------------------------
+    # -- exits, the automatic restart --------------------------------------------------------------
 
     async def _watch_exit(self, process: HostProcess, gen: Generation) -> None:
         code = await asyncio.shield(process.exited)
@@ -322,11 +337,6 @@ class HostSupervisor:
         uptime = time.monotonic() - (gen.ready_mono or time.monotonic())
         self._crashed(was_ready=True, uptime=uptime)
 
-    async def _restart_after(self, delay: float) -> None:
-        await asyncio.sleep(delay)
-        self._backoff = None
-        await self._action(self._auto_start)
-
     async def _auto_start(self) -> None:
         if self._state != HostState.BACKOFF or self._closed:
             return
@@ -334,12 +344,6 @@ class HostSupervisor:
             await self._start()
         except HostUnavailable as exc:
             log.warning("automatic Host restart failed: %s", exc.message)
-
-    def _cancel_backoff(self) -> None:
-        task, self._backoff = self._backoff, None
-        self._backoff_until = None
-        if task is not None and task is not asyncio.current_task():
-            task.cancel()
 
     def _spawn(self, coro: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
         """A task this supervisor owns: `close` awaits every one of them."""
@@ -364,6 +368,7 @@ class HostSupervisor:
         """The generation answered its agent card; from now on its exit is watched."""
         gen.ready_at = time.time()
         gen.ready_mono = time.monotonic()
+        self._start_problem = []
         self._move(HostState.READY)
         self._spawn(self._watch_exit(process, gen))
 
@@ -382,10 +387,8 @@ class HostSupervisor:
         served = was_ready and gen is not None and gen.number == self._served
         delay = self._policy.on_exit(was_ready, uptime, served=served)
         self._move(HostState.CRASHLOOP if delay is None else HostState.BACKOFF)
-        if delay is None or self._closed:
-            return
-        self._backoff_until = time.time() + delay
-        self._backoff = self._spawn(self._restart_after(delay))
+        if delay is not None and not self._closed:
+            self._backoff.schedule(delay, lambda: self._action(self._auto_start))
 
     def _move(self, target: HostState) -> None:
         check(self._state, target)

@@ -1,5 +1,6 @@
-"""Screenshots of the Playground page (scripts/screenshots): the run view, its trace
-timeline, a failed run and a comparison, each in light and dark, at 1280×720, into
+"""Screenshots of the Playground page (scripts/screenshots): the first-entry notice, the
+thread, the narrow panels, the run view, its trace timeline, a failed run, a comparison and
+a Flow's graph with a run's path, each in light and dark, at 1280×720 (and 800×700), into
 docs/screenshots/.
 
 The pictures show nothing of the machine they were taken on: everything runs in a temporary
@@ -31,11 +32,11 @@ OUT = REPO / "docs" / "screenshots"
 API = "/api/playground/v1"
 
 
-def start_up(workdir: Path) -> tuple[subprocess.Popen[str], str]:
-    project = workdir / "echo_agent"
-    shutil.copytree(REPO / "examples" / "echo_agent", project,
+def start_up(workdir: Path, example: str = "echo_agent") -> tuple[subprocess.Popen[str], str]:
+    project = workdir / example
+    shutil.copytree(REPO / "examples" / example, project,
                     ignore=shutil.ignore_patterns(".llamon", "__pycache__"))
-    env = {**os.environ, "LLAMON_PLAYGROUND_RUNTIME_DIR": str(workdir / "run")}
+    env = {**os.environ, "LLAMON_PLAYGROUND_RUNTIME_DIR": str(workdir / f"run-{example}")}
     up = subprocess.Popen([str(REPO / ".venv" / "bin" / "llamon-playground"), "up", str(project),
                            "--port", "0"], env=env, stdout=subprocess.PIPE, text=True)
     assert up.stdout is not None
@@ -76,6 +77,16 @@ def history(url: str, token: str) -> dict[str, str]:
         finished(url, token, run_id)
         runs[name] = run_id
     api(url, token, "PATCH", f"/runs/{runs['right']}", {"label": "edited wording"})
+    # A question and its answer (a resume), and an edited rerun: the thread's other turns.
+    asked = api(url, token, "POST", f"/sessions/{session}/runs",
+                {"parts": [{"kind": "text", "text": "ask"}]})["run_id"]
+    finished(url, token, asked)
+    runs["resume"] = api(url, token, "POST", f"/runs/{asked}/resume",
+                         {"parts": [{"kind": "text", "text": "Ada"}]})["run_id"]
+    finished(url, token, runs["resume"])
+    runs["rerun"] = api(url, token, "POST", f"/runs/{runs['left']}/rerun",
+                        {"parts": [{"kind": "text", "text": "stream hello again, reworded"}]})["run_id"]
+    finished(url, token, runs["rerun"])
     return runs
 
 
@@ -83,8 +94,22 @@ def shoot(browser: Any, login: str, url: str, runs: dict[str, str], scheme: str)
     context = browser.new_context(viewport={"width": 1280, "height": 720}, color_scheme=scheme)
     page = context.new_page()
     page.goto(login)
-    page.goto(f"{url}/#{runs['right']}")
+    welcome = page.get_by_role("region", name="About this Playground")
+    expect(welcome).to_be_visible()
+    page.screenshot(path=OUT / f"welcome-{scheme}.png")
+    page.get_by_role("button", name="Got it").click()
+    page.goto(f"{url}/#{runs['rerun']}")
     view = page.locator("article.run-view")
+    expect(view).to_have_attribute("data-status", "completed")
+    expect(page.locator(".run-card")).to_have_count(6)
+    page.screenshot(path=OUT / f"thread-{scheme}.png")
+    page.set_viewport_size({"width": 800, "height": 700})
+    page.get_by_role("group", name="Panels").get_by_role("button", name="Thread").click()
+    page.screenshot(path=OUT / f"narrow-{scheme}.png")
+    page.get_by_role("group", name="Panels").get_by_role("button", name="Run").click()
+    page.screenshot(path=OUT / f"narrow-run-{scheme}.png")
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.goto(f"{url}/#{runs['right']}")
     expect(view).to_have_attribute("data-status", "completed")
     view.get_by_text("Trace and scores").click()
     page.screenshot(path=OUT / f"run-{scheme}.png")
@@ -95,14 +120,33 @@ def shoot(browser: Any, login: str, url: str, runs: dict[str, str], scheme: str)
     page.screenshot(path=OUT / f"trace-{scheme}.png")
     page.goto(f"{url}/#{runs['failed']}")
     expect(view).to_have_attribute("data-status", "failed")
-    expect(view.locator(".log-tail")).not_to_have_text("")
+    expect(view.get_by_role("region", name="Diagnostics")).to_contain_text("Host log tail")
     page.screenshot(path=OUT / f"failed-{scheme}.png")
     boxes = page.locator(".run-item input[type=checkbox]")
-    boxes.nth(2).check()
-    boxes.nth(1).check()
+    boxes.nth(1).check()  # the two comparable runs: the thread's first two turns
+    boxes.nth(0).check()
     page.get_by_role("button", name="Compare", exact=True).click()
     expect(page.locator("pre.diff")).to_be_visible()
     page.screenshot(path=OUT / f"compare-{scheme}.png")
+    context.close()
+
+
+def shoot_graph(browser: Any, login: str, scheme: str) -> None:
+    """A Flow run's graph with the path it took, and its trace below."""
+    context = browser.new_context(viewport={"width": 1280, "height": 720}, color_scheme=scheme)
+    page = context.new_page()
+    page.goto(login)
+    page.get_by_role("button", name="Got it").click()
+    page.get_by_role("button", name="approve: request").click()
+    draft = json.loads(page.get_by_label("Message").input_value())
+    draft.update(requestId="r-1", amount=12.5, requester={"name": "Ada"})
+    page.get_by_label("Message").fill(json.dumps(draft))
+    page.get_by_role("button", name="Send", exact=True).click()
+    view = page.locator("article.run-view")
+    expect(view).to_have_attribute("data-status", "completed")
+    expect(view.locator(".graph-edge[data-taken]")).to_have_count(3)
+    view.get_by_role("group", name="Graph").scroll_into_view_if_needed()
+    page.screenshot(path=OUT / f"graph-{scheme}.png")
     context.close()
 
 
@@ -117,6 +161,13 @@ def main() -> None:
             browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
             for scheme in ("light", "dark"):
                 shoot(browser, login, url, runs, scheme)
+            flow_up, flow_login = start_up(workdir, "flow_project")
+            try:
+                for scheme in ("light", "dark"):
+                    shoot_graph(browser, flow_login, scheme)
+            finally:
+                flow_up.send_signal(signal.SIGINT)
+                flow_up.wait(30)
             browser.close()
     finally:
         up.send_signal(signal.SIGINT)  # `up` stops the daemon it started, Host included

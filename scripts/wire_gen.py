@@ -6,7 +6,7 @@
 
 The OpenAPI schemas are not written here: the daemon builds them from the declaration at
 import. `scripts/gen_wire` runs this (`--check` only says whether the files are current);
-`tests/unit/test_wire.py` fails when a checked-in file differs from what this
+`tests/unit/common/test_wire.py` fails when a checked-in file differs from what this
 renders.
 """
 
@@ -23,16 +23,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, NotRequired, get_args, get_origin
 
-from llamon_playground.common.wire import (
-    COMPONENTS,
-    EXTRAS,
-    documents,
-    history,
-    host,
-    requests,
-    suites,
-    words,
-)
+from llamon_playground.common.wire import COMPONENTS, EXTRAS, documents, history, host, requests
+from llamon_playground.common.wire import search as search_wire
+from llamon_playground.common.wire import suites, words
 from llamon_playground.common.wire.json_schema import is_typeddict, is_union
 from llamon_playground.common.wire.rules import Doc
 
@@ -40,8 +33,10 @@ REPO = Path(__file__).resolve().parents[1]
 COMMAND = "scripts/gen_wire"
 MAX_LINE = 100
 # The declaration's modules behind each generated client file, in the order their classes
-# are written: the answers, and the request bodies (two files, each a readable size).
-ANSWER_MODULES = (history, host, documents)
+# are written: the answers, and the request bodies (two files, each a readable size). The
+# history upkeep answers (`upkeep`: GET /history, POST /history/trim) are the OpenAPI
+# document's only; the client reads those two routes with `call`.
+ANSWER_MODULES = (history, host, documents, search_wire)
 REQUEST_MODULES = (requests,)
 SUITE_MODULES = (suites,)  # bodies and answers both: a file of their own
 

@@ -10,6 +10,7 @@ import pytest
 
 from tests.support.api import Api
 from tests.support.procs import Stack, copy_example, short_tmpdir, stack_for
+from tests.support.transports import transport_env
 
 
 @pytest.fixture
@@ -24,9 +25,16 @@ def project(tmp_path: Path) -> Path:
     return copy_example(tmp_path)
 
 
+@pytest.fixture(scope="module")
+def front_transport(request: pytest.FixtureRequest) -> str | None:
+    """The transport of the fronts a test starts: what `both_transports` or `handover_only`
+    (tests/support/transports.py) give it, else None (the environment's, or the default)."""
+    return getattr(request, "param", None)
+
+
 @pytest.fixture
-def stack(project: Path, runtime_base: Path) -> Iterator[Stack]:
-    with stack_for(project, runtime_base) as s:
+def stack(project: Path, runtime_base: Path, front_transport: str | None) -> Iterator[Stack]:
+    with stack_for(project, runtime_base, extra_env=transport_env(front_transport)) as s:
         yield s
 
 

@@ -1,12 +1,16 @@
 // The page's entry: history (sessions and their runs), the composer, the run view, the Host
 // badge, and the project-wide `/events` stream that keeps them current.
-import { API, all, call } from './api.js';
+import { TERMINAL, all, call } from './api.js';
 import { button, el } from './dom.js';
 import { exportBundle, importBundle } from './bundles.js';
 import { compareView } from './compare.js';
 import { Composer } from './composer.js';
+import { Connection } from './connection.js';
 import { HostLogs } from './host_logs.js';
 import { HostPanel } from './host_panel.js';
+import { showPanel, wireKeys, wirePanels } from './keys.js';
+import { Welcome } from './welcome.js';
+import { DAEMON, Notices } from './notices.js';
 import { RunList } from './run_list.js';
 import { RunView } from './run_view.js';
 
@@ -24,14 +28,20 @@ const app = {
   reloadTimer: 0,
   changed: new Set(),  // run ids an event named since the last reload
 
-  notice(text) {
-    const notice = $('notice');
-    notice.textContent = text;
-    notice.hidden = !text;
+  notices: null,
+  connection: null,
+
+  notice(text, owner) {
+    this.notices.show(text, owner);
+  },
+
+  fail(error) {
+    this.notices.fail(error);
   },
 
   async loadSessions() {
     this.sessions = await all('/sessions', 'sessions');
+    $('sessions-empty').hidden = this.sessions.length > 0;
     $('session-list').replaceChildren(...this.sessions.map((s) => el('li', {},
       button(`${s.title || 'untitled'} (${s.run_count ?? 0})`, () => this.selectSession(s.id), {
         class: 'session-item', 'aria-current': s.id === this.sessionId ? 'true' : null,
@@ -44,8 +54,9 @@ const app = {
     }
   },
 
-  async selectSession(sessionId) {
+  async selectSession(sessionId, panel = 'thread') {
     this.sessionId = sessionId;
+    showPanel(panel);
     await this.loadSessions();
     await this.loadRuns();
   },
@@ -53,8 +64,16 @@ const app = {
   // The picked session's first page of runs (the list reads further pages as it scrolls).
   async loadRuns() {
     await this.runList.load(this.sessionId, this.view && this.view.runId);
+    this.showRunsEmpty();
     this.picked = this.picked.filter((id) => this.runList.has(id));
     this.updateCompare();
+  },
+
+  showRunsEmpty() {
+    $('runs-empty').textContent = this.sessionId
+      ? 'No runs in this session yet: type a message below and press Ctrl+Enter.'
+      : 'No session picked: type a message below and press Ctrl+Enter to start one, or pick a session.';
+    $('runs-empty').hidden = this.runList.runs.length > 0;
   },
 
   pickBox(run) {
@@ -78,11 +97,12 @@ const app = {
   },
 
   async compare() {
-    const [left, right] = this.picked;
-    const view = await compareView(left, right);
+    const created = Object.fromEntries(this.picked.map((id) => [id, (this.runList.find(id) || {}).created_at]));
+    const view = await compareView(this.picked, created);
     if (this.view) this.view.close();
     this.view = null;
     $('run-pane').replaceChildren(view);
+    showPanel('run');
   },
 
   // After a delete: no session picked, no run shown, the lists read again.
@@ -90,7 +110,8 @@ const app = {
     this.sessionId = null;
     if (this.view) this.view.close();
     this.view = null;
-    $('run-pane').replaceChildren();
+    $('run-pane').replaceChildren(el('p', { class: 'hint empty' },
+      'No run open: send a message, or pick a turn of the thread.'));
     await this.loadSessions();
     await this.loadRuns();
   },
@@ -111,8 +132,8 @@ const app = {
     this.reloadTimer = setTimeout(() => {
       const changed = [...this.changed];
       this.changed.clear();
-      this.runList.refresh(changed).catch((e) => this.notice(e.message));
-      this.loadSessions().catch((e) => this.notice(e.message));
+      this.runList.refresh(changed).then(() => this.showRunsEmpty(), (e) => this.fail(e));
+      this.loadSessions().catch((e) => this.fail(e));
     }, 100);
   },
 
@@ -121,13 +142,15 @@ const app = {
     const view = new RunView(runId, this);
     this.view = view;
     $('run-pane').replaceChildren(view.node);
+    showPanel('run');
     // The address keeps the open run: a reload (or a link) comes back to it.
     history.replaceState(null, '', `#${runId}`);
     await view.open();
     // Another session's run, or a session just created by Send: its list is read anew.
     const sessionId = view.detail && view.detail.session_id;
     if (sessionId && (sessionId !== this.sessionId || sessionId !== this.runList.sessionId)) {
-      await this.selectSession(sessionId);
+      await this.selectSession(sessionId, 'run');
+      this.runList.reveal(runId);
     } else {
       this.runList.setOpen(runId);
       if (!this.runList.has(runId)) await this.runList.refresh([runId]);
@@ -142,11 +165,12 @@ const app = {
       started = await request();
     } catch (error) {
       if (error.status !== 409 || !error.detail.active_run_id) throw error;
-      this.notice(`Another run is active (${error.detail.active_run_id}); showing it.`);
+      const active = error.detail.active_run_id;
+      this.notice(`Another run is active (${active}); showing it.`, `run:${active}`);
       await this.openRun(error.detail.active_run_id);
       return false;
     }
-    this.notice('');
+    this.notices.end('action');
     await this.openRun(started.run_id);
     return true;
   },
@@ -165,18 +189,35 @@ const app = {
     return this.start(() => call('POST', `/sessions/${encodeURIComponent(this.sessionId)}/runs`, body));
   },
 
-  watchProject() {
-    const events = new EventSource(`${API}/events`);
-    // Live only, with a snapshot first: a stream the browser gave up on is simply reopened.
-    events.addEventListener('error', () => {
-      if (events.readyState === EventSource.CLOSED) setTimeout(() => this.watchProject(), 2000);
-    });
+  // Back on line: what was shown as unknown is read again, and the daemon's notice ends.
+  live() {
+    this.notices.end(DAEMON);
+    this.host.refresh().catch(() => {});
+    if (this.view) this.view.connectionBack();
+    this.runsChanged();
+  },
+
+  lost() {
+    this.host.unknown();
+    if (this.view) this.view.connectionLost();
+  },
+
+  // The `/events` stream (live only, a snapshot first); connection.js reopens it.
+  watchProject(events) {
     const on = (kind, handler) => events.addEventListener(kind, (e) => handler(JSON.parse(e.data)));
     on('host.state', (d) => {
+      // A ready Host's card gives the text composer its examples (a Flow's tabs are read
+      // from source and need no Host).
+      if (d.state === 'ready' && !this.composer.tabs
+          && this.composer.examples.dataset.read !== String(d.generation)) {
+        this.composer.examples.dataset.read = String(d.generation);  // once per generation
+        this.composer.load().catch(() => {});
+      }
       this.host.show(d);
       this.host.refresh().catch(() => {});
     });
     on('run.status', (d) => {
+      if (TERMINAL.has(d.status)) this.notices.end(`run:${d.run_id}`);  // a 409 about it
       if (d.reason === 'runtime_restarted') {
         this.notice(`A file changed outside the run: the Host restarted and ${d.run_id} ended (runtime_restarted).`);
       }
@@ -192,14 +233,29 @@ function guard(action) {
     try {
       await action(event);
     } catch (error) {
-      app.notice(error.message);
+      app.fail(error);
     }
   };
 }
 
+// The header names the project: its folder's name, the whole path on hover and for readers.
+async function showProject(welcome) {
+  const response = await fetch('/health', { credentials: 'same-origin' });
+  if (!response.ok) return;
+  const { project } = await response.json();
+  if (!project) return;
+  const name = project.split('/').filter(Boolean).pop() || project;
+  $('project').replaceChildren(el('strong', {}, name), ' ', el('span', { class: 'path' }, project));
+  $('project').title = project;
+  welcome.forProject(project);
+}
+
 function wire() {
+  app.notices = new Notices($('notice'), $('notice-dismiss'));
+  app.welcome = new Welcome($('welcome'), $('help-button'));
   const composer = new Composer({ tabs: $('composer-tabs'), message: $('message'),
-    hint: $('composer-hint'), metadata: $('metadata'), attachments: $('attachments') });
+    hint: $('composer-hint'), metadata: $('metadata'), attachments: $('attachments'),
+    examples: $('composer-examples') });
   $('attach').addEventListener('change', guard(async (event) => {
     await composer.attach(event.target.files);
     event.target.value = '';
@@ -211,8 +267,8 @@ function wire() {
   app.composer = composer;
   app.logs = new HostLogs($('host-logs'));
   app.runList = new RunList($('run-list'), { open: (id) => app.openRun(id),
-    pickBox: (run) => app.pickBox(run), failed: (error) => app.notice(error.message) });
-  app.host = new HostPanel($('host-state'), $('host-body'), (text) => app.notice(text));
+    pickBox: (run) => app.pickBox(run), failed: (error) => app.fail(error) });
+  app.host = new HostPanel($('host-state'), $('host-body'), (error) => app.fail(error));
   $('export-bundle').addEventListener('click', guard(async () => {
     if (await exportBundle(app.sessionId, app.picked)) app.notice('Bundle exported.');
   }));
@@ -222,7 +278,10 @@ function wire() {
     if (!file) return;
     const imported = await importBundle(file);
     app.notice(`Imported ${Object.keys(imported.sessions).length} sessions and ${Object.keys(imported.runs).length} runs.`);
-    await app.loadSessions();
+    // The view goes to what came in: the first imported session's thread.
+    const [first] = Object.values(imported.sessions);
+    if (first) await app.selectSession(first);
+    else await app.loadSessions();
   }));
   $('delete-all').addEventListener('click', guard(async () => {
     const runs = app.sessions.reduce((n, s) => n + (s.run_count || 0), 0);
@@ -230,6 +289,9 @@ function wire() {
     await call('DELETE', '/sessions');
     await app.forgetSession();
   }));
+  wireKeys({ shortcuts: $('shortcuts'), hostPanel: document.querySelector('.host-panel'),
+    logs: app.logs, welcome: app.welcome, message: $('message') });
+  wirePanels((panel) => showPanel(panel));
   $('host-logs-button').addEventListener('click', () => app.logs.toggle());
   $('compare').addEventListener('click', guard(() => app.compare()));
   const submit = guard(async (event) => {
@@ -261,14 +323,18 @@ function wire() {
   $('restart-host').addEventListener('click', guard(async () => {
     app.host.show(await call('POST', '/host/restart', {}));
   }));
-  composer.load().catch((e) => app.notice(e.message));
-  app.watchProject();
-  app.loadSessions().catch((e) => app.notice(e.message));
+  composer.load().catch((e) => app.fail(e));
+  app.connection = new Connection($('connection'), { events: (source) => app.watchProject(source),
+    live: () => app.live(), lost: () => app.lost() });
+  app.connection.open();
+  showProject(app.welcome).catch(() => {});
+  app.loadSessions().catch((e) => app.fail(e));
   app.host.refresh().catch(() => {});
   const follow = () => {
     const linked = /^#(run_[0-9a-f]+)$/.exec(location.hash);
     if (linked && !(app.view && app.view.runId === linked[1])) {
-      app.openRun(linked[1]).catch((e) => app.notice(e.message));
+      // A link shows its run's turn in the thread as well.
+      app.openRun(linked[1]).then(() => app.runList.reveal(linked[1]), (e) => app.fail(e));
     }
   };
   window.addEventListener('hashchange', follow);

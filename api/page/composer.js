@@ -13,14 +13,25 @@ export class Composer {
     this.hint = nodes.hint;
     this.metadata = nodes.metadata;
     this.list = nodes.attachments;
+    this.examples = nodes.examples;
     this.files = [];  // file parts to send with the message
     this.tab = null;  // null: the text composer
     this.rerunOf = null;  // a run id while "Edit and rerun" is composing
+    // The box grows with what it holds (a contract's JSON draft is many lines), up to the
+    // height the stylesheet allows; then it scrolls.
+    this.message.addEventListener('input', () => this.grow());
+  }
+
+  grow() {
+    this.message.style.setProperty('height', 'auto');
+    this.message.style.setProperty('height', `${this.message.scrollHeight + 2}px`);
   }
 
   async load() {
     const schema = await call('GET', '/composer-schema');
     const tabs = schema.tabs || [];
+    this.graph = schema.graph && (schema.graph.edges || []).length ? schema.graph : null;  // a Flow's
+    this.showText(schema);
     if (!tabs.length) return;
     this.tabs = tabs;
     const buttons = [button('Text', () => this.pick(null)),
@@ -30,6 +41,36 @@ export class Composer {
     buttons[0].setAttribute('aria-pressed', 'true');
     this.buttons = buttons;
     this.tabsNode.replaceChildren(...buttons);
+  }
+
+  // The text composer from the AgentCard: its input modes as the placeholder, its skills'
+  // examples as one-click fills; a hint when the card gives neither (or no Host is up to
+  // read it from: the composer never starts one).
+  showText(schema) {
+    if ((schema.tabs || []).length) {  // a contract's tabs are the composer: no card hint
+      this.examples.hidden = true;
+      return;
+    }
+    const text = schema.text || {};
+    const examples = (text.examples || []).filter((x) => x && x.text);
+    const modes = (text.input_modes || []).join(', ');
+    this.message.placeholder = modes ? `Type a message (${modes}); Ctrl+Enter sends`
+      : 'Type a message; Ctrl+Enter sends';
+    if (examples.length) {
+      this.examples.replaceChildren(el('span', { class: 'hint' }, 'Examples:'),
+        ...examples.slice(0, 12).map((x) => button(x.text, () => {
+          this.pick(null);
+          this.message.value = x.text;
+          this.grow();
+          this.message.focus();
+        }, { class: 'example', title: x.skill_name ? `from the skill ${x.skill_name}` : null })));
+      this.examples.hidden = false;
+      return;
+    }
+    this.examples.hidden = false;
+    this.examples.replaceChildren(el('span', { class: 'hint' }, schema.host_ready === false
+      ? 'No Host is running, so the agent card (its input modes and examples) is not read yet; any text goes as a text part.'
+      : 'The agent card names no input modes or examples; any text goes as a text part.'));
   }
 
   pick(tab) {
@@ -51,6 +92,7 @@ export class Composer {
       this.message.value = '';
       this.hint.textContent = '';
     }
+    this.grow();
   }
 
   // Edit and rerun: the run's input in the box; Send reruns it with the edited parts.
@@ -62,6 +104,7 @@ export class Composer {
     this.message.value = this.tab ? JSON.stringify(data.data, null, 2) : texts.join('\n');
     this.rerunOf = run.id;
     this.hint.textContent = `Editing a rerun of ${run.label || run.id}: Send starts it.`;
+    this.grow();
     this.message.focus();
   }
 
@@ -128,12 +171,27 @@ export class Composer {
     return body;
   }
 
+  // A parse error names a position: the box selects the character there, so the error is
+  // shown where it is, and the hint says its line and column.
+  pointAt(text, why) {
+    const found = /position (\d+)/.exec(why);
+    if (!found) return;
+    const at = Math.min(Number(found[1]), text.length);
+    const before = text.slice(0, at).split('\n');
+    this.hint.textContent = `data part: ${why.replace(/ \(line \d+ column \d+\)/, '')}`
+      + ` (line ${before.length}, column ${before[before.length - 1].length + 1})`;
+    this.hint.dataset.line = String(before.length);
+    this.message.focus();
+    this.message.setSelectionRange(at, Math.min(at + 1, text.length));
+  }
+
   messageParts() {
     const value = this.message.value;
     if (!this.tab) return value.trim() ? [{ kind: 'text', text: value }] : [];
     const data = parseObject(value);
     if (typeof data === 'string') {
       this.hint.textContent = `data part: ${data}`;
+      this.pointAt(value, data);
       return null;
     }
     return [{ kind: 'data', data }];

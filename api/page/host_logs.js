@@ -15,7 +15,11 @@ export class HostLogs {
     this.events = null;
     this.retry = 0;
     this.last = -1;
-    this.list = el('pre', { class: 'log-lines' });
+    this.list = el('pre', { class: 'log-lines', tabindex: 0, 'aria-label': 'Host log lines' });
+  }
+
+  isOpen() {
+    return !this.node.hidden;
   }
 
   toggle() {

@@ -14,6 +14,13 @@ export class HostPanel {
     this.show(await call('GET', '/host'));
   }
 
+  // The connection is lost: the Host's state is not known, and is not shown as its last value.
+  unknown() {
+    this.badge.dataset.state = 'unknown';
+    this.badge.dataset.generation = '';
+    this.badge.textContent = 'Host: unknown (connection lost)';
+  }
+
   show(host) {
     this.badge.dataset.state = host.state;
     this.badge.dataset.generation = host.generation ?? '';
@@ -38,7 +45,7 @@ export class HostPanel {
       this.show(await call('POST', `/host/${action}`, {}));
       await this.refresh();
     } catch (error) {
-      this.notice(error.message);
+      this.notice(error);
     }
   }
 }

@@ -1,12 +1,19 @@
 // The run's phases, validate → save → start|restart → ready → send → complete. The only
 // live region of the page: screen readers hear phase changes, never the token stream.
+//
+// A run that ended otherwise than completed (cancelled, interrupted, failed) marks every
+// step still open with that end, and the complete step with it too: the stepper never shows
+// a step completed after the run ended another way, replayed events included.
 import { el } from './dom.js';
 
 const STEPS = ['validate', 'save', 'start', 'ready', 'send', 'complete'];
+const FINISHED = new Set(['completed', 'input_required']);
+const OPEN = new Set(['pending', 'started']);
 
 export class Stepper {
   constructor() {
     this.items = new Map();
+    this.ending = null;  // {status, reason} once the run ended otherwise than completed
     this.node = el('ol', { class: 'stepper', 'aria-live': 'polite', 'aria-label': 'Phases' });
     for (const step of STEPS) {
       const item = el('li', { dataset: { phase: step, state: 'pending' } }, step);
@@ -19,8 +26,35 @@ export class Stepper {
     const step = event.phase === 'restart' ? 'start' : event.phase;
     const item = this.items.get(step);
     if (!item) return;  // a phase this page does not know: skipped, as the contract says
-    item.dataset.state = event.state;
-    const why = event.state === 'failed' && event.reason ? ` (${event.reason})` : '';
-    item.textContent = `${event.phase}: ${event.state}${why}`;
+    // "complete: completed" carries the run's status: a cancelled run's complete is that.
+    const state = step === 'complete' && event.state === 'completed' && event.status
+      && !FINISHED.has(event.status) ? event.status : event.state;
+    this.set(item, event.phase, state, event.reason);
+    if (this.ending) this.markOpen();
+  }
+
+  // The run's final status: the open steps take its end.
+  end(status, reason) {
+    if (FINISHED.has(status)) return;
+    this.ending = { status, reason };
+    this.markOpen();
+  }
+
+  markOpen() {
+    const { status, reason } = this.ending;
+    for (const [step, item] of this.items) {
+      if (OPEN.has(item.dataset.state) || (step === 'complete' && item.dataset.state === 'completed')) {
+        const reached = item.dataset.state !== 'pending' || step === 'complete';
+        this.set(item, item.dataset.label || step, reached ? status : 'not reached',
+          reached ? reason : null);
+      }
+    }
+  }
+
+  set(item, label, state, reason) {
+    item.dataset.state = state === 'not reached' ? 'skipped' : state;
+    item.dataset.label = label;
+    const why = reason && state !== 'completed' && state !== 'started' ? ` (${reason})` : '';
+    item.textContent = `${label}: ${state}${why}`;
   }
 }

@@ -12,6 +12,7 @@ import { el } from './dom.js';
 
 const SOFT_BLOCK = 1024;
 const BLOCK = 4096;
+const FOLLOW_SLACK = 8;  // px: "at the end" forgives a rounding of the scroll position
 
 export class StreamedAnswer {
   constructor(node) {
@@ -19,6 +20,13 @@ export class StreamedAnswer {
     this.artifacts = new Map();  // artifact_id -> {node, block, size, pending, reset}
     this.dirty = new Set();      // the artifacts with text not written yet
     this.frame = 0;
+    // The answer scrolls on its own and follows the end only while the reader is there:
+    // scrolling up to read stops the following, scrolling back to the end resumes it.
+    this.following = true;
+    this.onScroll = () => {
+      this.following = node.scrollTop + node.clientHeight >= node.scrollHeight - FOLLOW_SLACK;
+    };
+    node.addEventListener('scroll', this.onScroll, { passive: true });
   }
 
   delta(d) {
@@ -56,6 +64,7 @@ export class StreamedAnswer {
       artifact.reset = false;
     }
     this.dirty.clear();
+    if (this.following) this.node.scrollTop = this.node.scrollHeight;
   }
 
   // The final parts are coming: drop what is not written, keep nothing.

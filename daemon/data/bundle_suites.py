@@ -14,8 +14,10 @@ from typing import Any
 
 import orjson
 
+from llamon_playground.common.limits import Limits
 from llamon_playground.daemon.data.json_depth import check_depth
 from llamon_playground.daemon.data.redact import redact_metadata
+from llamon_playground.daemon.data.sizes import check_metadata
 from llamon_playground.daemon.errors import BadRequest
 
 SUITE_KEYS = {"id", "name", "created_at", "run_on_save", "cases"}
@@ -67,8 +69,8 @@ def _id(value: Any, where: str) -> str:
     return value
 
 
-def _turn(turn: Any, where: str, blob_sizes: dict[str, int], check_part: PartCheck
-          ) -> set[str]:
+def _turn(turn: Any, where: str, blob_sizes: dict[str, int], check_part: PartCheck,
+          limits: Limits) -> set[str]:
     doc = _keys(turn, {"input", "resume"}, where)
     request = _keys(doc.get("input"), {"parts", "metadata", "revision"}, f"{where}.input")
     parts = request.get("parts")
@@ -78,14 +80,16 @@ def _turn(turn: Any, where: str, blob_sizes: dict[str, int], check_part: PartChe
             not isinstance(request.get("revision", ""), str) or \
             not isinstance(doc.get("resume"), bool):
         raise _bad("`metadata` is an object, `revision` a string, `resume` a boolean", where)
+    check_metadata(request.get("metadata", {}), f"{where}.input.metadata", limits)
     shas = {sha for i, part in enumerate(parts)
             if (sha := check_part(part, f"{where}.input.parts[{i}]", blob_sizes))}
     return shas
 
 
-def check_suites(value: Any, blob_sizes: dict[str, int], check_part: PartCheck
-                 ) -> tuple[list[dict[str, Any]], set[str]]:
-    """The bundle's suites, checked in full; the blobs their turns name."""
+def check_suites(value: Any, blob_sizes: dict[str, int], check_part: PartCheck,
+                 limits: Limits) -> tuple[list[dict[str, Any]], set[str]]:
+    """The bundle's suites, checked in full (turn metadata under the API's `limits`); the
+    blobs their turns name."""
     if not isinstance(value, list):
         raise _bad("must be a list", "suites")
     seen: set[str] = set()
@@ -119,7 +123,8 @@ def check_suites(value: Any, blob_sizes: dict[str, int], check_part: PartCheck
             check_depth(doc["baseline"], f"{at}.baseline")
             for t, turn in enumerate(turns):
                 check_depth(turn, f"{at}.turns[{t}]")
-                referenced |= _turn(turn, f"{at}.turns[{t}]", blob_sizes, check_part)
+                referenced |= _turn(turn, f"{at}.turns[{t}]", blob_sizes, check_part,
+                                    limits)
     return value, referenced
 
 

@@ -12,7 +12,7 @@ from llamon_playground.common.contract import API_PREFIX
 from llamon_playground.common.http_json import json_response
 from llamon_playground.daemon.errors import Conflict
 from llamon_playground.daemon.http.sse import KEEPALIVE, last_event_id, prepare_stream
-from llamon_playground.daemon.http.util import int_query
+from llamon_playground.daemon.http.util import int_query, limit_query
 from llamon_playground.daemon.runs.manager import RunManager
 from llamon_playground.daemon.runs.reload import ReloadCoordinator
 from llamon_playground.daemon.store.project_events import ProjectEvents, sse_frame
@@ -70,7 +70,7 @@ class HostRoutes:
     async def host_logs(self, request: web.Request) -> web.StreamResponse:
         logs = self._host.logs
         after = int_query(request, "after", 0, 10**12)
-        limit = int_query(request, "limit", 500, MAX_LOG_LIMIT)
+        limit = limit_query(request, 500, MAX_LOG_LIMIT)
         resume = resume_offset(request)  # checked either way: a bad header is a 400
         if request.query.get("follow") not in ("1", "true"):
             lines, overflow = logs.after(after, limit)

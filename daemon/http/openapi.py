@@ -16,7 +16,7 @@ from typing import Any
 from aiohttp import web
 
 from llamon_playground import __version__
-from llamon_playground.common.contract import API_PREFIX
+from llamon_playground.common.contract import API_PREFIX, RunStatus
 from llamon_playground.common.http_json import json_response
 from llamon_playground.daemon.http.openapi_schemas import NONEMPTY, SCHEMAS, STR, Schema, ref
 
@@ -33,6 +33,8 @@ HEADER_CURSOR: Schema = {"type": "string", "pattern": "^[0-9]{0,18}$"}
 
 @dataclass(frozen=True)
 class Param:
+    """A query or path parameter of one operation, as the document states it."""
+
     name: str
     schema: Schema
     where: str = "query"
@@ -42,6 +44,8 @@ class Param:
 
 @dataclass(frozen=True)
 class Op:
+    """One route of the public API, declared once; the OpenAPI document is built from these."""
+
     method: str
     path: str  # under PREFIX, unless it starts with "//" (then it is served at the root)
     summary: str
@@ -66,6 +70,22 @@ PAGING = (Param("after", {"type": "string", "pattern": "^[0-9]{1,12}$"},
                  description="the `next_after` of the previous page"),
            Param("limit", {"type": "string", "pattern": "^([1-9][0-9]{0,2}|1000)$"},
                  description="page size, 1 to 1000 (default 100)"))
+
+FLAG: Schema = {"type": "string", "enum": ["1", "true", "0", "false"]}
+SEARCH_PARAMS = (
+    Param("q", {"type": "string", "maxLength": 500},
+          description="words (all must match), \"a phrase\", or word* (a prefix)"),
+    Param("status", {"type": "string", "enum": [s.value for s in RunStatus]},
+          description="runs with this status (repeat for any of several)"),
+    Param("reason", {"type": "string", "minLength": 1, "maxLength": 200},
+          description="runs that ended for this reason (repeat for any of several)"),
+    Param("labelled", FLAG, description="1: only runs with a label"),
+    Param("evaluator_failed", FLAG, description="1: only runs an evaluator failed"),
+    Param("session", {"type": "string", "minLength": 1, "maxLength": 200},
+          description="only this session's runs"),
+    PAGING[0],
+    Param("limit", {"type": "string", "pattern": "^([1-9][0-9]{0,2}|1000)$"},
+          description="page size, 1 to 1000 (default 50)"))
 
 OPERATIONS: tuple[Op, ...] = (
     Op("GET", "//health", "Daemon health: pid, version, database, Host, active run",
@@ -114,6 +134,8 @@ OPERATIONS: tuple[Op, ...] = (
        answer=ref("Snippets")),
     # data
     Op("GET", "/files/{sha256}", "A stored file, as an attachment", media="*/*"),
+    Op("GET", "/search", "Find runs by words and filters (newest first, paged)",
+       answer=ref("SearchResults"), errors=(400,), params=SEARCH_PARAMS),
     Op("GET", "/compare", "Compare two runs", answer=ref("Compare"), errors=(400, 404),
        params=(Param("left", NONEMPTY, required=True),
                Param("right", NONEMPTY, required=True))),
@@ -121,6 +143,9 @@ OPERATIONS: tuple[Op, ...] = (
        body=ref("ExportRequest"), body_required=False, errors=(400, 404)),
     Op("POST", "/bundles/import", "Import a bundle (validated before any write)", 201,
        ref("BundleImported"), body=ref("Bundle"), errors=(400, 409)),
+    Op("GET", "/history", "History's size and counts, and what the retention policy "
+       "would remove", answer=ref("HistoryReport")),
+    Op("POST", "/history/trim", "Apply the retention policy now", answer=ref("HistoryTrimmed")),
     # introspection
     Op("GET", "/composer-schema", "The input composer of the project",
        answer=ref("ComposerSchema")),
@@ -136,7 +161,8 @@ OPERATIONS: tuple[Op, ...] = (
     Op("GET", "/host/logs", "The Host's output (`follow=1`: as SSE, never ends)",
        answer=ref("HostLogs"), errors=(400,),
        params=(Param("after", {"type": "string", "pattern": "^[0-9]{1,12}$"}),
-               Param("limit", {"type": "string", "pattern": "^[0-9]{1,12}$"}),
+               Param("limit", {"type": "string",
+                                        "pattern": "^([1-9][0-9]{0,2}|[1-4][0-9]{3}|5000)$"}),
                Param("follow", {"enum": ["0", "1", "true", "false"]}),
                Param("Last-Event-ID", HEADER_CURSOR, "header",
                      description="with follow=1: resume after this line offset"))),

@@ -23,11 +23,17 @@ from llamon_playground.common.http_json import (
 from llamon_playground.daemon.data.edits import parse_session_fields
 from llamon_playground.daemon.errors import ApiError, StoreError
 from llamon_playground.daemon.http.sse import parse_cursor, prepare_stream, stream_run
-from llamon_playground.daemon.http.util import choice_query, int_query, read_object
+from llamon_playground.daemon.http.util import (
+    choice_query,
+    int_query,
+    limit_query,
+    read_object,
+)
 from llamon_playground.daemon.runs.manager import RunManager
 from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.event_log import EventHub
 from llamon_playground.daemon.store.history_service import HistoryService
+from llamon_playground.daemon.store.upkeep.trimmer import Trimmer
 from llamon_playground.host_manager.supervisor import HostSupervisor
 
 log = logging.getLogger(__name__)
@@ -75,14 +81,15 @@ RUN_ORDERS = ("oldest", "newest")  # a session's runs: creation order, or newest
 class RunRoutes:
     """/health, sessions and runs: each handler parses, calls a service, renders."""
 
-    def __init__(self, settings: Settings, store: Store, hub: EventHub,
-                 history: HistoryService, runs: RunManager, host: HostSupervisor) -> None:
+    def __init__(self, settings: Settings, store: Store, hub: EventHub, history: HistoryService,
+                 runs: RunManager, host: HostSupervisor, trimmer: Trimmer) -> None:
         self._settings = settings
         self._store = store
         self._hub = hub
         self._history = history
         self._runs = runs
         self._host = host
+        self._trimmer = trimmer
 
     async def _body(self, request: web.Request) -> Any:
         return await read_object(request, self._settings.max_request_bytes)
@@ -98,21 +105,22 @@ class RunRoutes:
                               "project": str(settings.project_dir), "database": database,
                               "host": self._host.status(),
                               "active_run_id": active.run_id if active else None,
-                              "history_degraded": store.degraded})
+                              "history_degraded": store.degraded,
+                              "history": self._trimmer.summary()})
 
     # -- sessions -----------------------------------------------------------------------------
 
     async def list_sessions(self, request: web.Request) -> web.Response:
         sessions, cursor = await self._history.list_sessions(
             int_query(request, "after", 0, 2**62),
-            int_query(request, "limit", 100, MAX_PAGE, minimum=1))
+            limit_query(request, 100, MAX_PAGE))
         return json_response({"sessions": sessions, "next_after": cursor})
 
     async def create_session(self, request: web.Request) -> web.Response:
         body = await self._body(request)
         if isinstance(body, dict) and body.get("metadata") is None:
             body.pop("metadata", None)  # null metadata is an empty object, as it always was
-        fields = parse_session_fields({} if body is None else body)
+        fields = parse_session_fields({} if body is None else body, self._settings.limits)
         return json_response(await self._history.create_session(fields), 201)
 
     # -- runs ---------------------------------------------------------------------------------
@@ -120,7 +128,7 @@ class RunRoutes:
     async def list_runs(self, request: web.Request) -> web.Response:
         runs, cursor = await self._history.list_runs(
             request.match_info["session_id"], int_query(request, "after", 0, 2**62),
-            int_query(request, "limit", 100, MAX_PAGE, minimum=1),
+            limit_query(request, 100, MAX_PAGE),
             newest_first=choice_query(request, "order", RUN_ORDERS) == "newest")
         return json_response({"runs": runs, "next_after": cursor})
 
@@ -162,8 +170,9 @@ class RunRoutes:
 
 
 def add_routes(app: web.Application, *, settings: Settings, store: Store, hub: EventHub,
-               history: HistoryService, runs: RunManager, host: HostSupervisor) -> None:
-    routes = RunRoutes(settings, store, hub, history, runs, host)
+               history: HistoryService, runs: RunManager, host: HostSupervisor,
+               trimmer: Trimmer) -> None:
+    routes = RunRoutes(settings, store, hub, history, runs, host, trimmer)
     r = app.router
     r.add_get("/health", routes.health)
     r.add_get(PREFIX + "/sessions", routes.list_sessions)

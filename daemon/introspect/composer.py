@@ -92,4 +92,6 @@ def flow_composer(graph: GraphModel, host_ready: bool, stamp: dict[str, Any]) ->
     tabs, notes = flow_tabs(graph)
     return answer("flow", host_ready, tabs, [*graph.diagnostics, *notes], source="graph",
                   graph={"file": graph.file, **stamp, "start_nodes": graph.start_nodes(),
-                         "nodes": sorted(graph.nodes)})
+                         "nodes": sorted(graph.nodes),
+                         # The page draws the graph from these (START and END included).
+                         "edges": [[e.source, e.target] for e in graph.edges]})

@@ -57,6 +57,7 @@ class ActiveRun:
         self._status = RunStatus.QUEUED
         self._life = RunLife.BEFORE_HOST
         self._generation: int | None = None
+        self._log_from = 0  # the Host log offset the run began at (its diagnostics' window)
         self._link: HostLink | None = None
         self._task: asyncio.Task[None] | None = None
         # What the Host streamed so far: every ending keeps it (cancel and failures too).
@@ -120,6 +121,11 @@ class ActiveRun:
         return self._generation
 
     @property
+    def log_from(self) -> int:
+        """The Host log offset the run began at: its diagnostics read from there."""
+        return self._log_from
+
+    @property
     def host_link(self) -> HostLink | None:
         """How the send phase reached the Host (None before it did)."""
         return self._link
@@ -170,6 +176,10 @@ class ActiveRun:
     def owns_change(self, changed: set[str]) -> bool:
         """Whether a watched change is this run's own save, which its restart phase applies."""
         return self._life is RunLife.BEFORE_HOST and changed <= set(self._request.changed_files)
+
+    def began_at_log(self, offset: int) -> None:
+        """The Host log offset at the run's start (earlier lines are other runs')."""
+        self._log_from = offset
 
     def sent_to(self, generation: int) -> None:
         """The Host generation that is Ready for this run."""

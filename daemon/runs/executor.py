@@ -15,7 +15,8 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-from llamon_playground.daemon.a2a.client import A2AClient, A2AUnavailable
+from llamon_playground.common.limits import DEFAULT_LIMITS, Limits
+from llamon_playground.daemon.a2a.client import A2AClient, A2AUnavailable, HostOutputTooLarge
 from llamon_playground.daemon.a2a.wire import (
     A2AEvent,
     A2AProtocolError,
@@ -40,7 +41,7 @@ from llamon_playground.daemon.runs.state import Reason, RunStatus
 from llamon_playground.daemon.store.blobs import BlobStore
 from llamon_playground.host_manager.capture import ENVELOPE_KEY, envelope
 from llamon_playground.host_manager.errors import HostUnavailable
-from llamon_playground.host_manager.fingerprint import digest
+from llamon_playground.host_manager.watch.fingerprint import digest
 from llamon_playground.host_manager.generation import Generation
 from llamon_playground.host_manager.process import HostProcess
 from llamon_playground.host_manager.state import HostState
@@ -57,8 +58,9 @@ class RunExecutor:
 
     def __init__(self, project_dir: Path, journal: RunJournal, blobs: BlobStore,
                  host: RunHost, http: aiohttp.ClientSession,
-                 stall_timeout: float = 30.0) -> None:
+                 stall_timeout: float = 30.0, limits: Limits = DEFAULT_LIMITS) -> None:
         self._stall_timeout = stall_timeout
+        self._limits = limits
         self._interfaces: dict[int, Interface] = {}
         self._project_dir = project_dir
         self._journal = journal
@@ -69,6 +71,9 @@ class RunExecutor:
     def _event(self, run: ActiveRun, kind: str, payload: dict[str, Any]) -> None:
         self._journal.event(run.run_id, kind, payload)
 
+    def _log_tail(self, run: ActiveRun) -> list[str]:
+        return self._host.log_window(run.log_from, run.generation, LOG_TAIL_LINES)
+
     def _phase(self, run: ActiveRun, phase: str, state: str, **detail: Any) -> None:
         self._journal.phase(run.run_id, phase, state, **detail)
 
@@ -77,6 +82,7 @@ class RunExecutor:
     async def execute(self, run: ActiveRun) -> None:
         """The run's task: every way out ends the run (a shutdown's cancellation is
         re-raised once it did)."""
+        run.began_at_log(self._host.log_offset())  # where this run's diagnostics begin
         try:
             run.advance(RunStatus.PREPARING)
             config = await self._validate(run)
@@ -188,13 +194,17 @@ class RunExecutor:
                 stall.run(lambda: run.stop(Reason.HOST_UNRESPONSIVE)))
             try:
                 self._host.note_serving()
-                async for events in client.stream(interface, message, metadata):
+                async for events in client.stream(interface, message, metadata, self._limits):
                     stall.touch()
                     for event in events:
                         self._take(run, collected, event)
             finally:
                 watchdog.cancel()
                 await asyncio.gather(watchdog, return_exceptions=True)
+        except HostOutputTooLarge as exc:
+            # A bug in the Host, not an outage: the run ends failed (end_rules decides from
+            # the failure); what came before the limit is in the run's collector and kept.
+            raise RunFailure(Reason.HOST_OUTPUT_TOO_LARGE, exc.message) from exc
         except (A2AUnavailable, A2AProtocolError) as exc:
             raise await self._broken_stream(run, config, process, exc, gen.url) from exc
         self._phase(run, "send", "completed", task_state=collected.state or "completed")
@@ -219,8 +229,9 @@ class RunExecutor:
                              host_url: str) -> RunFailure:
         if process is not None:
             # A dead Host is the usual cause: give its exit a moment to be observed.
-            await process.wait(0.5)
-        tail = self._host.log_tail(LOG_TAIL_LINES)
+            if await process.wait(0.5):
+                await process.drain(0.5)  # its last lines before the tail is kept
+        tail = self._log_tail(run)
         if process is None or process.exited.done():
             code = process.returncode if process else None
             return RunFailure(Reason.HOST_EXITED, f"the Host exited during the run (code {code})",
@@ -238,7 +249,7 @@ class RunExecutor:
             await self._cancel_host_task(run)
         if reason == Reason.HOST_UNRESPONSIVE:
             await run.end(cancelled, stall_timeout=self._stall_timeout,
-                          log_tail=self._host.log_tail(LOG_TAIL_LINES))
+                          log_tail=self._log_tail(run))
             await self._restart_hung_host(run)
         else:
             await run.end(cancelled)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from llamon_playground.common.limits import DEFAULT_LIMITS, Limits
 from llamon_playground.common.wire import RunAccepted
 from llamon_playground.daemon.data.edits import parse_rerun
 from llamon_playground.daemon.data.parts import RunRequest, parse_run_request
@@ -28,7 +29,7 @@ from llamon_playground.daemon.store.event_log import EventHub
 from llamon_playground.daemon.store.history import get_run, get_session, insert_run
 from llamon_playground.daemon.store.history_service import LiveRun
 from llamon_playground.daemon.store.ids import new_context_id, new_run_id
-from llamon_playground.host_manager.fingerprint import OutsideProject, project_file
+from llamon_playground.host_manager.watch.fingerprint import OutsideProject, project_file
 
 log = logging.getLogger(__name__)
 
@@ -52,8 +53,10 @@ class RunManager:
     commits."""
 
     def __init__(self, project_dir: Path, store: Store, blobs: BlobStore, hub: EventHub,
-                 journal: RunJournal, executor: RunExecutor) -> None:
+                 journal: RunJournal, executor: RunExecutor,
+                 limits: Limits = DEFAULT_LIMITS) -> None:
         self._project_dir = project_dir
+        self._limits = limits
         self._store = store
         self._blobs = blobs
         self._hub = hub
@@ -82,6 +85,7 @@ class RunManager:
         self._suite_run_id = suite_run_id
 
     def release_suite(self, suite_run_id: str) -> None:
+        """The suite run is over: the project is free again (a no-op for another id)."""
         if self._suite_run_id == suite_run_id:
             self._suite_run_id = None
 
@@ -129,7 +133,7 @@ class RunManager:
     async def create(self, session_id: str, body: Any) -> RunAccepted:
         """A new run in a session (POST .../runs): queued, its task started."""
         refuse_ways_out(self._project_dir, body)
-        request = parse_run_request(body)
+        request = parse_run_request(body, limits=self._limits)
         session = await get_session(self._store, session_id)
         if session is None:
             raise NotFound(f"no session {session_id}", code="session_not_found")
@@ -154,7 +158,7 @@ class RunManager:
     async def resume(self, run_id: str, body: Any) -> RunAccepted:
         """A child run that answers a run left in input_required, on the Host's same task."""
         refuse_ways_out(self._project_dir, body)
-        return await self._resume(run_id, parse_run_request(body), None)
+        return await self._resume(run_id, parse_run_request(body, limits=self._limits), None)
 
     async def _resume(self, run_id: str, request: RunRequest,
                       suite: SuiteTag | None) -> RunAccepted:
@@ -174,7 +178,7 @@ class RunManager:
     async def rerun(self, run_id: str, body: Any) -> RunAccepted:
         """A new run of a stored input; what the body gives replaces the stored field
         (validated as a new run's, before anything is written), the rest is cloned."""
-        edits = parse_rerun(body)
+        edits = parse_rerun(body, self._limits)
         original = await get_run(self._store, run_id)
         if original is None:
             raise NotFound(f"no run {run_id}", code="run_not_found")
@@ -212,9 +216,11 @@ class RunManager:
                    "input": stored_input, "label": label, "edited_fields": edited_fields,
                    "suite_run_id": suite.suite_run_id if suite else None,
                    "case_id": suite.case_id if suite else None}
-            await insert_run(self._store, row, shas, resumed_parent=parent_run_id)
-            self._store.append_event(run.run_id, "run.status",
-                                     {"status": RunStatus.QUEUED.value})
+            # The row and its first event commit together: the 202 leaves once both are
+            # durable, and a run never exists without its queued status.
+            await insert_run(self._store, row, shas, resumed_parent=parent_run_id,
+                             events=[(run.run_id, "run.status",
+                                      {"status": RunStatus.QUEUED.value})])
         except BaseException:
             self._release(run)
             self._hub.drop(run.run_id)

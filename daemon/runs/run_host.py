@@ -53,8 +53,12 @@ class RunHost(Protocol):
     def note_serving(self) -> None:
         """A run is being sent to the Ready generation."""
 
-    def log_tail(self, lines: int) -> list[str]:
-        """The Host's last log lines."""
+    def log_offset(self) -> int:
+        """The offset the Host's next log line will get."""
+
+    def log_window(self, since: int, generation: int | None, lines: int) -> list[str]:
+        """A run's own log lines: the last `lines` at or after offset `since`, of
+        `generation` when it is known (an earlier run's traceback is never a later run's)."""
 
 
 def follow_project(host: RunHost, config: ProjectConfig,

@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from llamon_playground.common.contract import ACTIVE_STATUSES, RunStatus
+from llamon_playground.common.limits import DEFAULT_LIMITS, Limits
 from llamon_playground.daemon.data.big_documents import dismantle
 from llamon_playground.daemon.data.bundle_json import bundle_of, file_parts
 from llamon_playground.daemon.data.bundle_suites import case_file_shas, remap_baseline, suite_doc
@@ -48,6 +49,7 @@ from llamon_playground.daemon.store.frames import (
     INSERT_EVENTS,
     build_frame,
     frame_payload,
+    stored_events,
 )
 from llamon_playground.daemon.store.history import RUN_JSON_COLUMNS
 from llamon_playground.daemon.store.ids import new_context_id, new_run_id, new_session_id
@@ -93,9 +95,7 @@ def _export_sync(db_path: Path, blobs: BlobStore, session_ids: list[str] | None,
         sessions = _rows(conn, "sessions", "id", wanted_sessions)
         # Suites travel with a whole-history export (their cases name runs anywhere in it).
         suites = _suite_docs(conn) if session_ids is None and run_ids is None else []
-        events = sorted((e for chunk in _chunks([r["id"] for r in runs]) for e in conn.execute(
-            f"SELECT seq, run_id, kind, ts, frame FROM events WHERE run_id IN "
-            f"({_marks(chunk)})", chunk)), key=lambda e: int(e["seq"]))
+        events = stored_events(conn, [r["id"] for r in runs])
         conn.execute("COMMIT")
     finally:
         conn.close()
@@ -104,8 +104,9 @@ def _export_sync(db_path: Path, blobs: BlobStore, session_ids: list[str] | None,
                  for sha in case_file_shas(case)}
     doc = {"format": BUNDLE_FORMAT, "exported_at": utcnow(), "privacy_warning": PRIVACY_WARNING,
            "sessions": [_session_doc(s) for s in sessions], "runs": run_docs,
-           "events": [{"seq": e["seq"], "run_id": e["run_id"], "kind": e["kind"],
-                       "payload": frame_payload(e["frame"]), "ts": e["ts"]} for e in events],
+           "events": [{"seq": seq, "run_id": run_id, "kind": kind,
+                       "payload": frame_payload(frame), "ts": ts}
+                      for seq, run_id, kind, ts, frame in events],
            "blobs": _export_blobs(blobs, run_docs, in_suites)}
     if suites:
         doc["suites"] = suites
@@ -228,15 +229,15 @@ class ImportPlan:
     suite_ids: dict[str, str] = field(default_factory=dict)
 
 
-async def import_bundle(store: Store, blobs: BlobStore, body: Any,
-                        interrupted: Ending) -> dict[str, Any]:
+async def import_bundle(store: Store, blobs: BlobStore, body: Any, interrupted: Ending,
+                        limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
     """Write a parsed bundle's sessions, runs, events and files; the new IDs by old ones.
     `body` is used up: its lists are emptied as it is let go (big_documents)."""
     bundle = bundle_of(body)
     valid: ValidBundle | None = None
     plan: ImportPlan | None = None
     try:
-        valid = await asyncio.to_thread(validate_bundle, bundle)
+        valid = await asyncio.to_thread(validate_bundle, bundle, limits)
         # Redaction and the dumps of each row, off the loop.
         plan = await asyncio.to_thread(plan_import, valid, interrupted)
         created = await asyncio.to_thread(_put_blobs, blobs, valid.blobs)
@@ -263,7 +264,8 @@ def plan_import(valid: ValidBundle, interrupted: Ending) -> ImportPlan:
         # A fresh contextId too: the Host never saw the old one, and importing the same
         # bundle twice must not make two sessions share one A2A conversation.
         plan.sessions.append({
-            "id": plan.session_ids[session["id"]], "title": session.get("title") or "",
+            "id": plan.session_ids[session["id"]],
+            "title": f"{(session.get('title') or 'untitled')[:489]} (imported)",
             "context_id": new_context_id(), "created_at": session.get("created_at") or now,
             "metadata": orjson.dumps(redact_metadata(session.get("metadata") or {})).decode()})
     was_active: dict[str, str] = {}

@@ -88,6 +88,134 @@ MIGRATIONS: list[str] = [
         WHERE frame IS NULL;
     ALTER TABLE events DROP COLUMN payload;
     """,
+    # Full-text search over history (docs/storage.md, "Search"). `run_search` is an FTS5
+    # table of each run's words: the text of its input and output parts (data parts as
+    # their keys and values, files by name, an error by its message), its label and note,
+    # its session's title, and in `facts` its filters as words nobody types (status,
+    # reason, label present, an evaluator failed, session). The view says how a row
+    # becomes those words; triggers keep the index in step inside whatever transaction
+    # changes a run or a session's title. `prefix='3'`: a prefix search (`tik*`) reads one
+    # list, not every word it expands to. The three active statuses are one word, so a run's
+    # start (queued, preparing, running) does not re-index its input three times; the one
+    # active run is told apart by its row. The last statement indexes existing history.
+    """
+    CREATE VIEW run_search_doc AS SELECT
+        r.rowid AS run_rowid,
+        r.session_id AS session_id,
+        replace(replace(coalesce((SELECT group_concat(t, ' ') FROM (
+            SELECT CASE json_extract(p.value, '$.kind')
+                       WHEN 'text' THEN json_extract(p.value, '$.text')
+                       WHEN 'file' THEN json_extract(p.value, '$.name') END AS t
+              FROM json_each(r.input, '$.parts') AS p
+            UNION ALL
+            SELECT CASE WHEN typeof(d.key) = 'text' THEN d.key || ' ' ELSE '' END
+                   || coalesce(d.atom, '')
+              FROM json_each(r.input, '$.parts') AS p, json_tree(p.value, '$.data') AS d
+             WHERE json_extract(p.value, '$.kind') = 'data'
+               AND d.type NOT IN ('object', 'array'))), ''), char(2), ''), char(3), '')
+            AS input,
+        replace(replace(coalesce((SELECT group_concat(t, ' ') FROM (
+            SELECT CASE json_extract(p.value, '$.kind')
+                       WHEN 'text' THEN json_extract(p.value, '$.text')
+                       WHEN 'file' THEN json_extract(p.value, '$.name')
+                       WHEN 'error' THEN json_extract(p.value, '$.message') END AS t
+              FROM json_each(r.output) AS p
+            UNION ALL
+            SELECT CASE WHEN typeof(d.key) = 'text' THEN d.key || ' ' ELSE '' END
+                   || coalesce(d.atom, '')
+              FROM json_each(r.output) AS p, json_tree(p.value, '$.data') AS d
+             WHERE json_extract(p.value, '$.kind') = 'data'
+               AND d.type NOT IN ('object', 'array'))), ''), char(2), ''), char(3), '')
+            AS output,
+        replace(replace(coalesce(r.label, ''), char(2), ''), char(3), '') AS label,
+        replace(replace(coalesce(r.note, ''), char(2), ''), char(3), '') AS note,
+        replace(replace(coalesce(s.title, ''), char(2), ''), char(3), '') AS title,
+        'run s' || CASE WHEN r.status IN ('queued', 'preparing', 'running') THEN 'active'
+                        ELSE hex(r.status) END
+            || CASE WHEN r.reason IS NULL THEN '' ELSE ' r' || hex(r.reason) END
+            || CASE WHEN coalesce(r.label, '') = '' THEN '' ELSE ' labelled' END
+            || CASE WHEN EXISTS (
+                   SELECT 1 FROM json_each(r.scores) AS a
+                    WHERE a.type = 'object'
+                      AND lower(json_extract(a.value, '$.passStatus')) IN ('fail', 'failed')
+                      AND NOT EXISTS (
+                          SELECT 1 FROM json_each(r.scores) AS b
+                           WHERE b.type = 'object' AND b.key > a.key
+                             AND (CASE WHEN json_type(b.value, '$.evaluator') IS NULL
+                                       THEN json_extract(b.value, '$.name')
+                                       ELSE json_extract(b.value, '$.evaluator') END)
+                              IS (CASE WHEN json_type(a.value, '$.evaluator') IS NULL
+                                       THEN json_extract(a.value, '$.name')
+                                       ELSE json_extract(a.value, '$.evaluator') END)
+                             AND json_extract(b.value, '$.scope')
+                              IS json_extract(a.value, '$.scope')
+                             AND json_extract(b.value, '$.node')
+                              IS json_extract(a.value, '$.node')))
+                   THEN ' evalfailed' ELSE '' END
+            || ' x' || hex(r.session_id) AS facts
+      FROM runs AS r LEFT JOIN sessions AS s ON s.id = r.session_id;
+    CREATE VIRTUAL TABLE run_search USING fts5(
+        input, output, label, note, title, facts,
+        columnsize=0, prefix='3', tokenize='unicode61 remove_diacritics 2');
+    CREATE TRIGGER run_search_insert AFTER INSERT ON runs BEGIN
+        INSERT INTO run_search (rowid, input, output, label, note, title, facts)
+        SELECT run_rowid, input, output, label, note, title, facts
+          FROM run_search_doc WHERE run_rowid = new.rowid;
+    END;
+    CREATE TRIGGER run_search_delete AFTER DELETE ON runs BEGIN
+        DELETE FROM run_search WHERE rowid = old.rowid;
+    END;
+    CREATE TRIGGER run_search_update
+        AFTER UPDATE OF input, output, label, note, status, reason, scores, session_id
+        ON runs
+        WHEN old.input IS NOT new.input OR old.output IS NOT new.output
+          OR old.label IS NOT new.label OR old.note IS NOT new.note
+          OR (old.status IS NOT new.status AND NOT (
+                 old.status IN ('queued', 'preparing', 'running')
+                 AND new.status IN ('queued', 'preparing', 'running')))
+          OR old.reason IS NOT new.reason
+          OR old.scores IS NOT new.scores OR old.session_id IS NOT new.session_id
+    BEGIN
+        DELETE FROM run_search WHERE rowid = old.rowid;
+        INSERT INTO run_search (rowid, input, output, label, note, title, facts)
+        SELECT run_rowid, input, output, label, note, title, facts
+          FROM run_search_doc WHERE run_rowid = new.rowid;
+    END;
+    CREATE TRIGGER run_search_title AFTER UPDATE OF title ON sessions
+        WHEN old.title IS NOT new.title
+    BEGIN
+        DELETE FROM run_search
+         WHERE rowid IN (SELECT rowid FROM runs WHERE session_id = new.id);
+        INSERT INTO run_search (rowid, input, output, label, note, title, facts)
+        SELECT run_rowid, input, output, label, note, title, facts
+          FROM run_search_doc WHERE session_id = new.id;
+    END;
+    INSERT INTO run_search (rowid, input, output, label, note, title, facts)
+    SELECT run_rowid, input, output, label, note, title, facts FROM run_search_doc;
+    """,
+    # Finished runs kept compact: their events before the terminal run.status move into
+    # zstandard blocks (daemon/store/frames.py), in the background and a few at a time
+    # (daemon/store/upkeep/compaction.py); `upkeep` keeps how far that sweep got, so it resumes
+    # after a kill. A run's blocks go with its row, whoever deletes it.
+    """
+    CREATE TABLE event_blocks (
+        run_id     TEXT NOT NULL,
+        first_seq  INTEGER NOT NULL,
+        last_seq   INTEGER NOT NULL,
+        events     INTEGER NOT NULL,
+        terminal   INTEGER NOT NULL,
+        frames     BLOB NOT NULL,
+        stamps     BLOB NOT NULL
+    );
+    CREATE UNIQUE INDEX event_blocks_by_run ON event_blocks(run_id, last_seq);
+    CREATE TABLE upkeep (
+        key    TEXT PRIMARY KEY,
+        value  INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    CREATE TRIGGER run_blocks_go_with_run AFTER DELETE ON runs BEGIN
+        DELETE FROM event_blocks WHERE run_id = old.id;
+    END;
+    """,
     # Suites: named, ordered lists of cases with their inputs and baselines copied in (a
     # deleted source still runs), suite runs and each case's result in one, the blobs the
     # cases hold (kept while a case names them), and which suite run and case a run was.

@@ -26,6 +26,8 @@ class CaseSpec:
 
 @dataclass(frozen=True)
 class SuiteCreate:
+    """A checked `POST /suites` body."""
+
     name: str
     cases: list[CaseSpec]
     run_on_save: bool

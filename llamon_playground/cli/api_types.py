@@ -13,15 +13,18 @@ from typing import Any, Literal, NotRequired, TypedDict
 
 __all__ = [
     "Bundle", "BundleBlob", "BundleImported", "Compare", "ComposerSchema", "DeletedCounts", "Error",
-    "ErrorDetail", "Health", "HistoryDeleted", "HostError", "HostErrorDetail", "HostLogs",
-    "HostStatus", "HostWarning", "Landing", "Lineage", "LogLine", "OpenApiDocument", "Part",
-    "ReapedProcess", "RerunTree", "Run", "RunAccepted", "RunEvent", "RunInput", "RunList",
-    "RunSummary", "ScoreSummary", "Session", "SessionDeleted", "SessionList", "Snippets",
-    "SourceTarget", "WarmParent", "WatchCounters",
+    "ErrorDetail", "Health", "HistoryDeleted", "HistorySize", "HostError", "HostErrorDetail",
+    "HostLogs", "HostStatus", "HostWarning", "Landing", "Lineage", "LogLine", "OpenApiDocument",
+    "Part", "ReapedProcess", "RerunTree", "RetentionPolicy", "Run", "RunAccepted", "RunEvent",
+    "RunInput", "RunList", "RunSummary", "ScoreSummary", "SearchExcerpt", "SearchHit",
+    "SearchResults", "Session", "SessionDeleted", "SessionList", "Snippets", "SourceTarget",
+    "TextCut", "TextDiff", "WarmParent", "WatchCounters",
 ]
 
 
 class ErrorDetail(TypedDict):
+    """What went wrong: a stable code for programs and a sentence for people."""
+
     error: str  # a stable code, e.g. `invalid_request`, `run_not_found`
     message: str
 
@@ -33,13 +36,18 @@ class Error(TypedDict):
 
 
 class Part(TypedDict):
-    """A stored part: text, data or file (`kind`), as the run keeps it."""
+    """A stored part: text, data or file (`kind`); in a list answer, perhaps an excerpt."""
 
     kind: str
     text: NotRequired[str]
     data: NotRequired[Any]
     sha256: NotRequired[str | None]
+    # a file's bytes; for a cut part, its full length (a text's characters, else the part's JSON
+    # bytes)
     size: NotRequired[int | None]
+    # a list answer's excerpt: a text's first 2,000 characters, else the `kind` only (`GET
+    # /runs/{id}` answers the part whole)
+    truncated: NotRequired[bool]
     name: NotRequired[str | None]
     mime: NotRequired[str | None]
     source: NotRequired[str | None]
@@ -61,9 +69,13 @@ class Session(TypedDict):
     created_at: str
     metadata: dict[str, Any]
     run_count: NotRequired[int]  # in listings
+    # in listings: the metadata is over 4,096 bytes and shown as `{}`
+    metadata_truncated: NotRequired[bool]
 
 
 class SessionList(TypedDict):
+    """A page of sessions, newest first; `next_after` is the cursor of the next page."""
+
     sessions: list[Session]
     next_after: str | None
 
@@ -73,11 +85,15 @@ class RunInput(TypedDict):
 
     parts: list[Part]
     metadata: NotRequired[dict[str, Any]]
+    # in listings: the metadata is over 4,096 bytes and shown as `{}`
+    metadata_truncated: NotRequired[bool]
     changed_files: NotRequired[list[str]]
     revision: NotRequired[str | None]
 
 
 class ScoreSummary(TypedDict):
+    """How many evaluators scored the run, and how many of them said it failed."""
+
     evaluators: int
     failed: int
 
@@ -136,6 +152,8 @@ class RunSummary(TypedDict):
 
 
 class RerunTree(TypedDict):
+    """A run and the reruns made from it, each with its own reruns."""
+
     run: RunSummary
     reruns: list[RerunTree]
 
@@ -150,6 +168,8 @@ class Lineage(TypedDict):
 
 
 class RunList(TypedDict):
+    """A page of a session's runs; `next_after` is the cursor of the next page."""
+
     runs: list[Run]
     next_after: str | None
 
@@ -162,11 +182,15 @@ class RunAccepted(TypedDict):
 
 
 class SessionDeleted(TypedDict):
+    """`DELETE /sessions/{id}`: the session gone, and how many files went with it."""
+
     deleted: str
     blobs_removed: int
 
 
 class DeletedCounts(TypedDict):
+    """How many rows of each kind a deletion removed."""
+
     sessions: NotRequired[int]
     runs: NotRequired[int]
     events: NotRequired[int]
@@ -174,6 +198,8 @@ class DeletedCounts(TypedDict):
 
 
 class HistoryDeleted(TypedDict):
+    """`DELETE /history`: what was removed, rows and files."""
+
     deleted: DeletedCounts
     blobs_removed: int
 
@@ -196,14 +222,17 @@ class WarmParent(TypedDict):
 
 
 class HostWarning(TypedDict):
-    """A project or exposure warning (`postgresql_backend`, `host_exposed`...)."""
+    """A standing warning: `postgresql_backend`, `host_exposed`, `host_module_missing`..."""
 
     code: str
     message: str
     fix: NotRequired[str]
+    module: NotRequired[str]  # host_module_missing: the module the Host lacks
 
 
 class WatchCounters(TypedDict):
+    """The file watcher's counters: change batches seen and restarts they caused."""
+
     batches: NotRequired[int]
     restarts: NotRequired[int]
 
@@ -224,6 +253,9 @@ class HostStatus(TypedDict):
     generation: int | None
     pid: int | None
     url: str | None
+    # the project's A2A address, kept across generations and daemon restarts (None before the first
+    # start)
+    a2a_url: str | None
     started_at: float | None  # Unix time
     ready_at: float | None  # Unix time
     restarts: int
@@ -240,6 +272,8 @@ class HostStatus(TypedDict):
 
 
 class HostErrorDetail(TypedDict):
+    """A Host start refused: the error with the last lines the Host wrote."""
+
     error: str  # a stable code, e.g. `invalid_request`, `run_not_found`
     message: str
     log_tail: NotRequired[Any]
@@ -252,6 +286,8 @@ class HostError(TypedDict):
 
 
 class LogLine(TypedDict):
+    """One line of the Host's output, numbered by the daemon (from 0 with each daemon)."""
+
     offset: int
     time: NotRequired[float]
     generation: NotRequired[int | None]
@@ -260,9 +296,26 @@ class LogLine(TypedDict):
 
 
 class HostLogs(TypedDict):
+    """A page of Host log lines after a cursor; `overflow` says older lines were dropped."""
+
     lines: list[LogLine]
     overflow: bool
     next: int
+
+
+class RetentionPolicy(TypedDict):
+    """The most history to keep (docs/storage.md, Retention); both None: the policy is off."""
+
+    max_bytes: int | None  # None: no size limit
+    max_age_days: float | None  # None: no age limit
+
+
+class HistorySize(TypedDict):
+    """`/health`'s `history`: the retention policy and the bytes history takes on disk."""
+
+    max_bytes: int | None  # None: no size limit
+    max_age_days: float | None  # None: no age limit
+    bytes: int  # the database with its WAL, and the files as last counted
 
 
 class Health(TypedDict):
@@ -276,6 +329,28 @@ class Health(TypedDict):
     host: HostStatus
     active_run_id: str | None
     history_degraded: bool
+    history: HistorySize
+
+
+class TextCut(TypedDict):
+    """Both texts' full lengths, and how much of each the answer (and the diff) holds."""
+
+    left_chars: int
+    right_chars: int
+    kept_chars: int
+
+
+class TextDiff(TypedDict):
+    """The outputs' text side by side and a unified diff of the changed region."""
+
+    left: str
+    right: str
+    same: bool
+    unified_diff: str
+    truncated: bool  # the texts or the diff stop early; `note` says where
+    note: NotRequired[str]
+    # a side is over 1,000,000 characters: each is given and diffed up to there
+    cut: NotRequired[TextCut]
 
 
 class Compare(TypedDict):
@@ -285,7 +360,7 @@ class Compare(TypedDict):
     right: dict[str, Any]
     duration_delta_ms: NotRequired[float | None]
     same_code: NotRequired[bool | None]
-    text: NotRequired[dict[str, Any]]
+    text: NotRequired[TextDiff]
     data: NotRequired[dict[str, Any]]
     files: NotRequired[list[dict[str, Any]]]
     scores: NotRequired[Any]
@@ -294,6 +369,8 @@ class Compare(TypedDict):
 
 
 class BundleBlob(TypedDict):
+    """A file of the bundle, keyed by its sha256: the bytes and their size, checked at import."""
+
     bytes_base64: str
     size: int
 
@@ -365,5 +442,50 @@ class Landing(TypedDict):
 
 
 class OpenApiDocument(TypedDict):
+    """`GET /openapi.json`: the API described in OpenAPI 3.1 (built from this declaration)."""
+
     openapi: str
     paths: dict[str, Any]
+
+
+class SearchExcerpt(TypedDict):
+    """Where the words matched: a few words around them, as plain text (never HTML)."""
+
+    # `title` is the run's session's title
+    field: Literal["input", "output", "label", "note", "title"]
+    text: str  # `…` marks text left out before or after
+    # each match as [start, end) offsets into `text`, in Unicode code points
+    matches: list[list[int]]
+
+
+class SearchHit(TypedDict):
+    """A run that matched: the run list's fields without its parts, scores and error."""
+
+    id: str
+    session_id: str
+    session_title: str
+    status: str  # a RunStatus value
+    reason: str | None
+    created_at: str
+    started_at: str | None
+    ended_at: str | None
+    duration_ms: float | None
+    label: str | None
+    note: str | None
+    generation: int | None
+    parent_run_id: str | None
+    rerun_of: str | None
+    resumed_by: str | None
+    code_fingerprint: str | None
+    a2a_version: str | None
+    score_summary: ScoreSummary
+    edited: bool
+    edited_fields: list[str]
+    excerpt: SearchExcerpt | None  # null when no words were searched
+
+
+class SearchResults(TypedDict):
+    """Newest run first; `next_after` is the cursor of the next page (null: no more)."""
+
+    hits: list[SearchHit]
+    next_after: str | None

@@ -17,20 +17,23 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from llamon_playground.cli.bundled_example import bundled_example
-from llamon_playground.cli.control import (
+from llamon_playground.cli.terminal.commands import (
+    PROJECT_HELP,
+    add_control_commands,
+    add_suite_commands,
+)
+from llamon_playground.cli.terminal.control import (
     EXIT_CONFLICT,
     EXIT_ERROR,
     EXIT_NOT_RUNNING,
     EXIT_OK,
     EXIT_USAGE,
-    add_control_commands,
 )
-from llamon_playground.cli.suite_commands import add_suite_commands
+from llamon_playground.cli.terminal.search import add_search_command
+from llamon_playground.cli.terminal.show import print_warnings
 from llamon_playground.common.config import DAEMON_ONLY_ENV, Settings, build_settings, log_json
 from llamon_playground.common.logging_setup import setup_logging
 from llamon_playground.common.runtime_dir import AlreadyRunning
-
-STOP_TIMEOUT = 60.0  # how long `up` waits for the daemon it started to stop
 
 if TYPE_CHECKING:  # the front's modules load only for the commands that run a front
     from llamon_playground.api.app import FrontOptions
@@ -77,7 +80,7 @@ def cmd_daemon(args: argparse.Namespace) -> int:
 def _front_options(args: argparse.Namespace, show_token_url: bool) -> FrontOptions:
     from llamon_playground.api.app import FrontOptions
     return FrontOptions(host=args.host, port=args.port, auth=not args.no_auth,
-                        show_token_url=show_token_url)
+                        show_token_url=show_token_url or args.print_token_url)
 
 
 def _run_front(settings: Settings, options: FrontOptions) -> int:
@@ -101,65 +104,8 @@ def cmd_front(args: argparse.Namespace) -> int:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    from llamon_playground.api.guard import NonLoopbackBind, check_bind_address
-    from llamon_playground.cli.client import DaemonNotRunning, health, spawn_daemon, wait_healthy
-    from llamon_playground.daemon.introspect.host_checks import host_command_warnings
-    settings = _settings(args.project)
-    try:
-        check_bind_address(args.host)
-    except NonLoopbackBind as exc:
-        print(f"llamon-playground: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    # What can be seen before the first run, said now rather than at the first run's failure.
-    for warning in host_command_warnings(settings.project_dir):
-        print(f"llamon-playground: warning: {warning}", file=sys.stderr, flush=True)
-
-    async def attach() -> tuple[int, bool]:
-        try:
-            info = await health(settings)
-            print(f"attached to the running daemon (pid {info.get('pid')})", flush=True)
-            return int(info["pid"]), False
-        except DaemonNotRunning:
-            proc = spawn_daemon(settings)
-            info = await wait_healthy(settings, proc)
-            print(f"started the daemon (pid {info.get('pid')}); log: "
-                  f"{settings.runtime_dir / 'daemon.log'}", flush=True)
-            return int(info["pid"]), True
-
-    try:
-        pid, started = asyncio.run(attach())
-    except DaemonNotRunning as exc:
-        print(f"llamon-playground: {exc}", file=sys.stderr)
-        return EXIT_NOT_RUNNING
-    # A person runs `up`: it prints the URL with the token (a service's front never does).
-    code = _run_front(settings, _front_options(args, show_token_url=True))
-    return _leave_daemon(settings, pid, started, args.detach) or code
-
-
-def _leave_daemon(settings: Settings, pid: int, started: bool, detach: bool) -> int:
-    """As `docker compose up` does: a daemon `up` started stops with it (unless --detach),
-    one it attached to keeps running; either way, say which. Returns an exit code on trouble."""
-    from llamon_playground.cli.control import stop_daemon_pid
-    if not started:
-        print(f"the daemon (pid {pid}) was running before `up` and keeps running; "
-              "`llamon-playground stop` stops it", flush=True)
-        return EXIT_OK
-    if detach:
-        print(f"the daemon (pid {pid}) keeps running in the background (--detach); "
-              "`llamon-playground stop` stops it", flush=True)
-        return EXIT_OK
-    try:
-        stopped = stop_daemon_pid(settings, pid, STOP_TIMEOUT)
-    except KeyboardInterrupt:  # a second Ctrl-C: stop waiting, the SIGTERM is on its way
-        print(f"the daemon (pid {pid}) is still stopping", file=sys.stderr, flush=True)
-        return EXIT_OK
-    if not stopped:
-        print(f"llamon-playground: the daemon (pid {pid}) that `up` started did not stop "
-              f"within {STOP_TIMEOUT:g} s", file=sys.stderr, flush=True)
-        return EXIT_ERROR
-    print(f"stopped the daemon (pid {pid}) that `up` started, and its Host; "
-          "`up --detach` keeps it running", flush=True)
-    return EXIT_OK
+    from llamon_playground.cli.terminal.up import cmd_up as up
+    return up(args, _settings(args.project))
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -188,11 +134,27 @@ def _print_status(info: dict[str, Any], as_json: bool) -> None:
     print(f"host:       {host.get('state')} (generation {host.get('generation')}, "
           f"url {host.get('url')})")
     print(f"active run: {info.get('active_run_id') or '-'}")
+    print_warnings(host.get("warnings") or [])
+
+
+def _project_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("project", nargs="?", help=PROJECT_HELP)
+
+
+def _front_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--port", type=int, default=8765,
+                        help="the front's TCP port (default 8765; 0: any free port)")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="the loopback address to bind (127.0.0.1, ::1 or localhost)")
+    parser.add_argument("--no-auth", action="store_true",
+                        help="no token (scripted local use only; prints a warning)")
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from llamon_playground.cli.terminal.more import add_more_commands, version
     parser = argparse.ArgumentParser(prog="llamon-playground",
                                      description="llamon Playground daemon and front")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     parser.add_argument("--log-json", action="store_true",
                         help="log one JSON object per line "
@@ -200,31 +162,33 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     up = sub.add_parser("up", help="start or attach to the daemon, run the front in the foreground")
-    up.add_argument("project", nargs="?")
-    up.add_argument("--port", type=int, default=8765)
-    up.add_argument("--host", default="127.0.0.1")
-    up.add_argument("--no-auth", action="store_true", help="no token (scripted local use only)")
+    _project_arg(up)
+    _front_args(up)
     up.add_argument("--detach", action="store_true",
-                    help="leave a daemon that `up` started running when `up` ends")
-    up.set_defaults(func=cmd_up)
+                    help="return once the front serves, leaving the front and the daemon "
+                         "running (`llamon-playground stop` stops both)")
+    up.add_argument("--allow-empty", action="store_true",
+                    help="serve a named folder even though it has no pyproject.toml")
+    up.set_defaults(func=cmd_up, print_token_url=False)
 
     daemon = sub.add_parser("daemon", help="run the daemon in the foreground")
-    daemon.add_argument("project", nargs="?")
+    _project_arg(daemon)
     daemon.set_defaults(func=cmd_daemon)
 
     front = sub.add_parser("front", help="run only the front (the daemon must be running)")
-    front.add_argument("project", nargs="?")
-    front.add_argument("--port", type=int, default=8765)
-    front.add_argument("--host", default="127.0.0.1")
-    front.add_argument("--no-auth", action="store_true",
-                       help="no token (scripted local use only; prints a warning)")
+    _project_arg(front)
+    _front_args(front)
+    # `up` runs its front as a child process that prints the URL with the token.
+    front.add_argument("--print-token-url", action="store_true", help=argparse.SUPPRESS)
     front.set_defaults(func=cmd_front)
 
     status = sub.add_parser("status", help="daemon, Host and active run of a project")
-    status.add_argument("project", nargs="?")
-    status.add_argument("--json", action="store_true")
+    _project_arg(status)
+    status.add_argument("--json", action="store_true", help="print the /health document")
     status.set_defaults(func=cmd_status)
     add_control_commands(sub, _settings)
+    add_more_commands(sub, _settings)
+    add_search_command(sub, _settings)
     add_suite_commands(sub, _settings)
     return parser
 

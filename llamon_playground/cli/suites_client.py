@@ -10,8 +10,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from typing import Any, Protocol, cast
 
 from llamon_playground.cli.api_suites import (
     Suite,
@@ -27,8 +27,19 @@ from llamon_playground.cli.api_suites import (
 from llamon_playground.cli.errors import ApiError
 from llamon_playground.cli.events import Event
 
-if TYPE_CHECKING:
-    from llamon_playground.cli.client import PlaygroundClient
+
+
+class Caller(Protocol):
+    """What the suites need of `PlaygroundClient` (cli/client.py), which holds a
+    `SuiteClient`: named here so neither module imports the other."""
+
+    async def call(self, method: str, path: str, body: Any = None,
+                   params: Mapping[str, str] | None = None) -> Any:
+        """One API call; its JSON answer."""
+
+    def events(self, path: str, params: Mapping[str, str] | None = None
+               ) -> AsyncGenerator[Event, None]:
+        """An SSE route's events until the daemon ends the stream."""
 
 __all__ = ["SuiteClient", "suite_finished"]
 
@@ -41,7 +52,7 @@ def suite_finished(event: Event) -> bool:
 class SuiteClient:
     """Suites and suite runs of one daemon (a view on its `PlaygroundClient`)."""
 
-    def __init__(self, client: PlaygroundClient) -> None:
+    def __init__(self, client: Caller) -> None:
         self._client = client
 
     async def create(self, name: str, cases: Sequence[SuiteCaseSpec], *,

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from llamon_playground import __version__
+from llamon_playground.common.limits import LIMIT_ENV_NAMES, Limits
 
 Environ = Mapping[str, str]
 
@@ -67,6 +68,20 @@ def _switch(raw: str) -> bool:
     return raw != "0"
 
 
+# How the front reaches the daemon (docs/front-transport.md): "fast", its own pooled client
+# and streams lent to the daemon; "plain", aiohttp's client on the Unix socket and streams
+# relayed (a baseline to bisect a bug against).
+FRONT_TRANSPORTS = ("fast", "plain")
+
+
+def _transport(raw: str) -> str:
+    value = raw.strip().lower()
+    if value not in FRONT_TRANSPORTS:
+        raise ValueError(f"LLAMON_PLAYGROUND_FRONT_TRANSPORT must be one of "
+                         f"{', '.join(FRONT_TRANSPORTS)}, not {raw!r}")
+    return value
+
+
 def _from_env(table: tuple[EnvVar, ...], environ: Environ) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for var in table:
@@ -80,8 +95,8 @@ def _from_env(table: tuple[EnvVar, ...], environ: Environ) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class FrontSettings:
-    """What only the front reads: the token the environment gives (api/token_store.py) and
-    its connection limits (api/connections.py)."""
+    """What only the front reads: the token the environment gives (api/token_store.py),
+    its connection limits (api/connections.py) and how it reaches the daemon (api/app.py)."""
 
     # repr=False keeps the token out of any log line or traceback that prints the settings.
     token: str | None = field(default=None, repr=False)
@@ -90,6 +105,7 @@ class FrontSettings:
     # after this many seconds; open SSE streams are requests in progress.
     idle_timeout: float = 15.0
     max_connections: int = 256  # and never more than half the open-files limit allows
+    transport: str = "fast"  # one of FRONT_TRANSPORTS
 
 
 FRONT_ENV = (
@@ -97,11 +113,15 @@ FRONT_ENV = (
     EnvVar("token_file", ENV_TOKEN_FILE, Path),
     EnvVar("idle_timeout", "LLAMON_PLAYGROUND_FRONT_IDLE_TIMEOUT", float),
     EnvVar("max_connections", "LLAMON_PLAYGROUND_FRONT_MAX_CONNECTIONS", _whole),
+    EnvVar("transport", "LLAMON_PLAYGROUND_FRONT_TRANSPORT", _transport),
 )
 
 
 @dataclass(frozen=True)
 class Settings:
+    """Everything a daemon or front is configured with, read once at start-up and passed in;
+    the paths it derives are properties, so the layout is stated in one place."""
+
     project_dir: Path
     runtime_base: Path
     version: str = __version__
@@ -111,7 +131,7 @@ class Settings:
     max_request_bytes: int = 16 * 1024 * 1024
     event_ring_size: int = 4096
     # The watcher's quiet period grows with a burst, from the shortest to the longest
-    # (host_manager/watcher.py, QuietPeriod).
+    # (host_manager/watch/watcher.py, QuietPeriod).
     watch_quiet: float = 0.05
     watch_quiet_max: float = 0.5
     crash_limit: int = 5
@@ -126,16 +146,24 @@ class Settings:
     watchdog_usec: int = 0
     watchdog_pid: int | None = None
     host_stall_timeout: float = 30.0
+    # The retention policy (daemon/store/upkeep/retention.py): the most history to keep, by size
+    # (bytes) and by age (days); 0 is off, the default.
+    history_max_bytes: int = 0
+    history_max_age_days: float = 0.0
     # Built with the rest (one builder per process); the front reads it, and the daemon its
     # max_connections (the cap on the streams it writes on lent connections).
     front: FrontSettings = field(default_factory=FrontSettings)
+    # The sizes a request, a bundle or a Host may bring in (common/limits.py).
+    limits: Limits = field(default_factory=Limits)
 
     @property
     def runtime_dir(self) -> Path:
+        """This project's private runtime directory (sockets, lock, Host log), keyed by its path."""
         return self.runtime_base / project_key(self.project_dir)
 
     @property
     def socket_path(self) -> Path:
+        """The daemon's Unix socket."""
         return self.runtime_dir / "daemon.sock"
 
     @property
@@ -146,22 +174,27 @@ class Settings:
 
     @property
     def lock_path(self) -> Path:
+        """Held by the one daemon of this project."""
         return self.runtime_dir / "daemon.lock"
 
     @property
     def discovery_path(self) -> Path:
+        """What a running daemon writes about itself, for the CLI and the front to find it."""
         return self.runtime_dir / "daemon.json"
 
     @property
     def host_log_path(self) -> Path:
+        """Where the Host's output is appended."""
         return self.runtime_dir / "host.log"
 
     @property
     def host_record_path(self) -> Path:
+        """The running Host's record, so the next daemon can reap a Host left behind."""
         return self.runtime_dir / "host.json"
 
     @property
     def front_token_path(self) -> Path:
+        """The front's token, shared by every front of this project."""
         return self.runtime_dir / "front.token"
 
     @property
@@ -176,14 +209,17 @@ class Settings:
 
     @property
     def state_dir(self) -> Path:
+        """Where history lives, inside the project."""
         return self.project_dir / ".llamon" / "playground"
 
     @property
     def db_path(self) -> Path:
+        """The SQLite history."""
         return self.state_dir / "playground.sqlite3"
 
     @property
     def files_dir(self) -> Path:
+        """The blob store's folder."""
         return self.state_dir / "files"
 
 
@@ -201,7 +237,11 @@ DAEMON_ENV = (
     EnvVar("db_busy_timeout_ms", "LLAMON_PLAYGROUND_DB_BUSY_TIMEOUT_MS", _whole),
     EnvVar("watch", "LLAMON_PLAYGROUND_WATCH", _switch),
     EnvVar("host_stall_timeout", "LLAMON_PLAYGROUND_HOST_STALL_TIMEOUT", float),
+    EnvVar("history_max_bytes", "LLAMON_PLAYGROUND_HISTORY_MAX_BYTES", _whole),
+    EnvVar("history_max_age_days", "LLAMON_PLAYGROUND_HISTORY_MAX_AGE_DAYS", float),
 )
+# One variable a limit (the names live beside the limits, common/limits.py).
+LIMITS_ENV = tuple(EnvVar(name, env, _whole) for name, env in LIMIT_ENV_NAMES.items())
 # systemd's notify protocol, set by a Type=notify unit (systemd/*.service).
 SYSTEMD_ENV = (
     EnvVar("notify_socket", "NOTIFY_SOCKET", str),
@@ -222,4 +262,5 @@ def build_settings(project: str | os.PathLike[str], environ: Environ | None = No
     env = os.environ if environ is None else environ
     return Settings(project_dir=Path(project).resolve(), runtime_base=default_runtime_base(env),
                     front=FrontSettings(**_from_env(FRONT_ENV, env)),
+                    limits=Limits(**_from_env(LIMITS_ENV, env)),
                     **_from_env(DAEMON_ENV + SYSTEMD_ENV, env))

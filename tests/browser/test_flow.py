@@ -1,5 +1,6 @@
 """The page on a Flow (examples/flow_project): the composer's contract tabs with their JSON
-drafts, required fields and the start node's source target, sent as a data part."""
+drafts, required fields and the start node's source target, sent as a data part; the JSON
+box; the trace timeline; the graph with a run's path; a score's node source."""
 
 from __future__ import annotations
 
@@ -7,6 +8,9 @@ import json
 import re
 from typing import Any
 
+import pytest
+
+from tests.browser.accessibility import blocking_violations
 from tests.browser.helpers import XSS, button, expect, send
 
 EXAMPLE = "flow_project"
@@ -85,3 +89,107 @@ def test_the_trace_is_a_timeline(page: Any) -> None:
         re.compile(r"^app/nodes\.py:\d+$"))
     assert page.locator("img").count() == 0 and page.evaluate("window.__xss") is None
     assert not csp, csp
+
+
+def test_the_json_box_grows_and_points_at_a_parse_error(page: Any) -> None:
+    message = page.get_by_label("Message")
+    small = message.bounding_box()
+    button(page, "approve: request").click()
+    grown = message.bounding_box()
+    assert small is not None and grown is not None and grown["height"] > small["height"]
+    assert message.evaluate("m => m.scrollHeight <= m.clientHeight + 2")  # the draft fits
+    broken = '{\n  "schema": "approval.v1",\n  "amount" 5\n}'
+    message.fill(broken)
+    button(page, "Send").click()
+    hint = page.locator("#composer-hint")
+    expect(hint).to_contain_text("(line 3, column 12)")
+    expect(hint).to_have_attribute("data-line", "3")
+    expect(message).to_be_focused()
+    at = message.evaluate("m => m.selectionStart")
+    assert broken[at] == "5", (at, broken[at:at + 5])
+    assert page.locator("article.run-view").count() == 0
+
+
+def test_a_score_that_names_a_node_leads_to_its_source_and_graph_node(page: Any) -> None:
+    button(page, "approve: request").click()
+    draft = json.loads(page.get_by_label("Message").input_value())
+    draft.update(requestId="r-2", amount=3, requester={"name": "Ada"})
+    view = send(page, json.dumps(draft))
+    expect(view).to_have_attribute("data-status", "completed")
+    view.get_by_text("Trace and scores").click()
+    row = view.locator("table.scores tbody tr", has_text="decided")
+    expect(row.locator(".score-node .node-name")).to_have_text("notify")
+    row.get_by_role("button", name="Where is notify?").click()
+    expect(row.locator(".source-target a")).to_have_text(re.compile(r"^app/nodes\.py:\d+$"))
+    # And to the node in the graph: the Graph opens, the node is marked, in view, focused.
+    view.locator(".graph-box > summary").click()
+    graph = view.get_by_role("group", name="Graph")
+    expect(graph).to_be_hidden()
+    row.get_by_role("button", name="Show notify in the graph").click()
+    expect(graph).to_be_visible()
+    notify = graph.locator(".graph-node[data-node='notify']")
+    expect(notify).to_have_attribute("data-focus", "true")
+    expect(notify).to_be_focused()
+    expect(notify).to_be_in_viewport()
+    expect(graph.locator(".graph-node[data-focus]")).to_have_count(1)
+
+
+def test_the_graph_shows_the_runs_path_and_leads_to_the_trace(page: Any) -> None:
+    csp: list[str] = []
+    page.on("console", lambda m: csp.append(m.text) if "Content Security Policy" in m.text
+            else None)
+    button(page, "approve: request").click()
+    draft = json.loads(page.get_by_label("Message").input_value())
+    draft.update(requestId="r-3", amount=4, requester={"name": "Ada"})
+    view = send(page, json.dumps(draft))
+    graph = view.get_by_role("group", name="Graph")
+    expect(graph).to_be_visible()
+    for node in ("approve", "escalate", "notify"):
+        expect(graph.locator(f".graph-node[data-node='{node}']")).to_have_count(1)
+    expect(view).to_have_attribute("data-status", "completed")
+    # The path it took: START → approve → notify → END, escalate not reached.
+    taken = graph.locator(".graph-edge[data-taken]")
+    expect(taken).to_have_count(3)
+    assert sorted(f"{e.get_attribute('data-source')}>{e.get_attribute('data-target')}"
+                  for e in taken.all()) == ["__start__>approve", "approve>notify",
+                                             "notify>__end__"]
+    approve = graph.get_by_role("button", name=re.compile(r"^approve: done, [\d.]+ m?s"))
+    expect(approve).to_be_visible()
+    expect(graph.get_by_role("button", name="escalate: not reached")).to_be_visible()
+    expect(graph.locator(".graph-node[data-node='notify']")).to_have_attribute("data-pass", "pass")
+    # Layers: START above approve above notify above END.
+    ys = [graph.locator(f".graph-node[data-node='{n}'] rect").get_attribute("y")
+          for n in ("__start__", "approve", "notify", "__end__")]
+    assert [float(y or 0) for y in ys] == sorted(float(y or 0) for y in ys), ys
+    approve.click()
+    timeline = view.get_by_role("region", name="Trace")
+    expect(timeline.locator(".bar[data-node='approve']")).to_be_focused()
+    page.keyboard.press("Escape")  # and back to the graph
+    expect(approve).to_be_focused()
+    assert not csp, csp
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_graph_view_has_no_serious_violation(browser: Any, page_stack: Any, scheme: str) -> None:
+    stack, url = page_stack
+    context = browser.new_context(viewport={"width": 1280, "height": 720}, bypass_csp=True,
+                                  color_scheme=scheme)
+    tab = context.new_page()
+    tab.goto(f"{url}/?token={stack.token}")
+    button(tab, "approve: request").click()
+    draft = json.loads(tab.get_by_label("Message").input_value())
+    draft.update(requestId="r-4", amount=4, requester={"name": "Ada"})
+    view = send(tab, json.dumps(draft))
+    expect(view).to_have_attribute("data-status", "completed")
+    expect(view.get_by_role("group", name="Graph")).to_be_visible()
+    view.get_by_text("Trace and scores").click()
+    view.get_by_role("button", name="Show notify in the graph").click()
+    expect(view.locator(".graph-node[data-focus]")).to_have_count(1)
+    found = blocking_violations(tab)
+    context.close()
+    assert not found, found
+
+
+def test_a_flow_shows_no_agent_card_hint(page: Any) -> None:
+    expect(button(page, "approve: request")).to_be_visible()
+    expect(page.get_by_role("group", name="Examples")).to_be_hidden()

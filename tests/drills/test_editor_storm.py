@@ -19,7 +19,7 @@ MARGIN = 0.01  # the watcher times events as they reach it, a few ms after the w
 
 
 def storm_splits(written: list[float], shortest: float, longest: float) -> list[float]:
-    """The pauses between two saves long enough to end a burst (host_manager.watcher's
+    """The pauses between two saves long enough to end a burst (host_manager.watch.watcher's
     QuietPeriod: `shortest` plus the burst's age so far, at most `longest`)."""
     splits = []
     start = written[0]

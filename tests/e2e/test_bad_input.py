@@ -139,6 +139,13 @@ async def test_lists_are_paged_in_creation_order(api: Api) -> None:
         code, doc = await api.call("GET", where)
         assert code == 400 and doc["detail"]["error"] in ("invalid_cursor", "invalid_query"), (
             where, code, doc)
+    # Every paged route takes a page size in its range, and refuses one outside it.
+    for route, top in (("sessions", 1000), (f"sessions/{ids[0]}/runs", 1000),
+                       ("host/logs", 5000)):
+        await api.ok("GET", f"{route}?limit={top}")
+        for bad in (0, top + 1):
+            code, doc = await api.call("GET", f"{route}?limit={bad}")
+            assert code == 400 and doc["detail"]["error"] == "invalid_query", (route, bad)
     page = await api.ok("GET", f"sessions/{ids[0]}/runs?limit=1")
     assert [r["id"] for r in page["runs"]] == runs and page["next_after"] is None
     page = await api.ok("GET", f"sessions/{ids[0]}/runs?order=newest")
@@ -172,6 +179,9 @@ async def test_a_changed_file_leading_out_of_the_project_is_refused(
     got, doc = await api.call("POST", f"sessions/{session}/runs", body)
     assert (got, doc["detail"]["error"]) == (400, "invalid_changed_files"), doc
     assert names[way_out] in doc["detail"]["message"]
+    # Paths in messages are the project's own, relative: never where the project lives.
+    assert str(daemon.project) not in doc["detail"]["message"]
+    assert str(daemon.project.resolve()) not in doc["detail"]["message"]
     assert counts(daemon) == before
 
 

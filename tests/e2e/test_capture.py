@@ -178,3 +178,19 @@ async def test_history_write_failure_is_a_diagnostic_and_the_run_goes_on(
 async def _wait_degraded(api: Api) -> None:
     await eventually(lambda: api.ok("GET", "/health"), lambda h: h["history_degraded"],
                      "history to report degraded", timeout=10, interval=0.02)
+
+
+@pytest.mark.parametrize("project", ["cold"], indirect=True)
+async def test_a_score_keeps_the_keys_a_newer_runtime_sends(api: Api, daemon: Stack) -> None:
+    session = await api.session()
+    run_id = await api.start_run(session, "slow")
+    await api.first_output(run_id)
+    result = {"type": "evaluation.result", "evaluator": "future", "score": 0.5,
+              "passStatus": "pass", "futurekey": {"nested": [1, "two"]}, "weight": 3}
+    code, doc = await post_capture(daemon, host_token(daemon),
+                                   {"run_id": run_id, "events": [result]})
+    assert code == 200, doc
+    await api.ok("DELETE", f"runs/{run_id}")
+    run = await api.wait_status(run_id)
+    assert run["scores"] == [{"evaluator": "future", "score": 0.5, "passStatus": "pass",
+                              "futurekey": {"nested": [1, "two"]}, "weight": 3}]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -54,7 +55,7 @@ def up_until_ctrl_c(stack: Stack, log: str, *args: str) -> str:
 
 async def test_up_serves_the_front_and_stops_the_daemon_it_started(stack: Stack) -> None:
     up = up_proc(stack, "up.log")
-    daemon_pid = None
+    daemon_pid = front_pid = None
     try:
         url = wait_for(lambda: next((ln.split("front: ")[1].split()[0].rstrip("/")
                                      for ln in up.output().splitlines() if "front: http" in ln),
@@ -88,18 +89,34 @@ async def test_up_serves_the_front_and_stops_the_daemon_it_started(stack: Stack)
         wait_for(lambda: not psutil.pid_exists(daemon_pid) and not psutil.pid_exists(host_pid),
                  30, "the daemon and its Host to stop")
         daemon_pid = None
-        # --detach: the daemon `up` started keeps running after it.
-        output = up_until_ctrl_c(stack, "up-detach.log", "--detach")
-        assert "started the daemon" in output
-        assert "keeps running in the background (--detach)" in output
-        daemon_pid = orjson.loads(cli(stack, "status", str(stack.project), "--json").stdout)["pid"]
+        # --detach returns once the front serves: the URL, the pids, how to stop them.
+        detached = cli(stack, "up", str(stack.project), "--port", "0", "--detach")
+        assert detached.returncode == 0, detached.stderr
+        out = detached.stdout
+        assert "started the daemon" in out and "open in a browser: http" in out, out
+        pids = re.search(r"the daemon \(pid (\d+)\) and the front \(pid (\d+)\)", out)
+        assert pids is not None, out
+        daemon_pid, front_pid = int(pids[1]), int(pids[2])
+        assert f"stop both: llamon-playground stop {stack.project}" in out
+        front_url, token = out.split("open in a browser: ")[1].split()[0].split("?token=")
+        async with aiohttp.ClientSession() as http, http.get(
+                front_url + "health", headers={"Authorization": f"Bearer {token}"}) as resp:
+            assert resp.status == 200
         # Attached to a daemon it did not start: that one keeps running, and `up` says so.
         output = up_until_ctrl_c(stack, "up2.log")
         assert "attached to the running daemon" in output
         assert "was running before `up` and keeps running" in output
         assert psutil.pid_exists(daemon_pid)
+        # `stop` ends the daemon and the front `up --detach` left.
+        stopped = cli(stack, "stop", str(stack.project))
+        assert stopped.returncode == 0 and f"stopped the front (pid {front_pid})" in stopped.stdout
+        wait_for(lambda: not psutil.pid_exists(front_pid)
+                 or psutil.Process(front_pid).status() == "zombie", 10, "the front to stop")
+        daemon_pid = front_pid = None
     finally:
         up.stop()
+        if front_pid is not None:
+            kill_tree(process_tree(front_pid), grace=10)
         if daemon_pid is not None:
             kill_tree(process_tree(daemon_pid), grace=10)
         discovery = stack.settings.discovery_path

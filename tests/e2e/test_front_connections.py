@@ -10,7 +10,10 @@ import time
 
 from tests.support.door import raw_request
 from tests.support.procs import REPO, Proc, Stack, front_url
+from tests.support.transports import both_transports
 from tests.support.waiting import wait_for
+
+pytestmark = both_transports  # every test on each of the front's transports
 
 IDLE = 140
 

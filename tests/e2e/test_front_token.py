@@ -20,6 +20,9 @@ from llamon_playground.daemon.http.openapi import FRONT_OPERATIONS, OPERATIONS
 from tests.support.api import Api
 from tests.support.door import Front, P, cli, door_stack, front, start_front  # noqa: F401  (shared fixtures)
 from tests.support.procs import Stack, wait_for
+from tests.support.transports import both_transports
+
+pytestmark = both_transports  # every test on each of the front's transports
 
 
 @pytest.fixture

@@ -14,6 +14,9 @@ import pytest
 
 from tests.support.door import Front, P, RawAnswer, cli, door_stack, front, raw_request, start_front  # noqa: F401, E501  (shared fixtures)
 from tests.support.procs import Stack
+from tests.support.transports import both_transports
+
+pytestmark = both_transports  # every test on each of the front's transports
 
 BLOB = "0" * 64
 

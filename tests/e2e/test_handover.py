@@ -1,9 +1,12 @@
-"""Streams the front lends to the daemon (api/handover.py, daemon/http/adopt.py).
+"""Streams through the front, on both of its transports (docs/front-transport.md).
 
-The daemon writes a stream's answer on the client's own connection and gives the
-connection back: the next request on it is the front's again, through its door. The
-daemon reads nothing of the client's, lets go when the client or the front does, and past
-its cap the front relays as before."""
+On the fast one the front lends a stream's connection to the daemon (api/handover.py,
+daemon/http/adopt.py): the daemon writes the answer on the client's own connection and
+gives the connection back. On the plain one (api/plain.py) the front relays the stream
+over a connection of its own to the daemon. Either way the stream comes whole, the next
+request on the connection is the front's, through its door, and the stream's carrier
+ends when the client or the front goes. Past its cap the daemon takes no more loans and
+the front relays: that test is the fast transport's alone."""
 
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ from llamon_playground.common.sse import aiter_sse
 from tests.support.api import TERMINAL, Api, SseEvent
 from tests.support.door import Front, P, start_front
 from tests.support.procs import Stack
+from tests.support.transports import FAST, both_transports, handover_only, unix_sockets
 from tests.support.waiting import wait_for
 
 CAP = 8  # the smallest cap there is (fd_budget.MIN_CAP)
@@ -32,6 +36,25 @@ def daemon_tcp(stack: Stack, front: Front) -> int:
     assert stack.daemon is not None
     return sum(1 for c in psutil.Process(stack.daemon.pid).net_connections(kind="tcp")
                if c.laddr and c.laddr.port == front.port)
+
+
+class Carriers:
+    """Counts the connections that carry a front's streams: client connections lent to the
+    daemon (fast), or the front's own connections to the daemon (plain)."""
+
+    def __init__(self, stack: Stack, front: Front, transport: str | None) -> None:
+        self.stack, self.front = stack, front
+        self.lent = transport in (None, FAST)
+        self._own = unix_sockets(front.proc.pid)  # before the front's first request
+
+    def __call__(self) -> int:
+        if self.lent:
+            return daemon_tcp(self.stack, self.front)
+        return len(unix_sockets(self.front.proc.pid) - self._own)
+
+    def none_lent(self) -> bool:
+        """The daemon holds no client connection of this front's (a plain front lends none)."""
+        return self.lent or daemon_tcp(self.stack, self.front) == 0
 
 
 def request(front: Front, path: str, token: bool = True, close: bool = False) -> bytes:
@@ -140,8 +163,11 @@ async def ticks(api: Api, run_id: str, count: int) -> None:
     raise AssertionError(f"run {run_id} ended after {seen} deltas")
 
 
-async def test_a_stream_comes_whole_and_the_connection_comes_back(daemon: Stack) -> None:
+@both_transports
+async def test_a_stream_comes_whole_and_the_connection_comes_back(
+        daemon: Stack, front_transport: str | None) -> None:
     front = start_front(daemon)
+    carriers = Carriers(daemon, front, front_transport)
     direct = Api.for_socket(str(daemon.settings.socket_path))
     try:
         run_id = await direct.start_run(await direct.session(), "slow")
@@ -150,8 +176,10 @@ async def test_a_stream_comes_whole_and_the_connection_comes_back(daemon: Stack)
             reader = Reader(sock)
             status, headers = reader.head()
             assert status == 200 and headers["content-type"] == "text/event-stream"
-            # Written by the daemon itself, on the client's connection.
-            wait_for(lambda: daemon_tcp(daemon, front) == 1, 30, "the daemon to write the stream")
+            # Fast: written by the daemon itself, on the client's connection; plain: relayed
+            # by the front, and the daemon holds nothing of the client's.
+            wait_for(lambda: carriers() == 1, 30, "the stream's carrier")
+            assert carriers.none_lent()
             # Live for a few ticks, then cancelled (the slow run would tick for 30 s): the
             # stream ends with the run.
             await asyncio.wait_for(ticks(direct, run_id, 2), 30)
@@ -168,10 +196,11 @@ async def test_a_stream_comes_whole_and_the_connection_comes_back(daemon: Stack)
         await direct.close()
 
 
+@both_transports
 async def test_a_stream_asked_with_connection_close_ends_with_its_connection(
         daemon: Stack) -> None:
-    """The daemon writes the answer's head, so it is told: the answer says close, and the
-    connection ends with it (not at the front's idle timeout)."""
+    """The answer says close, and the connection ends with it (not at the front's idle
+    timeout): lent, the daemon writes the answer's head, so it is told."""
     front = start_front(daemon)
     run_id, want = await finished_run(daemon)
     with connect(front, timeout=5) as sock:
@@ -184,6 +213,7 @@ async def test_a_stream_asked_with_connection_close_ends_with_its_connection(
     assert await sse_events(body) == want
 
 
+@both_transports
 async def test_a_request_behind_a_stream_goes_through_the_door(daemon: Stack) -> None:
     """Requests pipelined behind a stream wait for it, and are the front's to answer: one
     without the token is refused, as the daemon (which checks no token) never would."""
@@ -203,31 +233,40 @@ async def test_a_request_behind_a_stream_goes_through_the_door(daemon: Stack) ->
         assert status == 200 and "sessions" in orjson.loads(sessions)
 
 
-def test_the_daemon_lets_go_when_the_client_leaves(daemon: Stack) -> None:
+@both_transports
+def test_the_stream_ends_upstream_when_the_client_leaves(daemon: Stack,
+                                                         front_transport: str | None) -> None:
+    """Lent, the daemon lets the client's connection go; relayed, the front closes its
+    connection to the daemon (never back to its pool half read)."""
     front = start_front(daemon)
+    carriers = Carriers(daemon, front, front_transport)
     sock = connect(front)
     sock.sendall(request(front, f"{P}/events"))
     assert Reader(sock).head()[0] == 200
-    wait_for(lambda: daemon_tcp(daemon, front) == 1, 30, "the daemon to hold the connection")
+    wait_for(lambda: carriers() == 1, 30, "the stream's carrier")
     sock.close()
-    wait_for(lambda: daemon_tcp(daemon, front) == 0, 30, "the daemon to let the connection go")
+    wait_for(lambda: carriers() == 0, 30, "the stream's carrier to end")
 
 
-def test_a_front_that_dies_takes_its_streams_with_it(daemon: Stack) -> None:
+@both_transports
+def test_a_front_that_dies_takes_its_streams_with_it(daemon: Stack,
+                                                     front_transport: str | None) -> None:
     """The client sees its stream end (and reconnects by cursor) rather than hang on a
     connection nobody serves."""
     front = start_front(daemon)
+    carriers = Carriers(daemon, front, front_transport)
     with connect(front) as sock:
         sock.sendall(request(front, f"{P}/events"))
         reader = Reader(sock)
         assert reader.head()[0] == 200
-        wait_for(lambda: daemon_tcp(daemon, front) == 1, 30, "the daemon to write the stream")
+        wait_for(lambda: carriers() == 1, 30, "the stream's carrier")
         front.proc.signal(signal.SIGKILL)
         front.proc.wait(30)
         reader.to_close()
     wait_for(lambda: daemon_tcp(daemon, front) == 0, 30, "the daemon to let the connection go")
 
 
+@handover_only
 async def test_past_its_cap_the_daemon_leaves_streams_to_the_front(capped: Stack) -> None:
     # The front's own cap stays high: only the daemon's is at the minimum.
     front = start_front(capped, env={"LLAMON_PLAYGROUND_FRONT_MAX_CONNECTIONS": "256"})

@@ -1,18 +1,21 @@
 """A real install: build the wheel, install it (not editable) into a fresh venv, start it.
 
-The fresh venv takes its third-party dependencies from the test venv through a `.pth` line
-(no network, no second download of aiohttp and a2a-sdk); the package itself comes only from
-the wheel, which the test checks before starting anything.
+The fresh venv takes its third-party dependencies from the test venv (no network, no second
+download of aiohttp and a2a-sdk) through a `.pth` line naming a folder of links to the test
+venv's packages, one link each: removing a link is uninstalling that package for the fresh
+venv alone. The package itself comes only from the wheel, which the test checks before
+starting anything.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 import sysconfig
 import zipfile
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import aiohttp
@@ -28,16 +31,21 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
-                    "--no-build-isolation", "--wheel-dir", str(out), str(REPO)],
-                   check=True, cwd=out, timeout=300)
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
+                           "--no-build-isolation", "--wheel-dir", str(out), str(REPO)],
+                          cwd=out, timeout=300, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (out / "build.log").write_text(done.stdout + done.stderr)
     (built,) = out.glob("llamon_playground-*.whl")
     return built
 
 
-@pytest.fixture(scope="module")
-def fresh_venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    venv = tmp_path_factory.mktemp("venv") / "v"
+def test_the_build_declares_its_data_so_setuptools_warns_of_nothing(wheel: Path) -> None:
+    log = (wheel.parent / "build.log").read_text()
+    assert "would be ignored" not in log and "BuildBackendWarning" not in log, log
+
+
+def make_venv(wheel: Path, venv: Path) -> Path:
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
     subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet",
@@ -45,8 +53,27 @@ def fresh_venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     purelib = Path(subprocess.check_output(
         [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
         text=True).strip())
-    (purelib / "test-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    deps = venv / "deps"
+    deps.mkdir()
+    for entry in Path(sysconfig.get_paths()["purelib"]).iterdir():
+        if not entry.name.startswith(("llamon_playground", "__editable__", "_llamon")):
+            (deps / entry.name).symlink_to(entry)
+    (purelib / "test-deps.pth").write_text(f"{deps}\n")
     return venv
+
+
+def uninstall(venv: Path, module: str) -> None:
+    """The fresh venv loses `module` (its links: the package and its dist-info)."""
+    gone = [link for link in (venv / "deps").iterdir()
+            if link.name == module or link.name.startswith(f"{module}-")]
+    assert gone, f"{module} is not among the fresh venv's packages"
+    for link in gone:
+        link.unlink()
+
+
+@pytest.fixture(scope="module")
+def fresh_venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_venv(wheel, tmp_path_factory.mktemp("venv") / "v")
 
 
 def test_the_wheel_has_one_import_root(wheel: Path) -> None:
@@ -57,6 +84,7 @@ def test_the_wheel_has_one_import_root(wheel: Path) -> None:
     assert "llamon_playground/daemon/app.py" in names
     assert "llamon_playground/examples/echo_agent/pyproject.toml" in names
     assert "llamon_playground/examples/echo_agent/app/host.py" in names
+    assert "llamon_playground/examples/flow_project/app/graph.py" in names
     assert {"llamon_playground/api/page/index.html", "llamon_playground/api/page/app.js",
             "llamon_playground/api/page/style.css"} <= names
 
@@ -85,9 +113,11 @@ def _clean_env(extra: dict[str, str]) -> dict[str, str]:
     return {**env, **extra}
 
 
-async def _up_serves_a_run(venv: Path, args: list[str], env: dict[str, str], cwd: Path,
-                           log: Path) -> None:
-    """`llamon-playground up ARGS` from the venv: a run completes through its front."""
+@contextlib.asynccontextmanager
+async def _up(venv: Path, args: list[str], env: dict[str, str], cwd: Path,
+              log: Path) -> AsyncIterator[Api]:
+    """`llamon-playground up ARGS` from the venv; an Api on its front, with its token. The
+    daemon `up` started is stopped with it, and killed if it does not stop."""
     up = Proc([str(venv / "bin" / "llamon-playground"), "up", *args, "--port", "0"], env, log, cwd)
     daemon_pid = None
     try:
@@ -101,11 +131,8 @@ async def _up_serves_a_run(venv: Path, args: list[str], env: dict[str, str], cwd
         api = Api(aiohttp.ClientSession(base_url=url,
                                         headers={"Authorization": f"Bearer {token}"}))
         try:
-            session = await api.session()
-            run = await api.wait_status(await api.start_run(session, "hello from a wheel"))
-            assert run["status"] == "completed", run
-            health = await api.ok("GET", "/health")
-            daemon_pid = health.get("pid")
+            daemon_pid = (await api.ok("GET", "/health")).get("pid")
+            yield api
         finally:
             await api.close()
     finally:
@@ -117,6 +144,18 @@ async def _up_serves_a_run(venv: Path, args: list[str], env: dict[str, str], cwd
             daemon_pid = orjson.loads(status.stdout)["pid"]
         if daemon_pid is not None:
             kill_tree(process_tree(daemon_pid), grace=10)
+
+
+async def _up_serves_a_run(venv: Path, args: list[str], env: dict[str, str], cwd: Path,
+                           log: Path) -> None:
+    """`llamon-playground up ARGS` from the venv: a run streams its answer through the front."""
+    async with _up(venv, args, env, cwd, log) as api:
+        session = await api.session()
+        run_id = await api.start_run(session, "stream hello from a wheel")
+        deltas = [e.data["text"] for e in await api.events(run_id) if e.event == "output.delta"]
+        run = await api.wait_status(run_id)
+        assert run["status"] == "completed", run
+        assert len(deltas) > 1 and "".join(deltas).strip() == "hello from a wheel", deltas
 
 
 async def test_up_with_no_project_serves_a_copy_of_the_bundled_example(
@@ -138,3 +177,33 @@ async def test_up_with_a_project_serves_it(fresh_venv: Path, home: Path) -> None
     env = _clean_env({"HOME": str(home), "LLAMON_PLAYGROUND_RUNTIME_DIR": str(runtime)})
     await _up_serves_a_run(fresh_venv, [str(project)], env, home, home / "up.log")
     assert (project / ".llamon" / "playground" / "playground.sqlite3").is_file()
+
+
+async def test_a_missing_module_is_named_with_its_install_command(
+        wheel: Path, home: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The README's install brings what the example imports; without it, every place a
+    failed start is read names the module and the command that installs it."""
+    venv = make_venv(wheel, tmp_path_factory.mktemp("venv_missing") / "v")
+    runtime = Path(os.environ.get("TMPDIR", "/tmp")) / f"lpi{os.getpid()}"
+    env = _clean_env({"HOME": str(home), "XDG_DATA_HOME": str(home / "data"),
+                      "LLAMON_PLAYGROUND_RUNTIME_DIR": str(runtime)})
+    empty = home / "empty"
+    empty.mkdir()
+    await _up_serves_a_run(venv, [], env, empty, home / "up.log")
+    uninstall(venv, "uvicorn")
+    command = f"{venv / 'bin' / 'python'} -m pip install 'uvicorn>=0.30'"
+    lp = str(venv / "bin" / "llamon-playground")
+    async with _up(venv, [], env, empty, home / "up2.log") as api:
+        session = await api.session()
+        run = await api.wait_status(await api.start_run(session, "hello"))
+        assert run["status"] == "failed" and run["reason"] == "runtime_unavailable"
+        assert "'uvicorn'" in run["error"]["message"] and command in run["error"]["message"]
+        host = await api.ok("GET", "host")
+        (missing,) = [w for w in host["warnings"] if w["code"] == "host_module_missing"]
+        assert missing["module"] == "uvicorn" and missing["fix"] == command
+        sent = subprocess.run([lp, "send", session, "hello", "--follow"], env=env, cwd=empty,
+                              capture_output=True, text=True, timeout=60)
+        assert sent.returncode == 1 and command in sent.stderr, sent.stderr
+        status = subprocess.run([lp, "status"], env=env, cwd=empty, capture_output=True,
+                                text=True, timeout=60)
+        assert "'uvicorn'" in status.stdout and command in status.stdout, status.stdout

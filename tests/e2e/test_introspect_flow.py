@@ -37,6 +37,9 @@ async def test_composer_tabs_follow_the_graph_file_on_disk(direct: Api, project:
                                           "quantity": 0, "urgent": False, "requester": {},
                                           "tags": []}
     assert answer["tabs"][1]["draft"]["schema"] == "escalation.v1"
+    # The edges as written, START and END by their ids: what the page draws the graph from.
+    assert ["__start__", "approve"] in answer["graph"]["edges"]
+    assert all(len(edge) == 2 for edge in answer["graph"]["edges"])
 
     # An edit is seen on the very next call: a new field and a third start node.
     graph_py = project / "app" / "graph.py"

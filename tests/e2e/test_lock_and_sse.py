@@ -8,6 +8,9 @@ import pytest
 
 from tests.support.api import Api
 from tests.support.procs import Stack, stack_for
+from tests.support.transports import both_transports, transport_env
+
+pytestmark = both_transports  # every test on each of the front's transports
 
 MANY_WORDS = " ".join(f"w{i}" for i in range(300))
 
@@ -30,9 +33,10 @@ async def test_fifty_concurrent_creates_give_one_202(api: Api) -> None:
 
 
 @pytest.fixture
-def slow_chunks(project, runtime_base):
+def slow_chunks(project, runtime_base, front_transport):
     """A daemon whose Host streams a chunk every 5 ms, so a run lasts long enough to cut."""
-    with stack_for(project, runtime_base, extra_env={"ECHO_CHUNK_DELAY_MS": "5"}) as s:
+    env = {"ECHO_CHUNK_DELAY_MS": "5", **transport_env(front_transport)}
+    with stack_for(project, runtime_base, extra_env=env) as s:
         s.start_daemon()
         yield s
 

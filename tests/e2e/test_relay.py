@@ -1,6 +1,7 @@
-"""The front's relay to the daemon (api/relay.py, api/upstream.py): kept-alive connections,
-the daemon's bytes passed on with their framing, a slow client held back rather than
-buffered, and a daemon that restarts (or closes a kept-alive connection) under the pool."""
+"""The front's relay to the daemon: kept-alive connections, the daemon's answers passed on
+whole, a slow client held back rather than buffered, and a daemon that restarts (or closes
+a kept-alive connection) under the pool. Each test runs on both transports
+(api/relay.py with api/upstream.py, and api/plain.py)."""
 
 from __future__ import annotations
 
@@ -10,20 +11,16 @@ import socket
 from dataclasses import dataclass
 
 import orjson
-import psutil
 import pytest
 
 from tests.e2e.data_support import finished_run, inline_file, post_big, sha, text
 from tests.support.api import Api
 from tests.support.door import Front, P, door_stack, read_answer, start_front  # noqa: F401  (shared fixtures)
 from tests.support.procs import Stack
+from tests.support.transports import both_transports, unix_sockets
 from tests.support.waiting import wait_for
 
-
-def unix_sockets(pid: int) -> set[str]:
-    """The process's Unix sockets, as `socket:[inode]`."""
-    unix = {c.fd for c in psutil.Process(pid).net_connections(kind="unix")}
-    return {os.readlink(f"/proc/{pid}/fd/{fd}") for fd in unix if fd >= 0}
+pytestmark = both_transports
 
 
 @dataclass
@@ -92,8 +89,9 @@ async def test_requests_share_one_kept_alive_daemon_connection(relay: Relay) -> 
 
 
 async def test_sse_goes_out_with_the_daemons_framing(door_stack: Stack, front: Front) -> None:
-    """HTTP/1.1: the daemon's chunks as they were; HTTP/1.0: unchunked, to the close. Either
-    way the events are the daemon's own bytes."""
+    """HTTP/1.1: chunked; HTTP/1.0: unchunked, to the close. Either way the events are the
+    daemon's own bytes (its chunks as they were on the fast transport, which lends the
+    stream; chunked again by the plain one)."""
     direct = Api.for_socket(str(door_stack.settings.socket_path))
     try:
         session = await direct.session()
@@ -226,3 +224,17 @@ async def test_a_kept_alive_connection_closed_under_a_request(stack: Stack) -> N
     finally:
         server.close()
         await server.wait_closed()
+
+
+def test_a_header_that_is_not_utf8_reaches_the_daemon_unusable_not_empty(front: Front) -> None:
+    """Bytes that are not UTF-8 in a relayed header: the daemon refuses the cursor, as it
+    refuses any other that is not a number, instead of seeing no header at all (aiohttp's
+    client drops such a value; the plain transport sends it as U+FFFD)."""
+    for value in (b"\x84", b"12\xff"):
+        request = (f"GET {P}/host/logs?after=0&limit=1 HTTP/1.1\r\nHost: 127.0.0.1:{front.port}"
+                   f"\r\nAuthorization: Bearer {front.token}\r\nConnection: close\r\n"
+                   ).encode() + b"Last-Event-ID: " + value + b"\r\n\r\n"
+        with raw_exchange(front, request) as sock:
+            answer = read_answer(sock)
+        assert answer.status == 400, (value, answer)
+        assert orjson.loads(answer.body)["detail"]["error"] == "invalid_cursor"

@@ -30,6 +30,7 @@ from tests.support.procs import (
     stack_for,
     wait_for,
 )
+from tests.support.transports import transport_env
 
 P = API_PREFIX
 
@@ -63,10 +64,12 @@ def running_daemon(factory: pytest.TempPathFactory, name: str,
 
 
 @pytest.fixture(scope="module")
-def door_stack(tmp_path_factory: pytest.TempPathFactory,
-               request: pytest.FixtureRequest) -> Iterator[Stack]:
-    """A module's shared daemon (import it into the test module with `front`)."""
-    yield from running_daemon(tmp_path_factory, request.module.__name__.rsplit("_", 1)[-1])
+def door_stack(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest,
+               front_transport: str | None) -> Iterator[Stack]:
+    """A module's shared daemon (import it into the test module with `front`), its fronts
+    on the module's transport (tests/support/transports.py)."""
+    yield from running_daemon(tmp_path_factory, request.module.__name__.rsplit("_", 1)[-1],
+                              extra_env=transport_env(front_transport))
 
 
 @pytest.fixture(scope="module")

@@ -270,6 +270,8 @@ class EchoAgentExecutor(AgentExecutor):
         # The SDK has no "frame written" hook; a short pause lets the SSE
         # writer put the chunk on the wire so clients see output, then a break.
         await asyncio.sleep(0.2)
+        # What a dying process says last: the run's diagnostics show it as its own line.
+        print("echo_agent: crashing on purpose (exit 3)", file=sys.stderr)
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(3)

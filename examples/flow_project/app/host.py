@@ -14,8 +14,11 @@ the daemon over the capture channel.
 
 from __future__ import annotations
 
+import asyncio
 import os
+import socket
 import sys
+from types import FrameType
 from typing import Any
 
 import uvicorn
@@ -131,6 +134,27 @@ def new_task_store() -> StreamingTaskStore:
     return StreamingTaskStore()
 
 
+class PortReleasingServer(uvicorn.Server):
+    """uvicorn.Server that closes its listener as soon as it is asked to stop."""
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        self.loop = asyncio.get_running_loop()
+        await super().startup(sockets=sockets)
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        # Let go of the port at once on SIGTERM (uvicorn would at its next 0.1 s tick): the
+        # Playground starts the next generation on this same port as soon as it is free,
+        # while this one finishes its open streams.
+        super().handle_exit(sig, frame)
+        loop = getattr(self, "loop", None)
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self.close_listeners)
+
+    def close_listeners(self) -> None:
+        for server in getattr(self, "servers", []):
+            server.close()
+
+
 def main() -> None:
     port_raw = os.environ.get("LLAMON_HOST_PORT")
     if not port_raw:
@@ -144,8 +168,9 @@ def main() -> None:
                             *create_jsonrpc_routes(handler, rpc_url=RPC_PATH)])
     print(f"flow_project starting on http://127.0.0.1:{port}", flush=True)
     # Only the daemon's requests, never a web page's (docs/security.md, the Host).
-    uvicorn.run(LoopbackGuard(app, port), host="127.0.0.1", port=port, log_level="warning",
-                access_log=False, timeout_graceful_shutdown=1)
+    PortReleasingServer(uvicorn.Config(
+        LoopbackGuard(app, port), host="127.0.0.1", port=port, log_level="warning",
+        access_log=False, timeout_graceful_shutdown=1)).run()
 
 
 if __name__ == "__main__":

@@ -44,7 +44,14 @@ from llamon_playground.common.wire.history import (
     SessionDeleted,
     SessionList,
 )
-from llamon_playground.common.wire.host import Health, HostError, HostLogs, HostStatus
+from llamon_playground.common.wire.host import (
+    Health,
+    HistorySize,
+    HostError,
+    HostLogs,
+    HostStatus,
+)
+from llamon_playground.common.wire.search import SearchExcerpt, SearchHit, SearchResults
 from llamon_playground.common.wire.requests import (
     ExportRequest,
     InputPart,
@@ -66,15 +73,18 @@ from llamon_playground.common.wire.suites import (
     SuiteRunAccepted,
     SuiteRunList,
 )
+from llamon_playground.common.wire.upkeep import HistoryReport, HistoryTrimmed
 
 __all__ = ["COMPONENTS", "EXTRAS", "Bundle", "BundleImported", "Compare", "ComposerSchema",
-           "Error", "ExportRequest", "Health", "HistoryDeleted", "HostError", "HostLogs",
-           "HostStatus", "InputPart", "Landing", "Lineage", "OpenApiDocument", "Part",
-           "RerunRequest", "RerunTree", "Run", "RunAccepted", "RunEvent", "RunList", "RunPatch",
-           "RunRequest", "RunSummary", "Session", "SessionCreate", "SessionDeleted",
-           "SessionList", "SessionPatch", "Snippets", "SourceTarget", "Suite",
-           "SuiteCaseCompare", "SuiteCaseSpec", "SuiteCreate", "SuiteDeleted", "SuiteList", "SuitePatch",
-           "SuiteRun", "SuiteRunAccepted", "SuiteRunList"]
+           "Error", "ExportRequest", "Health", "HistoryDeleted", "HistoryReport", "HistorySize",
+           "HistoryTrimmed", "HostError", "HostLogs", "HostStatus", "InputPart", "Landing",
+           "Lineage", "OpenApiDocument", "Part", "RerunRequest", "RerunTree", "Run",
+           "RunAccepted", "RunEvent", "RunList", "RunPatch", "RunRequest", "RunSummary",
+           "Session", "SessionCreate", "SessionDeleted", "SessionList", "SessionPatch",
+           "Snippets", "SourceTarget"]
+__all__ += ["SearchExcerpt", "SearchHit", "SearchResults"]
+__all__ += ["Suite", "SuiteCaseCompare", "SuiteCaseSpec", "SuiteCreate", "SuiteDeleted",
+            "SuiteList", "SuitePatch", "SuiteRun", "SuiteRunAccepted", "SuiteRunList"]
 
 # The shapes `openapi.json` names under `components.schemas`, in its order. A tuple is a
 # tagged union (`X | Y`) of inline variants.
@@ -103,8 +113,11 @@ COMPONENTS: dict[str, Any] = {
     "HostLogs": HostLogs,
     "Health": Health,
     "Compare": Compare,
+    "SearchResults": SearchResults,
     "Bundle": Bundle,
     "BundleImported": BundleImported,
+    "HistoryReport": HistoryReport,
+    "HistoryTrimmed": HistoryTrimmed,
     "ComposerSchema": ComposerSchema,
     "SourceTarget": SourceTarget,
     "Snippets": Snippets,

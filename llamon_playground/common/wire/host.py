@@ -17,14 +17,17 @@ class WarmParent(TypedDict):
 
 
 class HostWarning(TypedDict):
-    """A project or exposure warning (`postgresql_backend`, `host_exposed`...)."""
+    """A standing warning: `postgresql_backend`, `host_exposed`, `host_module_missing`..."""
 
     code: str
     message: str
     fix: NotRequired[str]
+    module: NotRequired[Annotated[str, Doc("host_module_missing: the module the Host lacks")]]
 
 
 class WatchCounters(TypedDict):
+    """The file watcher's counters: change batches seen and restarts they caused."""
+
     batches: NotRequired[int]
     restarts: NotRequired[int]
 
@@ -45,6 +48,8 @@ class HostStatus(TypedDict):
     generation: int | None
     pid: int | None
     url: str | None
+    a2a_url: Annotated[str | None, Doc("the project's A2A address, kept across generations "
+                                       "and daemon restarts (None before the first start)")]
     started_at: Annotated[float | None, Doc("Unix time")]
     ready_at: Annotated[float | None, Doc("Unix time")]
     restarts: int
@@ -62,6 +67,8 @@ class HostStatus(TypedDict):
 
 
 class HostErrorDetail(ErrorDetail):
+    """A Host start refused: the error with the last lines the Host wrote."""
+
     log_tail: NotRequired[Any]
 
 
@@ -72,6 +79,8 @@ class HostError(TypedDict):
 
 
 class LogLine(TypedDict):
+    """One line of the Host's output, numbered by the daemon (from 0 with each daemon)."""
+
     offset: int
     time: NotRequired[float]
     generation: NotRequired[int | None]
@@ -80,9 +89,24 @@ class LogLine(TypedDict):
 
 
 class HostLogs(TypedDict):
+    """A page of Host log lines after a cursor; `overflow` says older lines were dropped."""
+
     lines: list[LogLine]
     overflow: bool
     next: int
+
+
+class RetentionPolicy(TypedDict):
+    """The most history to keep (docs/storage.md, Retention); both None: the policy is off."""
+
+    max_bytes: Annotated[int | None, Doc("None: no size limit")]
+    max_age_days: Annotated[float | None, Doc("None: no age limit")]
+
+
+class HistorySize(RetentionPolicy):
+    """`/health`'s `history`: the retention policy and the bytes history takes on disk."""
+
+    bytes: Annotated[int, Doc("the database with its WAL, and the files as last counted")]
 
 
 class Health(TypedDict):
@@ -96,3 +120,4 @@ class Health(TypedDict):
     host: HostStatus
     active_run_id: str | None
     history_degraded: bool
+    history: HistorySize

@@ -60,6 +60,8 @@ class CaseBaseline(TypedDict):
 
 
 class SuiteCase(TypedDict):
+    """A suite case: its copied turns (counted here) and the baseline it is compared with."""
+
     id: str
     position: int
     kind: Literal["run", "chain", "session"]
@@ -70,6 +72,8 @@ class SuiteCase(TypedDict):
 
 
 class Suite(TypedDict):
+    """A suite: named, ordered cases kept in history."""
+
     id: str
     name: str
     created_at: str
@@ -81,11 +85,15 @@ class Suite(TypedDict):
 
 
 class SuiteList(TypedDict):
+    """`GET /suites`: every suite."""
+
     suites: list[Suite]
     runs_on_save: Annotated[int, Doc("suite runs run on save started by this daemon")]
 
 
 class SuiteDeleted(TypedDict):
+    """`DELETE /suites/{id}`: what went with it."""
+
     deleted: str
     blobs_removed: int
 
@@ -98,6 +106,8 @@ class SuiteRunAccepted(TypedDict):
 
 
 class ScoreMove(TypedDict):
+    """One evaluator score before and after, in a case's row."""
+
     evaluator: Any
     scope: Any
     node: Any
@@ -132,12 +142,16 @@ class CaseRow(TypedDict):
 
 
 class StatusMove(TypedDict):
+    """How many cases moved from one status to another."""
+
     before: str | None
     after: str | None
     count: int
 
 
 class EvaluatorMove(TypedDict):
+    """One evaluator across the suite run: means and pass/fail flips."""
+
     evaluator: str
     mean_before: float | None
     mean_after: float | None
@@ -146,6 +160,8 @@ class EvaluatorMove(TypedDict):
 
 
 class SuiteSummary(TypedDict):
+    """A report's counts (no verdict)."""
+
     cases: int
     done: int
     skipped: int
@@ -181,6 +197,8 @@ class SuiteRun(SuiteRunRow):
 
 
 class SuiteRunList(TypedDict):
+    """`GET /suites/{id}/runs`: a suite's runs, newest first."""
+
     suite_runs: list[SuiteRunRow]
 
 

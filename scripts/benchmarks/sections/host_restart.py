@@ -144,7 +144,7 @@ async def bench_host_restart(quick: bool, owned: Owned) -> list[Figure]:
             nonlocal gen, last_touch
             # A lone outside edit: a change within WATCH_QUIET_MAX of the one before it
             # continues that one's burst, whose quiet period has grown with it (a storm's
-            # rule, host_manager/watcher.py). Right after the save+run sample, half the
+            # rule, host_manager/watch/watcher.py). Right after the save+run sample, half the
             # samples measured that (~350 ms) instead of a single save.
             lone = stack.settings.watch_quiet_max + 0.05 - (time.perf_counter() - last_touch)
             if lone > 0:

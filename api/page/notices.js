@@ -1,0 +1,51 @@
+// The header's notice. Each notice has an owner, and the owner's end clears it: a 409's
+// notice (owner `run:<id>`) ends when that run ends; a 503's (owner `daemon`) when the daemon
+// answers again; an action's (owner `action`) with the next action's notice or its ×.
+// A notice whose owner already ended is never left behind with advice that is no longer true.
+
+export const DAEMON = 'daemon';
+export const ACTION = 'action';
+
+export class Notices {
+  constructor(node, dismiss) {
+    this.node = node;        // the notice text
+    this.dismiss = dismiss;  // its × button
+    this.owner = null;
+    dismiss.addEventListener('click', () => this.clear());
+  }
+
+  show(text, owner = ACTION) {
+    if (!text) {
+      this.clear();
+      return;
+    }
+    this.owner = owner;
+    this.node.textContent = text;
+    this.node.dataset.owner = owner;
+    this.node.hidden = false;
+    this.dismiss.hidden = false;
+  }
+
+  // An API error: a 503 belongs to the daemon's absence, and says what is true while it lasts.
+  fail(error) {
+    if (error && error.status === 503 && error.detail && error.detail.error === 'daemon_unavailable') {
+      this.show('The daemon does not answer (503 daemon_unavailable). The page reconnects '
+        + 'by itself; if it stays lost, start it with `llamon-playground up`.', DAEMON);
+      return;
+    }
+    this.show(error && error.message ? error.message : String(error));
+  }
+
+  // The owner's end: its notice goes; another owner's stays.
+  end(owner) {
+    if (this.owner === owner) this.clear();
+  }
+
+  clear() {
+    this.owner = null;
+    this.node.textContent = '';
+    delete this.node.dataset.owner;
+    this.node.hidden = true;
+    this.dismiss.hidden = true;
+  }
+}
