@@ -104,6 +104,9 @@ class FrontSettings:
     # A connection with no request in progress (or still sending its headers) is closed
     # after this many seconds; open SSE streams are requests in progress.
     idle_timeout: float = 15.0
+    # A connection gets this many seconds to send a request the door admits (a valid
+    # token); until then it is the first to go when the cap is reached (api/slots.py).
+    head_timeout: float = 5.0
     max_connections: int = 256  # and never more than half the open-files limit allows
     transport: str = "fast"  # one of FRONT_TRANSPORTS
 
@@ -112,6 +115,7 @@ FRONT_ENV = (
     EnvVar("token", ENV_TOKEN, str),
     EnvVar("token_file", ENV_TOKEN_FILE, Path),
     EnvVar("idle_timeout", "LLAMON_PLAYGROUND_FRONT_IDLE_TIMEOUT", float),
+    EnvVar("head_timeout", "LLAMON_PLAYGROUND_FRONT_HEAD_TIMEOUT", float),
     EnvVar("max_connections", "LLAMON_PLAYGROUND_FRONT_MAX_CONNECTIONS", _whole),
     EnvVar("transport", "LLAMON_PLAYGROUND_FRONT_TRANSPORT", _transport),
 )

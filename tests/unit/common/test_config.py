@@ -43,6 +43,7 @@ SAMPLES: dict[str, tuple[str, object]] = {
     "LLAMON_PLAYGROUND_TOKEN": ("tok-0123456789abcdef", "tok-0123456789abcdef"),
     "LLAMON_PLAYGROUND_TOKEN_FILE": ("/run/token", Path("/run/token")),
     "LLAMON_PLAYGROUND_FRONT_IDLE_TIMEOUT": ("2.5", 2.5),
+    "LLAMON_PLAYGROUND_FRONT_HEAD_TIMEOUT": ("1.5", 1.5),
     "LLAMON_PLAYGROUND_FRONT_MAX_CONNECTIONS": ("32", 32),
     "LLAMON_PLAYGROUND_FRONT_TRANSPORT": ("Plain", "plain"),
 }
