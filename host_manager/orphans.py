@@ -92,15 +92,31 @@ def reap_orphan(path: Path, marker_name: str) -> bool:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-    try:
-        proc.wait(5)
-    except psutil.Error:
-        pass
+    wait_gone([proc], KILL_WAIT)
     path.unlink(missing_ok=True)
     return True
 
 
 KILL_WAIT = 5.0
+
+
+def wait_gone(procs: list[psutil.Process], timeout: float) -> None:
+    """Wait (bounded) until each process has exited. A killed process that is not our
+    child stays a zombie until its parent (often init) reaps it, which can take seconds;
+    it is gone for our purpose, so waiting for the pid to vanish (psutil's wait) would only
+    delay what comes next (the tree's other processes, the next pass)."""
+    deadline = time.monotonic() + timeout
+    while any(not _exited(p) for p in procs) and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def _exited(proc: psutil.Process) -> bool:
+    try:
+        return proc.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+    except psutil.Error:
+        return False
 
 
 def tree_id(record_path: Path) -> str:
@@ -136,7 +152,7 @@ def reap_marked(name: str, value: str, when: str) -> list[dict[str, Any]]:
         reaped.append({"pid": proc.pid, "cmdline": cmdline[:8], "when": when,
                        "at": time.time()})
     if procs:
-        psutil.wait_procs(procs, timeout=KILL_WAIT)
+        wait_gone(procs, KILL_WAIT)
         log.warning("reaped %d process(es) of the Host tree (%s): %s", len(reaped), when,
                     ", ".join(str(r["pid"]) for r in reaped))
     return reaped
