@@ -34,7 +34,7 @@ from llamon_playground.common.handover import (
     end_message,
     receive,
 )
-from llamon_playground.daemon.http.peercred import UCRED, Handler
+from llamon_playground.daemon.http.peercred import Handler, socket_peer_uid
 
 log = logging.getLogger(__name__)
 ProtocolFactory = Callable[[], asyncio.Protocol]
@@ -178,8 +178,7 @@ class HandoverListener:
     async def _loan(self, conn: socket.socket) -> None:
         with conn:
             conn.setblocking(False)
-            _pid, uid, _gid = UCRED.unpack(conn.getsockopt(socket.SOL_SOCKET,
-                                                           socket.SO_PEERCRED, UCRED.size))
+            uid = socket_peer_uid(conn)
             if uid != os.getuid():
                 log.warning("refused a hand-over from uid %d", uid)
                 return
