@@ -10,10 +10,11 @@ mine.settimeout(10)
 ctl = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 ctl.settimeout(10)
 ctl.connect(sys.argv[1])
-socket.send_fds(ctl, [b"GET /health HTTP/1.1\r\nHost: d\r\n\r\n"], [offered.fileno()])
-offered.close()
 try:
+    socket.send_fds(ctl, [b"GET /health HTTP/1.1\r\nHost: d\r\n\r\n"], [offered.fileno()])
+    offered.close()
     reply = ctl.recv(1)
-except ConnectionResetError:  # closed with the message unread
+except (ConnectionResetError, BrokenPipeError):  # refused before (or after) the message
+    offered.close()
     reply = b""
 print(repr(reply), repr(mine.recv(1)))
