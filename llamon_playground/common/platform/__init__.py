@@ -11,6 +11,8 @@ from the operating system, behind one interface with two sides (docs/operations.
   the system offers.
 
 Nothing Linux-only is touched at import time: each side looks its calls up when used.
+
+May import: nothing
 """
 
 from __future__ import annotations
@@ -70,10 +72,28 @@ def current() -> Platform:
     return choose(os.environ, sys.platform)
 
 
+@functools.cache
+def unix_seqpacket() -> bool:
+    """Whether Unix sockets of type SOCK_SEQPACKET exist here (Linux: yes; macOS: no). The
+    stream hand-over and the warm parent's control socket need them; without them the front
+    relays every answer and each Host starts cold."""
+    kind = getattr(socket, "SOCK_SEQPACKET", None)
+    if kind is None:
+        return False
+    try:
+        a, b = socket.socketpair(socket.AF_UNIX, kind)
+    except OSError:
+        return False
+    a.close()
+    b.close()
+    return True
+
+
 def refusal(system: str) -> str | None:
     """The one line a command prints instead of starting on an unsupported system."""
     return WINDOWS_REFUSAL if system.startswith(("win32", "cygwin")) else None
 
 
 __all__ = ["ENV_FORCE_PORTABLE", "LINUX", "PORTABLE", "Platform", "PlatformName", "choose",
-           "current", "refusal"]
+           "current", "refusal",
+           "unix_seqpacket"]
