@@ -34,6 +34,8 @@ NO_AUTH_WARNING = ("WARNING: --no-auth: the front asks for no token; any local p
 
 @dataclass(frozen=True)
 class FrontOptions:
+    """How a front listens and whether it asks for the token: what `up` and the service set."""
+
     host: str = "127.0.0.1"
     port: int = 8765
     auth: bool = True

@@ -30,6 +30,9 @@ def same(given: str, expected: str) -> bool:
 
 @dataclass
 class TokenAuth:
+    """The front's token and the cookie derived from it; a rotated token (from `source`)
+    replaces both, so old cookies stop working."""
+
     token: str
     project: str = ""  # the project's key (config.project_key), part of the cookie's name
     # Where a replaced token comes from (`token --rotate`); None: the token never changes.

@@ -25,6 +25,8 @@ _IMPORT = f"{P}/bundles/import"
 
 
 class BodyTooLarge(Exception):
+    """A chunked body grew past its route's limit while it was relayed."""
+
     def __init__(self, limit: int) -> None:
         super().__init__(f"the request body is larger than {limit} bytes")
         self.limit = limit

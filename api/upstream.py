@@ -52,6 +52,8 @@ class BadAnswer(UpstreamError):
 
 @dataclass(frozen=True)
 class Head:
+    """An answer's status line and headers, and the framing that says where its body ends."""
+
     status: int
     reason: str
     headers: list[tuple[str, str]]

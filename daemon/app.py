@@ -18,6 +18,7 @@ from llamon_playground.common.config import Settings
 from llamon_playground.common.fd_budget import connection_cap
 from llamon_playground.common.http_json import name_the_server
 from llamon_playground.common.logging_setup import set_context_fallback
+from llamon_playground.common.parser_errors import PlainRunner
 from llamon_playground.common.request_context import add_request_context
 from llamon_playground.common.runtime_dir import acquire_lock, remove_discovery, write_discovery
 from llamon_playground.common.stop_signal import wait_for_stop_signal
@@ -55,10 +56,11 @@ from llamon_playground.daemon.store.records import EventRow
 from llamon_playground.host_manager.crash_policy import CrashSettings
 from llamon_playground.host_manager.environment import ENV_MARKER, ENV_TREE
 from llamon_playground.host_manager.errors import HostUnavailable
-from llamon_playground.host_manager.watch.fingerprint import WatchRules
 from llamon_playground.host_manager.orphans import reap_marked, reap_orphan, tree_id
+from llamon_playground.host_manager.lifeline import Lifeline
 from llamon_playground.host_manager.spawn.warm import WarmOptions, WarmPaths, WarmSpawner
 from llamon_playground.host_manager.supervisor import HostConfig, HostSupervisor
+from llamon_playground.host_manager.watch.fingerprint import WatchRules
 from llamon_playground.host_manager.watch.watcher import ProjectWatcher, QuietPeriod
 
 log = logging.getLogger(__name__)
@@ -133,7 +135,8 @@ async def build_services(settings: Settings, environ: dict[str, str]) -> Daemon:
         start_timeout=settings.host_start_timeout, stop_grace=settings.host_stop_grace,
         spawner=WarmSpawner(lambda: warm_options(settings), WarmPaths(
             modules=settings.runtime_dir / "host-modules.json",
-            parent_log=settings.runtime_dir / "host-parent.log"))))
+            parent_log=settings.runtime_dir / "host-parent.log")),
+        log_bytes=settings.limits.host_log_bytes))
     host.follow_project(env_file, warnings)
     host.add_state_listener(project_events.host_changed)
     # No total timeout: run streams last as long as the Host streams. No kept-alive
@@ -143,12 +146,13 @@ async def build_services(settings: Settings, environ: dict[str, str]) -> Daemon:
                                  timeout=aiohttp.ClientTimeout(total=None, sock_connect=5))
     journal = RunJournal(store, blobs)
     executor = RunExecutor(settings.project_dir, journal, blobs, host, http,
-                           stall_timeout=settings.host_stall_timeout)
-    runs = RunManager(settings.project_dir, store, blobs, hub, journal, executor)
+                           stall_timeout=settings.host_stall_timeout, limits=settings.limits)
+    runs = RunManager(settings.project_dir, store, blobs, hub, journal, executor,
+                      settings.limits)
     history = HistoryService(store, blobs, project_events, db_path=settings.db_path,
-                             live=runs.live, imported=IMPORTED_ENDING)
+                             live=runs.live, imported=IMPORTED_ENDING, limits=settings.limits)
     services = Daemon(settings, store, blobs, hub, host, runs, history, http,
-                        project_events, ReloadCoordinator(host, runs))
+                      project_events, ReloadCoordinator(host, runs))
     return services
 
 
@@ -197,11 +201,12 @@ def make_app(services: Daemon) -> web.Application:
     add_routes(app, settings=s.settings, store=s.store, hub=s.hub, history=s.history,
                runs=s.runs, host=s.host)
     add_data_routes(app, settings=s.settings, history=s.history)
-    add_edit_routes(app, history=s.history, max_request_bytes=s.settings.max_request_bytes)
+    add_edit_routes(app, history=s.history, max_request_bytes=s.settings.max_request_bytes,
+                    limits=s.settings.limits)
     add_search_routes(app, search=RunSearch(s.store))
     add_host_routes(app, settings=s.settings, host=s.host, runs=s.runs, reload=s.reload,
                     project_events=s.project_events)
-    add_capture_routes(app, store=s.store, host=s.host, runs=s.runs)
+    add_capture_routes(app, store=s.store, host=s.host, runs=s.runs, limits=s.settings.limits)
     add_introspect_routes(app, settings=s.settings, host=s.host, http=s.http,
                           history=s.history, blobs=s.blobs)
     add_openapi_routes(app)
@@ -225,6 +230,8 @@ async def serve(settings: Settings, environ: dict[str, str]) -> None:
         # ... and every process of its tree, wherever it went (a Host started through a
         # shell survives its parent's death).
         left = reap_marked(ENV_TREE, tree_id(settings.host_record_path), "boot")
+        # ... and, should this daemon die, the tree goes with it even if none comes back.
+        lifeline = Lifeline.start(settings.host_record_path, environ)
         services = await build_services(settings, environ)
         services.host.note_reaped(left)
         set_context_fallback(lambda: _log_context(services))
@@ -240,8 +247,9 @@ async def serve(settings: Settings, environ: dict[str, str]) -> None:
                 await shutdown(services)
                 raise BootFailed(f"boot recovery failed: {exc}") from exc
             app = make_app(services)
-            runner = web.AppRunner(app, handle_signals=False, access_log=None,
-                                   shutdown_timeout=1.0)
+            # Parser-level errors answered plainly too: our Server header, nothing echoed.
+            runner = PlainRunner(app, handle_signals=False, access_log=None,
+                                 shutdown_timeout=1.0)
             await runner.setup()
             with suppress(FileNotFoundError):
                 settings.socket_path.unlink()  # stale socket of a dead daemon (we hold the lock)
@@ -280,10 +288,12 @@ async def serve(settings: Settings, environ: dict[str, str]) -> None:
                         task.cancel()
                         await asyncio.gather(task, return_exceptions=True)
                 await shutdown(services)
+                lifeline.stand_down()  # the Host is stopped: nothing for the reaper to do
                 await runner.cleanup()
         finally:
             if not services.http.closed:
                 await services.http.close()
+            lifeline.close()  # not stood down: the reaper ends whatever is left
     finally:
         remove_discovery(settings)
         lock.release()

@@ -30,6 +30,8 @@ class BadRequest(ApiError):
 
 
 class NotFound(ApiError):
+    """The session, run, file or other thing named in the request does not exist."""
+
     status = 404
     code = "not_found"
 
@@ -42,6 +44,8 @@ class Conflict(ApiError):
 
 
 class PayloadTooLarge(ApiError):
+    """The request, or a file in it, is over the size the daemon accepts."""
+
     status = 413
     code = "payload_too_large"
 

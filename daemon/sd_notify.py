@@ -19,6 +19,9 @@ log = logging.getLogger(__name__)
 
 
 class Notifier:
+    """Tells systemd the daemon is ready, stopping or still alive; without NOTIFY_SOCKET every
+    call is a no-op, so callers never check whether they run under systemd."""
+
     def __init__(self, address: str | None, watchdog_usec: int = 0,
                  watchdog_pid: int | None = None) -> None:
         # "@name" is an abstract socket; systemd passes it that way.

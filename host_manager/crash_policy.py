@@ -1,4 +1,5 @@
-"""When a Host exits on its own: restart now, after a back-off, or give up (crashloop).
+"""When a Host exits on its own: restart now, after a back-off, or give up (crashloop);
+and the one pending automatic restart itself (`Backoff`).
 
 The numbers come from the daemon's Settings (declared once there); this module has none of
 its own. Time is read through an injected clock so the policy can be stepped by hand.
@@ -6,14 +7,18 @@ its own. Time is read through an injected clock so the policy can be stepped by 
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
 class CrashSettings:
+    """The crash and back-off numbers, taken from the daemon's Settings."""
+
     min_uptime: float  # an exit sooner than this after Ready (or before it) is a crash
     backoff_base: float  # the first back-off; each further consecutive crash doubles it
     backoff_cap: float  # ... up to this
@@ -23,6 +28,9 @@ class CrashSettings:
 
 @dataclass
 class CrashPolicy:
+    """Counts a Host's crashes and decides each restart's delay, or crashloop; the clock is
+    injected so tests step it by hand."""
+
     settings: CrashSettings
     clock: Callable[[], float] = time.monotonic
     consecutive: int = 0
@@ -53,3 +61,45 @@ class CrashPolicy:
         """An edit or an explicit start: the next crashes count from zero."""
         self._crashes.clear()
         self.consecutive = 0
+
+
+Spawn = Callable[[Coroutine[Any, Any, None]], "asyncio.Task[None]"]
+
+
+class Backoff:
+    """The automatic restart a crash schedules: at most one pending, cancelled by a stop, an
+    explicit start or a restart (stop wins over it). Its task is made by `spawn`, so the
+    supervisor owns it (and awaits it on close)."""
+
+    def __init__(self, spawn: Spawn) -> None:
+        self._spawn = spawn
+        self._task: asyncio.Task[None] | None = None
+        self._until: float | None = None
+
+    @property
+    def until(self) -> float | None:
+        """When the pending restart fires (wall clock), None when none is pending."""
+        return self._until
+
+    @property
+    def pending(self) -> asyncio.Task[None] | None:
+        """The pending restart's task (None once it fired or was cancelled)."""
+        return self._task
+
+    def schedule(self, delay: float, restart: Callable[[], Awaitable[None]]) -> None:
+        """Call `restart()` after `delay` seconds unless cancelled meanwhile."""
+        self.cancel()
+        self._until = time.time() + delay
+        self._task = self._spawn(self._after(delay, restart))
+
+    def cancel(self) -> None:
+        """Drop the pending restart; a no-op from inside the restart itself."""
+        task, self._task = self._task, None
+        self._until = None
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
+
+    async def _after(self, delay: float, restart: Callable[[], Awaitable[None]]) -> None:
+        await asyncio.sleep(delay)
+        self._task = None
+        await restart()

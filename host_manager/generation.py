@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from llamon_playground.host_manager.environment import local_url
 from llamon_playground.host_manager.watch.fingerprint import Fingerprint
@@ -10,6 +11,9 @@ from llamon_playground.host_manager.watch.fingerprint import Fingerprint
 
 @dataclass
 class Generation:
+    """One Host process from spawn to exit: a restart is a new generation with its own number,
+    port and capture token, so nothing from an old one is mistaken for the current one."""
+
     number: int
     pid: int
     port: int
@@ -27,3 +31,15 @@ class Generation:
     @property
     def url(self) -> str:
         return local_url(self.port)
+
+
+def generation_status(gen: Generation | None, *, running: bool, ready: bool) -> dict[str, Any]:
+    """The latest generation's part of GET /host: a pid only while its process runs, a URL
+    only while it is Ready."""
+    alive = gen is not None and gen.exit_code is None and running
+    return {"pid": gen.pid if gen and alive else None,
+            "url": gen.url if gen and ready else None,
+            "started_at": gen.started_at if gen else None,
+            "ready_at": gen.ready_at if gen else None,
+            "start_mode": gen.start_mode if gen else None,
+            "start_reason": gen.start_reason if gen else None}

@@ -52,6 +52,7 @@ class HostConfig:
     start_timeout: float
     stop_grace: float
     spawner: Spawner  # cold, or forked from a warm parent (spawn/warm.py)
+    log_bytes: int  # Host log text kept in memory (common/limits.py)
 
 
 class Reaper:
@@ -91,6 +92,11 @@ class Reaper:
     def reaped(self) -> list[dict[str, Any]]:
         """The latest processes reaped outside the group kill."""
         return list(self._reaped)
+
+    def status(self) -> dict[str, Any]:
+        """Its part of GET /host: how the last generation ended, what was reaped lately."""
+        return {"last_exit_code": self.last_exit_code, "last_stop_step": self.last_stop_step,
+                "reaped": self.reaped()}
 
 
 async def start_generation(config: HostConfig, logs: HostLogs, changes: ChangePolicy,

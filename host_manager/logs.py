@@ -1,4 +1,8 @@
-"""Host log lines: a bounded in-memory ring (served by offset) plus an append-only file."""
+"""Host log lines: a bounded in-memory ring (served by offset) plus an append-only file.
+
+The ring is bounded twice: by lines and by the bytes of their text (`max_bytes`, the
+`host_log_bytes` limit), so 600 lines of 1 MB keep 8 MiB, not 600 MB.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +19,8 @@ MAX_FILE_BYTES = 5 * 1024 * 1024
 
 @dataclass(frozen=True, slots=True)
 class LogLine:
+    """One line of Host output, numbered by its offset in this daemon's log."""
+
     offset: int
     time: float
     generation: int
@@ -27,9 +33,15 @@ class LogLine:
 
 
 class HostLogs:
-    def __init__(self, path: Path, capacity: int = 5000) -> None:
+    """The Host's output: the last lines kept in memory for the API (served by offset, waited
+    on by followers; bounded by lines and by bytes) and every line appended to the log file."""
+
+    def __init__(self, path: Path, capacity: int = 5000, max_bytes: int = 8 * 1024 * 1024) -> None:
         self._path = path
-        self._lines: deque[LogLine] = deque(maxlen=capacity)
+        self._capacity = capacity
+        self._max_bytes = max_bytes
+        self._bytes = 0  # of the text of the lines in the ring
+        self._lines: deque[LogLine] = deque()
         self._next = 0
         self._file: IO[str] | None = None
         self._changed: asyncio.Event | None = None
@@ -43,6 +55,12 @@ class HostLogs:
         line = LogLine(self._next, time.time(), generation, stream, text)
         self._next += 1
         self._lines.append(line)
+        self._bytes += len(text)
+        # The newest line always stays, even one over the budget alone (the reader bounds
+        # a line's length): what is dropped is the oldest.
+        while len(self._lines) > 1 and (len(self._lines) > self._capacity
+                                        or self._bytes > self._max_bytes):
+            self._bytes -= len(self._lines.popleft().text)
         self._write_file(line)
         if self._changed is not None:
             self._changed.set()

@@ -6,6 +6,8 @@ import enum
 
 
 class HostState(enum.StrEnum):
+    """Where the Host is in its lifecycle; the moves allowed between states are in TRANSITIONS."""
+
     STOPPED = "stopped"
     STARTING = "starting"
     READY = "ready"

@@ -9,8 +9,9 @@ The state changes only in the named transitions at the end (`_starting`, `_ready
 `_stopping`, `_stopped`, `_crashed`), each checked against the table in `state.py`. The
 rest is delegated, one job per module: starting, stopping and reaping a generation
 (`launch`), the child's environment (`environment`), readiness (`readiness`), the orphan
-record (`orphans`), restart on a file change (`change_policy`), back-off and crashloop
-(`crash_policy`), the process itself (`process`).
+record (`orphans`), restart on a file change (`watch.change_policy`), back-off, crashloop
+and the pending automatic restart (`crash_policy`), the process itself (`process`); the
+status is built by the owner of each part (`generation_status`, `Reaper.status`).
 """
 
 from __future__ import annotations
@@ -27,11 +28,11 @@ from llamon_playground.host_manager.watch.change_policy import (
     ChangePolicy,
     restart_wanted,
 )
-from llamon_playground.host_manager.crash_policy import CrashPolicy
+from llamon_playground.host_manager.crash_policy import Backoff, CrashPolicy
 from llamon_playground.host_manager.environment import KeptPort, local_url
 from llamon_playground.host_manager.errors import HostUnavailable
 from llamon_playground.host_manager.watch.fingerprint import WatchRules
-from llamon_playground.host_manager.generation import Generation
+from llamon_playground.host_manager.generation import Generation, generation_status
 from llamon_playground.host_manager.launch import (
     HostConfig,
     Reaper,
@@ -63,7 +64,7 @@ class HostSupervisor:
     def __init__(self, config: HostConfig) -> None:
         self._config = config
         self._rules = config.rules  # follows pyproject.toml's env_file (follow_project)
-        self._logs = HostLogs(config.log_path)
+        self._logs = HostLogs(config.log_path, max_bytes=config.log_bytes)
         self._state = HostState.STOPPED
         self._generation: Generation | None = None
         self._project_warnings: list[dict[str, str]] = []
@@ -79,8 +80,7 @@ class HostSupervisor:
         self._policy = CrashPolicy(config.crash)
         self._lock = asyncio.Lock()
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._backoff: asyncio.Task[None] | None = None
-        self._backoff_until: float | None = None
+        self._backoff = Backoff(self._spawn)
         self._generations = 0
         self._restarts = 0
         self._closed = False
@@ -90,26 +90,17 @@ class HostSupervisor:
     def status(self) -> dict[str, Any]:
         """GET /host's body (and each `host.state` event's)."""
         gen = self._generation
-        alive = gen is not None and gen.exit_code is None and self._process is not None
         number = (self._generations if self._state == HostState.STARTING
                   else gen.number if gen else None)
-        return {"state": self._state.value,
-                "generation": number,
-                "pid": gen.pid if gen and alive else None,
-                "url": gen.url if gen and self._state == HostState.READY else None,
+        return {"state": self._state.value, "generation": number,
+                **generation_status(gen, running=self._process is not None,
+                                    ready=self._state == HostState.READY),
                 "a2a_url": local_url(self._port.port) if self._port.port else None,
-                "started_at": gen.started_at if gen else None,
-                "ready_at": gen.ready_at if gen else None,
                 "restarts": self._restarts, "crashes": self._policy.consecutive,
-                "last_exit_code": self._reaper.last_exit_code,
-                "last_stop_step": self._reaper.last_stop_step,
-                "backoff_until": self._backoff_until if self._state == HostState.BACKOFF
-                else None,
-                "start_mode": gen.start_mode if gen else None,
-                "start_reason": gen.start_reason if gen else None,
+                **self._reaper.status(),
+                "backoff_until": self._backoff.until if self._state == HostState.BACKOFF else None,
                 "warm_parent": self._config.spawner.describe(),
-                "warnings": self.warnings(),
-                "reaped": self._reaper.reaped()}
+                "warnings": self.warnings()}
 
     @property
     def state(self) -> HostState:
@@ -200,7 +191,7 @@ class HostSupervisor:
 
     async def stop(self) -> None:
         """Stop the Host until a next start; a pending automatic restart is dropped."""
-        self._cancel_backoff()  # stop wins over a pending automatic restart
+        self._backoff.cancel()  # stop wins over a pending automatic restart
         await self._action(self._stop)
 
     async def restart_for_save(self, changed_files: list[str]) -> bool:
@@ -228,7 +219,7 @@ class HostSupervisor:
     async def close(self) -> None:
         """Daemon shutdown: cancel the back-off, let actions finish, stop the Host for good."""
         self._closed = True
-        self._cancel_backoff()
+        self._backoff.cancel()
         async with self._lock:  # waits for a running action (a start) to finish first
             await self._stop()
         while self._tasks:  # exit watchers wake now that the process is gone
@@ -247,12 +238,12 @@ class HostSupervisor:
     async def _ensure_ready(self) -> Generation:
         if self._state == HostState.READY and self._generation is not None:
             return self._generation
-        self._cancel_backoff()
+        self._backoff.cancel()
         self._policy.reset()  # an explicit start clears a crashloop
         return await self._start()
 
     async def _restart(self) -> Generation:
-        self._cancel_backoff()
+        self._backoff.cancel()
         self._restarts += 1
         return await self._start()
 
@@ -291,14 +282,14 @@ class HostSupervisor:
         return await self._spawn_generation()
 
     def _retire(self) -> asyncio.Task[None]:
-        self._cancel_backoff()
+        self._backoff.cancel()
         gen = self._generation
         process = self._stopping()
         self._stopped()
         return self._spawn(self._reaper.stop(process, gen))
 
     async def _stop(self) -> None:
-        self._cancel_backoff()
+        self._backoff.cancel()
         if self._state == HostState.STOPPED:
             return
         process = self._stopping()
@@ -331,7 +322,7 @@ class HostSupervisor:
         sweep): GET /host lists the latest."""
         self._reaper.note(reaped)
 
-    # -- exits, back-off ----------------------------------------------------------------------
+    # -- exits, the automatic restart --------------------------------------------------------------
 
     async def _watch_exit(self, process: HostProcess, gen: Generation) -> None:
         code = await asyncio.shield(process.exited)
@@ -346,11 +337,6 @@ class HostSupervisor:
         uptime = time.monotonic() - (gen.ready_mono or time.monotonic())
         self._crashed(was_ready=True, uptime=uptime)
 
-    async def _restart_after(self, delay: float) -> None:
-        await asyncio.sleep(delay)
-        self._backoff = None
-        await self._action(self._auto_start)
-
     async def _auto_start(self) -> None:
         if self._state != HostState.BACKOFF or self._closed:
             return
@@ -358,12 +344,6 @@ class HostSupervisor:
             await self._start()
         except HostUnavailable as exc:
             log.warning("automatic Host restart failed: %s", exc.message)
-
-    def _cancel_backoff(self) -> None:
-        task, self._backoff = self._backoff, None
-        self._backoff_until = None
-        if task is not None and task is not asyncio.current_task():
-            task.cancel()
 
     def _spawn(self, coro: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
         """A task this supervisor owns: `close` awaits every one of them."""
@@ -407,10 +387,8 @@ class HostSupervisor:
         served = was_ready and gen is not None and gen.number == self._served
         delay = self._policy.on_exit(was_ready, uptime, served=served)
         self._move(HostState.CRASHLOOP if delay is None else HostState.BACKOFF)
-        if delay is None or self._closed:
-            return
-        self._backoff_until = time.time() + delay
-        self._backoff = self._spawn(self._restart_after(delay))
+        if delay is not None and not self._closed:
+            self._backoff.schedule(delay, lambda: self._action(self._auto_start))
 
     def _move(self, target: HostState) -> None:
         check(self._state, target)

@@ -6,7 +6,7 @@
 
 The OpenAPI schemas are not written here: the daemon builds them from the declaration at
 import. `scripts/gen_wire` runs this (`--check` only says whether the files are current);
-`tests/unit/test_wire.py` fails when a checked-in file differs from what this
+`tests/unit/common/test_wire.py` fails when a checked-in file differs from what this
 renders.
 """
 

@@ -150,6 +150,7 @@ const app = {
     const sessionId = view.detail && view.detail.session_id;
     if (sessionId && (sessionId !== this.sessionId || sessionId !== this.runList.sessionId)) {
       await this.selectSession(sessionId, 'run');
+      this.runList.reveal(runId);
     } else {
       this.runList.setOpen(runId);
       if (!this.runList.has(runId)) await this.runList.refresh([runId]);
@@ -332,7 +333,8 @@ function wire() {
   const follow = () => {
     const linked = /^#(run_[0-9a-f]+)$/.exec(location.hash);
     if (linked && !(app.view && app.view.runId === linked[1])) {
-      app.openRun(linked[1]).catch((e) => app.fail(e));
+      // A link shows its run's turn in the thread as well.
+      app.openRun(linked[1]).then(() => app.runList.reveal(linked[1]), (e) => app.fail(e));
     }
   };
   window.addEventListener('hashchange', follow);

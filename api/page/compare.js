@@ -17,7 +17,8 @@ export async function compareView(runs, created = {}) {
   const names = { left: name(doc.left, inputs.left), right: name(doc.right, inputs.right) };
   const side = (s, which) => el('div', { class: `side side-${which}` },
     el('h3', {}, `${which === 'left' ? 'older' : 'newer'}: ${names[which]}`),
-    el('p', { class: 'when' }, `${(s.created_at || '').replace('T', ' ').slice(0, 19)} · ${s.run_id}`),
+    el('p', { class: 'when' }, (s.created_at || '').replace('T', ' ').slice(0, 19), el('br'),
+      el('code', { class: 'run-id' }, s.run_id)),
     el('p', {}, `${s.status}${s.reason ? ` (${s.reason})` : ''} · ${ms(s.duration_ms)}`));
   const delta = typeof doc.duration_delta_ms === 'number'
     ? `duration ${doc.duration_delta_ms >= 0 ? '+' : ''}${ms(doc.duration_delta_ms)}` : 'duration: n/a';

@@ -2,7 +2,8 @@
 // in layers by graph_layout.js, START on top and END at the bottom. A run colours the path
 // it takes while it runs, from its trace's node.start / node.end events: a node running,
 // done (with its duration) or not reached, an edge taken; an evaluator result that names a
-// node marks it pass or fail. A node is a button: it opens that node's bar in the trace.
+// node marks it pass or fail. A node is a button: it opens that node's bar in the trace. A
+// score's "Show … in the graph" marks its node (data-focus) and focuses it.
 import { ms } from './dom.js';
 import { END, START, layered } from './graph_layout.js';
 
@@ -90,6 +91,21 @@ export class GraphView {
     }
     this.describe(item);
     return group;
+  }
+
+  has(id) {
+    return this.nodes.has(id) && id !== START && id !== END;
+  }
+
+  // Led here from elsewhere (an evaluator score): the node marked (one at a time), in view
+  // and focused.
+  focusNode(id) {
+    const item = this.nodes.get(id);
+    if (!item) return;
+    for (const other of this.nodes.values()) delete other.group.dataset.focus;
+    item.group.dataset.focus = 'true';
+    item.group.scrollIntoView({ block: 'nearest', inline: 'nearest' });
+    item.group.focus();
   }
 
   // A trace event, live or replayed.

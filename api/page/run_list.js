@@ -1,8 +1,12 @@
-// A session's runs as a thread of turns (turn.js), newest first. Only the cards in view (and a margin) are in the
-// DOM: a session with thousands of runs scrolls like one with ten. Rows have one height,
-// so a card's place is its index times ROW. The runs are read a page at a time, newest
-// first (`?order=newest`): the first page when the session opens, the next (`next_after`)
-// when the view comes near the end of what is read; one read at a time.
+// A session's runs as a thread of turns (turn.js), read as a conversation: the oldest turn on
+// top, the newest at the bottom next to the composer, a resume right after the turn it
+// answers. Only the cards in view (and a margin) are in the DOM: a session with thousands
+// of runs scrolls like one with ten. Rows have one height, so a card's place is its index
+// times ROW. The runs are read a page at a time, newest first (`?order=newest`): the first
+// page when the session opens (the view then sits at its end), the next (`next_after`, the
+// older runs) when the view comes near the top of what is read; one read at a time. The
+// view follows the end (a new turn comes into sight) only while the reader is at the end;
+// a reader who scrolled up keeps the turns they read where they are.
 import { call } from './api.js';
 import { el } from './dom.js';
 import { turnLines } from './turn.js';
@@ -10,24 +14,69 @@ import { turnLines } from './turn.js';
 const ROW = 100;        // px; keep in step with .run-item in style.css
 const MARGIN = 10;      // rows rendered above and below the visible ones
 const PAGE = 100;       // runs a read
-const PREFETCH = 40;    // rows left below the view that start the next read
+const PREFETCH = 40;    // rows left above the view that start the next (older) read
 const MAX_SINGLE = 20;  // changed runs below the first page read one by one, at most
+
+// Chronological, each resume right after the run it continues (a chain of answers stays
+// together); `newest`: the runs as read, newest first.
+export function arrange(newest) {
+  const byId = new Map(newest.map((run) => [run.id, run]));
+  const oldest = [...newest].reverse();
+  const children = new Map();
+  for (const run of oldest) {
+    if (run.parent_run_id && byId.has(run.parent_run_id)) {
+      if (!children.has(run.parent_run_id)) children.set(run.parent_run_id, []);
+      children.get(run.parent_run_id).push(run);
+    }
+  }
+  const order = [];
+  for (const run of oldest) {
+    if (run.parent_run_id && byId.has(run.parent_run_id)) continue;
+    const stack = [run];
+    while (stack.length) {
+      const next = stack.pop();
+      order.push(next);
+      stack.push(...[...(children.get(next.id) || [])].reverse());
+    }
+  }
+  return { order, byId };
+}
 
 export class RunList {
   constructor(node, hooks) {
     this.node = node;
     this.hooks = hooks;  // open(runId), pickBox(run), failed(error)
     this.sessionId = null;
-    this.runs = [];
+    this.runs = [];       // as read: newest first
+    this.order = [];      // as shown: arrange(runs).order
+    this.byId = new Map();
     this.cursor = null;   // next_after of the last page read; null when all is read
     this.reading = null;  // the page read in flight (at most one)
     this.epoch = 0;       // bumped when the session changes: a late page is dropped
     this.openId = null;
     this.window = '';
     this.frame = 0;
+    this.follow = true;   // the reader is at the end: new turns scroll into view
     this.spacer = el('li', { class: 'run-spacer', 'aria-hidden': 'true' });
     this.items = new Map();  // index -> {run, item}: the cards drawn
-    node.addEventListener('scroll', () => this.schedule());
+    node.addEventListener('scroll', () => {
+      if (node.clientHeight) this.follow = this.atEnd();
+      this.schedule();
+    });
+    // A panel shown again (below 1100 px one shows at a time) or a window resized: a reader
+    // who was at the end is there again.
+    new ResizeObserver(() => {
+      if (this.follow && node.clientHeight) this.toEnd();
+      this.schedule();
+    }).observe(node);
+  }
+
+  atEnd() {
+    return this.node.scrollTop + this.node.clientHeight >= this.node.scrollHeight - ROW / 2;
+  }
+
+  toEnd() {
+    this.node.scrollTop = this.node.scrollHeight;
   }
 
   schedule() {
@@ -39,7 +88,7 @@ export class RunList {
     return `/sessions/${encodeURIComponent(this.sessionId)}/runs?order=newest&limit=${PAGE}${cursor}`;
   }
 
-  // A session picked (or none): its first page, from the top.
+  // A session picked (or none): its newest page, shown from its end.
   async load(sessionId, openId) {
     this.epoch += 1;
     const epoch = this.epoch;
@@ -54,15 +103,16 @@ export class RunList {
     }
     const doc = await call('GET', this.path(null));
     if (epoch !== this.epoch) return;
-    this.node.scrollTop = 0;
     this.runs = doc.runs;
     this.cursor = doc.next_after;
+    this.follow = true;
     this.redraw();
   }
 
-  // Runs were created or changed: read the first page again and fold it in. New runs go on
-  // top (the cards in view stay where they are); a changed run is replaced where it is. A
-  // gap (more new runs than a page) starts the list again from the top.
+  // Runs were created or changed: read the first page again and fold it in. New runs go at
+  // the end (followed into view only by a reader at the end; for the others the cards in
+  // view stay where they are); a changed run is replaced where it is. A gap (more new runs
+  // than a page) starts the list again from its end.
   async refresh(changed = []) {
     if (!this.sessionId) return;
     const epoch = this.epoch;
@@ -81,18 +131,18 @@ export class RunList {
       this.reading = null;
       this.runs = doc.runs;
       this.cursor = doc.next_after;
-      this.node.scrollTop = 0;
+      this.follow = true;
       this.redraw();
       return;
     }
     const added = doc.runs.filter((run) => !known.has(run.id));
     this.runs = added.concat(this.runs.map((run) => fresh.get(run.id) || run));
     if (!known.size) this.cursor = doc.next_after;
-    if (added.length && this.node.scrollTop > 0) this.node.scrollTop += added.length * ROW;
     this.redraw();
   }
 
-  // The next page, unless one is being read or all is read.
+  // The next (older) page, unless one is being read or all is read. It comes in above the
+  // cards in view, which stay where they are.
   more() {
     if (this.reading || !this.cursor || !this.sessionId) return;
     const epoch = this.epoch;
@@ -103,11 +153,22 @@ export class RunList {
       const known = new Set(this.runs.map((run) => run.id));
       this.runs = this.runs.concat(doc.runs.filter((run) => !known.has(run.id)));
       this.cursor = doc.next_after;
-      this.redraw(false);
+      this.redraw();
     }, (error) => {
       if (epoch === this.epoch) this.reading = null;
       this.hooks.failed(error);
     });
+  }
+
+  // The open run's turn brought into view (a link or a reload opened it), unless it is.
+  reveal(runId) {
+    const index = this.order.findIndex((run) => run.id === runId);
+    if (index < 0 || !this.node.clientHeight) return;
+    const top = index * ROW;
+    if (top >= this.node.scrollTop && top + ROW <= this.node.scrollTop + this.node.clientHeight) return;
+    this.node.scrollTop = Math.max(0, top - (this.node.clientHeight - ROW) / 2);
+    this.follow = this.atEnd();
+    this.render();
   }
 
   setOpen(openId) {
@@ -116,42 +177,61 @@ export class RunList {
   }
 
   find(runId) {
-    return this.runs.find((run) => run.id === runId);
+    return this.byId.get(runId);
   }
 
   has(runId) {
-    return this.runs.some((run) => run.id === runId);
+    return this.byId.has(runId);
   }
 
-  // Draw again even if the same rows are in view; `rebuild`: every card anew (a pick, the
-  // open run or the runs themselves changed), else the cards already drawn are kept (a
-  // page was added below them).
-  redraw(rebuild = true) {
-    if (rebuild) this.items.clear();
+  // The runs (or what a card shows) changed: arrange them again and draw. A reader at the
+  // end stays at the end; any other keeps the first turn in view at its place on screen
+  // (rows added above it, an older page or a resume, move the scroll by their height).
+  redraw() {
+    const anchor = this.follow ? null : this.anchor();
+    ({ order: this.order, byId: this.byId } = arrange(this.runs));
+    this.items.clear();
     this.window = '';
     this.node.dataset.loaded = String(this.runs.length);
     this.node.dataset.complete = this.cursor ? 'false' : 'true';
+    this.spacer.style.height = `${this.order.length * ROW}px`;
+    if (this.spacer.parentNode !== this.node) this.node.replaceChildren(this.spacer);
+    if (this.follow) {
+      this.toEnd();
+    } else if (anchor) {
+      const index = this.order.findIndex((run) => run.id === anchor.id);
+      if (index >= 0) this.node.scrollTop = index * ROW + anchor.offset;
+    }
     this.render();
+  }
+
+  // The first turn in view and how far the view is scrolled into it.
+  anchor() {
+    const index = Math.floor(this.node.scrollTop / ROW);
+    const run = this.order[index];
+    return run ? { id: run.id, offset: this.node.scrollTop - index * ROW } : null;
   }
 
   render() {
     this.frame = 0;
-    const count = this.runs.length;
+    const count = this.order.length;
     const first = Math.max(0, Math.floor(this.node.scrollTop / ROW) - MARGIN);
     const visible = Math.ceil((this.node.clientHeight || ROW * 10) / ROW);
     const last = Math.min(count, first + visible + 2 * MARGIN);
-    if (count - (first + MARGIN + visible) < PREFETCH) this.more();
+    // Near the top of what is read, the older runs (never while the list is out of sight:
+    // a hidden list's scrollTop is 0).
+    if (this.node.clientHeight && Math.floor(this.node.scrollTop / ROW) < PREFETCH) this.more();
     const window = `${first}:${last}:${count}`;
     if (window === this.window) return;
     this.window = window;
-    this.spacer.style.height = `${count * ROW}px`;
-    // The set's size is known once every page is read (-1: not known yet, as ARIA says).
+    // The set's size is known once every page is read (-1: not known yet, as ARIA says);
+    // the places are counted from the oldest read so far.
     const setsize = this.cursor ? -1 : count;
     // Cards still in the window stay (a scroll step adds and removes only the rows that
     // came into or left it); the others go.
     const kept = new Map();
     for (const [index, entry] of this.items) {
-      if (index >= first && index < last && entry.run === this.runs[index]) kept.set(index, entry);
+      if (index >= first && index < last && entry.run === this.order[index]) kept.set(index, entry);
     }
     const top = kept.size ? Math.min(...kept.keys()) : last;
     if (kept.size && Math.max(...kept.keys()) - top + 1 !== kept.size) kept.clear();  // a hole
@@ -169,8 +249,8 @@ export class RunList {
         entry.item.setAttribute('aria-setsize', setsize);
         continue;
       }
-      const item = this.card(this.runs[i], i, setsize);
-      kept.set(i, { run: this.runs[i], item });
+      const item = this.card(this.order[i], i, setsize);
+      kept.set(i, { run: this.order[i], item });
       (i < top ? above : below).push(item);
     }
     this.spacer.after(...above);

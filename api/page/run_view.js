@@ -9,6 +9,7 @@ import { GraphView } from './graph.js';
 import { Stepper } from './stepper.js';
 import { StreamedAnswer } from './stream_text.js';
 import { Trace } from './trace.js';
+import { runName } from './turn.js';
 
 const LOG_TAIL_LINES = 20;
 const RETRY_MS = 2000;
@@ -37,6 +38,7 @@ export class RunView {
     this.graph = graph ? new GraphView(graph, (name) => this.showNode(name)) : null;
     const graphBox = this.graph ? el('details', { class: 'graph-box', open: true },
       el('summary', {}, 'Graph'), el('div', { class: 'graph-scroll' }, this.graph.node)) : null;
+    this.graphBox = graphBox;
     this.node = el('article', { class: 'run-view', dataset: { runId, status: '' } },
       this.head, el('details', { class: 'input-box' }, el('summary', {}, 'Input'), this.input),
       this.stepper.node, this.answer, this.actions, this.snippet, this.diagnostics,
@@ -116,6 +118,22 @@ export class RunView {
     bar.addEventListener('keydown', back);
   }
 
+  // A score that names a node leads to that node's source (as the trace's rows do) and,
+  // for a Flow, to the node in the graph.
+  whereIs(node) {
+    const where = button(`Where is ${node}?`, async () => where.replaceWith(await sourceTarget(node)),
+      { class: 'where' });
+    const inGraph = this.graph && this.graph.has(node)
+      ? button(`Show ${node} in the graph`, () => this.showInGraph(node), { class: 'where' }) : null;
+    return [el('span', { class: 'node-name' }, node), ' ', where, inGraph ? ' ' : null, inGraph];
+  }
+
+  // The Graph opened, the node scrolled into view, marked and focused.
+  showInGraph(node) {
+    this.graphBox.open = true;
+    this.graph.focusNode(node);
+  }
+
   disconnect() {
     if (this.events) this.events.close();
     this.events = null;
@@ -152,7 +170,7 @@ export class RunView {
         .map((h) => el('th', {}, h)))),
       el('tbody', {}, scores.map((s) => el('tr', {},
         [s.evaluator, s.score, s.passStatus, s.reason].map(cell),
-        el('td', { class: 'score-node' }, s.node ? whereIs(s.node) : ''),
+        el('td', { class: 'score-node' }, s.node ? this.whereIs(s.node) : ''),
         cell(ms(s.duration_ms)))))));
   }
 
@@ -220,7 +238,9 @@ export class RunView {
         `evaluator ${run.score_summary.evaluators} · fail ${run.score_summary.failed}`)
       : null;
     this.head.replaceChildren(
-      el('h2', {}, run.label ? run.label : run.id),
+      // Named as the thread names it (its label, else what was sent); the id below it.
+      el('h2', {}, runName(run)),
+      el('p', { class: 'run-id' }, run.id),
       el('p', { class: 'facts' }, this.statusNode,
         run.reason ? el('span', { class: 'reason' }, run.reason) : null,
         run.duration_ms !== null ? el('span', { class: 'duration' }, ms(run.duration_ms)) : null,
@@ -302,12 +322,6 @@ function cell(v) {
   return el('td', {}, v === undefined || v === null ? '' : String(v));
 }
 
-// A score that names a node leads to that node's source (as the trace's rows do).
-function whereIs(node) {
-  const where = button(`Where is ${node}?`, async () => where.replaceWith(await sourceTarget(node)),
-    { class: 'where' });
-  return [el('span', { class: 'node-name' }, node), ' ', where];
-}
 
 function question(run) {
   const texts = (run.output || []).filter((p) => p.kind === 'text').map((p) => p.text);

@@ -41,7 +41,10 @@ function line(cls, text, prefix) {
 
 // `find(id)`: a run of the loaded list (a resume's parent, a rerun's source) or undefined.
 export function turnLines(run, find) {
-  const when = (run.created_at || '').slice(11, 19);
+  // A turn of today shows its time; an older one its date too.
+  const created = run.created_at || '';
+  const today = new Date().toISOString().slice(0, 10);
+  const when = created.startsWith(today) ? created.slice(11, 19) : created.slice(0, 16).replace('T', ' ');
   let origin = null;
   if (run.parent_run_id) {
     const parent = find(run.parent_run_id);
@@ -54,7 +57,7 @@ export function turnLines(run, find) {
   }
   const answer = summary(run.output);
   return [
-    el('span', { class: 'turn-line turn-top' }, el('span', { class: 'when' }, when),
+    el('span', { class: 'turn-line turn-top' }, el('span', { class: 'when', title: created || null }, when),
       origin),
     line('turn-input', summary(run.input && run.input.parts), 'you: '),
     line('turn-answer', answer || (run.status === 'running' ? '…' : ''), 'agent: '),

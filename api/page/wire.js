@@ -14,9 +14,10 @@ export const TERMINAL = new Set(['input_required', 'completed', 'failed', 'cance
 // The reasons the daemon sends today (an open set).
 export const REASONS = new Set(['project_validation', 'runtime_unavailable', 'host_exited',
                                 'host_error', 'host_rejected', 'host_unresponsive',
-                                'runtime_restarted', 'host_cancelled', 'stream_broken',
-                                'user_cancelled', 'studio_shutdown', 'daemon_restarted',
-                                'auth_required', 'imported', 'internal_error']);
+                                'host_output_too_large', 'runtime_restarted', 'host_cancelled',
+                                'stream_broken', 'user_cancelled', 'studio_shutdown',
+                                'daemon_restarted', 'auth_required', 'imported',
+                                'internal_error']);
 // The Host's states.
 export const HOST_STATES = new Set(['stopped', 'starting', 'ready', 'stopping', 'backoff',
                                     'crashloop']);

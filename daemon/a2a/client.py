@@ -10,6 +10,7 @@ from typing import Any
 import aiohttp
 import orjson
 
+from llamon_playground.common.limits import DEFAULT_LIMITS, LIMIT_ENV_NAMES, Limits
 from llamon_playground.common.sse import SseEvent, SseParser
 from llamon_playground.daemon.a2a.wire import (
     V1,
@@ -37,7 +38,19 @@ class A2AUnavailable(Exception):
     """The Host could not be reached or broke the connection."""
 
 
+class HostOutputTooLarge(A2AProtocolError):
+    """The Host streamed a line, an event or a run's worth of output over its limit; the
+    message names the limit and the setting that raises it."""
+
+    def __init__(self, what: str, limit: int, field: str) -> None:
+        self.message = (f"the Host sent {what} of more than {limit} bytes (the limit; "
+                        f"{LIMIT_ENV_NAMES[field]} raises it)")
+        super().__init__(self.message)
+
+
 class A2AClient:
+    """Talks to one Host generation's agent; every transport failure comes out as A2AUnavailable."""
+
     def __init__(self, http: aiohttp.ClientSession, base_url: str) -> None:
         self._http = http
         self.base_url = base_url.rstrip("/")
@@ -76,9 +89,11 @@ class A2AClient:
         return body, headers
 
     async def stream(self, interface: Interface, message: dict[str, Any],
-                     metadata: dict[str, Any]) -> AsyncIterator[list[A2AEvent]]:
+                     metadata: dict[str, Any], limits: Limits = DEFAULT_LIMITS
+                     ) -> AsyncIterator[list[A2AEvent]]:
         """Send a message and yield the streamed events, in order, a read's worth at a time
-        (never an empty list), until the Host closes the stream."""
+        (never an empty list), until the Host closes the stream. Output over `limits`
+        raises HostOutputTooLarge."""
         body, headers = self._request(interface, "stream",
                                       {"message": message, "metadata": metadata})
         headers["Accept"] = "text/event-stream"
@@ -89,7 +104,7 @@ class A2AClient:
                 ctype = resp.headers.get("Content-Type", "")
                 if not ctype.startswith("text/event-stream"):
                     # Errors found before streaming come back as a plain JSON body.
-                    raw = await resp.read()
+                    raw = await _read_bounded(resp, limits.host_event_bytes)
                     try:
                         yield [parse_result(orjson.loads(raw))]
                     except (orjson.JSONDecodeError, A2AProtocolError) as exc:
@@ -97,7 +112,7 @@ class A2AClient:
                             f"Host answered HTTP {resp.status} {ctype or 'no content type'}"
                         ) from exc
                     return
-                async for events in _read_sse(resp):
+                async for events in _read_sse(resp, limits):
                     yield events
         except (aiohttp.ClientError, ConnectionError) as exc:
             raise A2AUnavailable(f"stream to the Host broke: {exc}") from exc
@@ -119,19 +134,44 @@ class A2AClient:
         return doc
 
 
-async def _read_sse(resp: aiohttp.ClientResponse) -> AsyncIterator[list[A2AEvent]]:
+async def _read_bounded(resp: aiohttp.ClientResponse, limit: int) -> bytes:
+    """A plain (not streamed) answer's body, refused past `limit` bytes."""
+    body = bytearray()
+    async for chunk in resp.content.iter_any():
+        body += chunk
+        if len(body) > limit:
+            raise HostOutputTooLarge("an answer", limit, "host_event_bytes")
+    return bytes(body)
+
+
+async def _read_sse(resp: aiohttp.ClientResponse,
+                    limits: Limits) -> AsyncIterator[list[A2AEvent]]:
     """The events of each read of the body, the reads paced by READ_PACE."""
-    parser = SseParser()
+    parser = SseParser(max_line=limits.host_line_bytes, max_event=limits.host_event_bytes)
     content = resp.content
     connection = resp.connection
     transport = connection.transport if connection is not None else None
+    streamed = 0  # the run's output so far: every event's data
     while True:
         chunk = await content.readany()
         if not chunk:
             return
         frames = parser.feed(chunk)
-        if frames:
-            yield [_event(frame) for frame in frames]
+        kept: list[SseEvent] = []
+        for frame in frames:  # what came before a limit is kept
+            streamed += len(frame.data)
+            if streamed > limits.run_output_bytes:
+                break
+            kept.append(frame)
+        if kept:
+            yield [_event(frame) for frame in kept]
+        if streamed > limits.run_output_bytes:
+            raise HostOutputTooLarge("a run's output", limits.run_output_bytes,
+                                     "run_output_bytes")
+        if parser.overflow is not None:
+            field = "host_line_bytes" if "line" in parser.overflow.what else "host_event_bytes"
+            raise HostOutputTooLarge(parser.overflow.what.replace(" of the event stream", ""),
+                                     parser.overflow.limit, field)
         if resp.connection is not None and transport is not None \
                 and not transport.is_closing():
             # The kernel keeps what comes meanwhile (aiohttp's own flow control pauses the

@@ -22,6 +22,8 @@ class A2AProtocolError(Exception):
 
 @dataclass(frozen=True)
 class Interface:
+    """The endpoint and A2A version a run talks to, chosen from the agent card."""
+
     url: str
     version: str
 

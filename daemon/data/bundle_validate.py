@@ -15,9 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from llamon_playground.common.contract import RunStatus
+from llamon_playground.common.limits import DEFAULT_LIMITS, Limits
 from llamon_playground.daemon.data.edits import MAX_LABEL, MAX_NOTE
 from llamon_playground.daemon.data.json_depth import check_depth
 from llamon_playground.daemon.data.parts import SHA256_RE
+from llamon_playground.daemon.data.sizes import check_capture_event, check_metadata
 from llamon_playground.daemon.errors import BadRequest, PayloadTooLarge
 
 BUNDLE_FORMAT = "llamon.playground.bundle/1"
@@ -48,6 +50,9 @@ STATUSES = {s.value for s in RunStatus}
 
 @dataclass
 class ValidBundle:
+    """An import that passed every check, in the order it can be written without a dangling
+    reference."""
+
     sessions: list[dict[str, Any]]
     runs: list[dict[str, Any]]  # every parent before its children
     events: list[dict[str, Any]]  # in seq order
@@ -60,7 +65,8 @@ def bad(code: str, message: str, where: str | None = None) -> BadRequest:
     return BadRequest(f"{where}: {message}", code=code, where=where)
 
 
-def validate_bundle(doc: Any) -> ValidBundle:
+def validate_bundle(doc: Any, limits: Limits = DEFAULT_LIMITS) -> ValidBundle:
+    """The bundle checked whole, with the same limits the API applies (`limits`)."""
     if not isinstance(doc, dict):
         raise bad("invalid_bundle", "the bundle must be a JSON object")
     if doc.get("format") != BUNDLE_FORMAT:
@@ -76,11 +82,16 @@ def validate_bundle(doc: Any) -> ValidBundle:
         raise PayloadTooLarge(f"a bundle holds at most {MAX_RECORDS} records",
                               code="bundle_too_large")
     sizes = _blob_sizes(doc.get("blobs"))
-    session_ids = _check_sessions(sessions)
-    referenced = _check_runs(runs, session_ids, sizes)
+    session_ids = _check_sessions(sessions, limits)
+    referenced = _check_runs(runs, session_ids, sizes, limits)
     run_ids = {run["id"] for run in runs}
+    captures: dict[str, int] = {}
     for index, event in enumerate(events):
         _check_event(event, f"events[{index}]", run_ids)
+        if event["kind"] == "trace":
+            captures[event["run_id"]] = captures.get(event["run_id"], 0) + 1
+            check_capture_event(event.get("payload", {}), captures[event["run_id"]],
+                                f"events[{index}].payload", limits)
     blobs = _decode_blobs(doc["blobs"], referenced)
     ordered_events = sorted(events, key=lambda e: e["seq"])
     return ValidBundle(sessions, _parents_first(runs), ordered_events, blobs)
@@ -178,7 +189,7 @@ def _decode_blobs(blobs: dict[str, Any], referenced: set[str]) -> dict[str, byte
 
 # -- records ----------------------------------------------------------------------------------
 
-def _check_sessions(sessions: list[dict[str, Any]]) -> set[str]:
+def _check_sessions(sessions: list[dict[str, Any]], limits: Limits) -> set[str]:
     ids: set[str] = set()
     for index, session in enumerate(sessions):
         where = f"sessions[{index}]"
@@ -191,11 +202,12 @@ def _check_sessions(sessions: list[dict[str, Any]]) -> set[str]:
         if not isinstance(metadata, dict):
             raise bad("invalid_bundle", "must be an object", f"{where}.metadata")
         check_depth(metadata, f"{where}.metadata")
+        check_metadata(metadata, f"{where}.metadata", limits)
     return ids
 
 
 def _check_runs(runs: list[dict[str, Any]], session_ids: set[str],
-                blob_sizes: dict[str, int]) -> set[str]:
+                blob_sizes: dict[str, int], limits: Limits) -> set[str]:
     """Every run's fields and relations; returns the blobs its file parts reference."""
     ids: set[str] = set()
     for index, run in enumerate(runs):
@@ -232,12 +244,12 @@ def _check_runs(runs: list[dict[str, Any]], session_ids: set[str],
                                               for f in edited)):
             raise bad("invalid_bundle", "must be a short list of field names or null",
                       f"{where}.edited_fields")
-        referenced |= _check_run_documents(run, where, blob_sizes)
+        referenced |= _check_run_documents(run, where, blob_sizes, limits)
     return referenced
 
 
 def _check_run_documents(run: dict[str, Any], where: str,
-                         blob_sizes: dict[str, int]) -> set[str]:
+                         blob_sizes: dict[str, int], limits: Limits) -> set[str]:
     for column in ("input", "output", "error", "scores"):
         check_depth(run.get(column), f"{where}.{column}")
     stored_input = run.get("input")
@@ -245,6 +257,7 @@ def _check_run_documents(run: dict[str, Any], where: str,
         raise bad("invalid_bundle", "must be an object with a `parts` list", f"{where}.input")
     if not isinstance(stored_input.get("metadata", {}), dict):
         raise bad("invalid_bundle", "must be an object", f"{where}.input.metadata")
+    check_metadata(stored_input.get("metadata", {}), f"{where}.input.metadata", limits)
     output = run.get("output", [])
     if not isinstance(output, list):
         raise bad("invalid_bundle", "must be a list of parts", f"{where}.output")

@@ -7,7 +7,9 @@ changes by JSON Pointer, FilePart metadata and hashes, one row per evaluator, an
 
 Diff work is capped so that two 1 MB texts answer well within a second: common leading and
 trailing lines are skipped, and at most MAX_DIFF_LINES changed lines per side are diffed;
-the answer says so (`truncated`) when it stopped early.
+the answer says so (`truncated`) when it stopped early. The answer is bounded too: a side's
+text longer than MAX_TEXT_CHARS is given (and diffed) up to there only, and `cut` says so
+with both full lengths, so two 256 MiB outputs answer a few MB, not 512.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import orjson
 from llamon_playground.daemon.data.json_diff import json_changes
 
 MAX_DIFF_LINES = 3000
+MAX_TEXT_CHARS = 1_000_000  # of each side's text in the answer
 DIFF_CONTEXT = 3
 MAX_DATA_CHANGES = 2000
 FILE_FIELDS = ("name", "mime", "size", "sha256", "uri", "availability")
@@ -88,9 +91,18 @@ def compare_parts(left: list[dict[str, Any]], right: list[dict[str, Any]]) -> di
 # -- text -------------------------------------------------------------------------------------
 
 def text_diff(left: str, right: str) -> dict[str, Any]:
-    """Both texts in full, and a unified diff of the changed region (capped)."""
+    """Both texts (in full up to MAX_TEXT_CHARS), and a unified diff of the changed region
+    (capped)."""
     doc: dict[str, Any] = {"left": left, "right": right, "same": left == right,
                            "unified_diff": "", "truncated": False}
+    if len(left) > MAX_TEXT_CHARS or len(right) > MAX_TEXT_CHARS:
+        doc["cut"] = {"left_chars": len(left), "right_chars": len(right),
+                      "kept_chars": MAX_TEXT_CHARS}
+        doc["truncated"] = True
+        doc["note"] = (f"the texts are {len(left)} and {len(right)} characters long; the "
+                       f"answer and the diff cover the first {MAX_TEXT_CHARS} of each")
+        left, right = left[:MAX_TEXT_CHARS], right[:MAX_TEXT_CHARS]
+        doc["left"], doc["right"] = left, right
     if doc["same"]:
         return doc
     a, b = left.splitlines(), right.splitlines()
@@ -106,9 +118,9 @@ def text_diff(left: str, right: str) -> dict[str, Any]:
         a_end = min(a_end, head + MAX_DIFF_LINES)
         b_end = min(b_end, head + MAX_DIFF_LINES)
         doc["truncated"] = True
-        doc["note"] = (f"the changed region is longer than {MAX_DIFF_LINES} lines; the diff "
-                       f"covers lines {head + 1}-{a_end} (left) and {head + 1}-{b_end} "
-                       "(right) only")
+        doc["note"] = ((doc["note"] + "; ") if "note" in doc else "") + (
+            f"the changed region is longer than {MAX_DIFF_LINES} lines; the diff "
+            f"covers lines {head + 1}-{a_end} (left) and {head + 1}-{b_end} (right) only")
     start = max(0, head - DIFF_CONTEXT)
     lines = difflib.unified_diff(
         a[start:min(len(a), a_end + DIFF_CONTEXT)], b[start:min(len(b), b_end + DIFF_CONTEXT)],

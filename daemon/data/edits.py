@@ -7,8 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from llamon_playground.common.limits import DEFAULT_LIMITS, Limits
 from llamon_playground.daemon.data.json_depth import check_depth
 from llamon_playground.daemon.data.parts import RunRequest, parse_run_request
+from llamon_playground.daemon.data.sizes import check_metadata
 from llamon_playground.daemon.errors import BadRequest
 
 MAX_TITLE = 500
@@ -42,7 +44,7 @@ def _text(body: dict[str, Any], key: str, limit: int, *, nullable: bool) -> str 
     return value
 
 
-def parse_session_fields(body: Any) -> dict[str, Any]:
+def parse_session_fields(body: Any, limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
     """`{"title"?, "metadata"?}` for a new session or a session edit: the fields given."""
     doc = _object(body, SESSION_KEYS)
     fields: dict[str, Any] = {}
@@ -53,6 +55,7 @@ def parse_session_fields(body: Any) -> dict[str, Any]:
         if not isinstance(metadata, dict):
             raise BadRequest("`metadata` must be a JSON object", code="invalid_metadata")
         check_depth(metadata, "metadata")
+        check_metadata(metadata, "metadata", limits)
         fields["metadata"] = metadata
     return fields
 
@@ -88,7 +91,7 @@ class RerunEdits:
         return stored
 
 
-def parse_rerun(body: Any) -> RerunEdits:
+def parse_rerun(body: Any, limits: Limits = DEFAULT_LIMITS) -> RerunEdits:
     """An optional rerun body; no body (or `{}`) replaces nothing."""
     if body is None:
         return RerunEdits()
@@ -99,6 +102,7 @@ def parse_rerun(body: Any) -> RerunEdits:
     given = {k: doc[k] for k in RERUN_INPUT_KEYS if k in doc}
     if given:
         # A given `parts` must not be empty, as for a new run.
-        edits.request = parse_run_request(given, require_parts="parts" in given)
+        edits.request = parse_run_request(given, require_parts="parts" in given,
+                                          limits=limits)
         edits.fields = [k for k in RERUN_INPUT_KEYS if k in given]
     return edits

@@ -13,7 +13,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from llamon_playground.common.limits import DEFAULT_LIMITS, Limits
 from llamon_playground.daemon.data.json_depth import check_depth
+from llamon_playground.daemon.data.sizes import check_metadata
 from llamon_playground.daemon.errors import BadRequest, PayloadTooLarge
 
 RESERVED_METADATA_KEY = "llamon.playground"
@@ -29,12 +31,17 @@ PART_KEYS = {"text": {"kind", "text"}, "data": {"kind", "data"},
 
 @dataclass
 class PendingFile:
+    """Inline file bytes held in memory until the run is accepted: a refused request writes
+    no blob."""
+
     data: bytes
     part: dict[str, Any]  # the stored part; `sha256` is filled in when the blob is written
 
 
 @dataclass
 class RunRequest:
+    """A validated run (or resume) body, not yet stored; `stored_input` is what history keeps."""
+
     parts: list[dict[str, Any]]
     metadata: dict[str, Any] = field(default_factory=dict)
     changed_files: list[str] = field(default_factory=list)
@@ -50,7 +57,8 @@ def _bad(message: str, code: str = "invalid_request", **extra: Any) -> BadReques
     return BadRequest(message, code=code, **extra)
 
 
-def parse_run_request(body: Any, *, require_parts: bool = True) -> RunRequest:
+def parse_run_request(body: Any, *, require_parts: bool = True,
+                      limits: Limits = DEFAULT_LIMITS) -> RunRequest:
     if not isinstance(body, dict):
         raise _bad("the request body must be a JSON object")
     unknown = set(body) - REQUEST_KEYS
@@ -73,6 +81,7 @@ def parse_run_request(body: Any, *, require_parts: bool = True) -> RunRequest:
         raise _bad("`metadata` must be a JSON object", "invalid_metadata")
     if RESERVED_METADATA_KEY in metadata:
         raise _bad(f"metadata key {RESERVED_METADATA_KEY!r} is reserved", "reserved_metadata_key")
+    check_metadata(metadata, "metadata", limits)
     request.metadata = metadata
     request.changed_files = parse_changed_files(body.get("changed_files", []))
     revision = body.get("revision")

@@ -14,6 +14,8 @@ from typing import Any
 from aiohttp import web
 
 from llamon_playground.common.http_json import json_response
+from llamon_playground.common.limits import Limits
+from llamon_playground.daemon.data.sizes import check_capture_event
 from llamon_playground.daemon.errors import ApiError, BadRequest, Conflict
 from llamon_playground.daemon.http.util import read_json
 from llamon_playground.daemon.runs.manager import RunManager
@@ -31,7 +33,22 @@ SCORE_OPTIONAL = ("reason", "passStatus", "scope", "node", "duration_ms")
 SCORE_FRAMING = frozenset({"type", "ts", "evaluator", "name", "score", *RESERVED_FIELDS})
 
 
+class RunCaptureCount:
+    """How many capture events the active run has stored (the per-run limit's count)."""
+
+    def __init__(self) -> None:
+        self.run_id: str | None = None
+        self.count = 0
+
+    def of(self, run_id: str) -> int:
+        if run_id != self.run_id:
+            self.run_id, self.count = run_id, 0
+        return self.count
+
+
 class CaptureRefused(ApiError):
+    """The capture token is missing, wrong, or belongs to a Host generation that is gone."""
+
     status = 401
     code = "capture_refused"
 
@@ -59,10 +76,13 @@ def is_time(value: object) -> bool:
 class CaptureRoute:
     """Takes trace events and scores from the current Host generation for its active run."""
 
-    def __init__(self, store: Store, host: HostSupervisor, runs: RunManager) -> None:
+    def __init__(self, store: Store, host: HostSupervisor, runs: RunManager,
+                 limits: Limits) -> None:
         self._store = store
         self._host = host
         self._runs = runs
+        self._limits = limits
+        self._count = RunCaptureCount()
 
     async def capture(self, request: web.Request) -> web.Response:
         header = request.headers.get("Authorization", "")
@@ -84,11 +104,15 @@ class CaptureRoute:
             raise Conflict("captures are accepted only for the active run of this Host "
                            "generation", code="capture_not_active")
         received = round(time.time(), 6)
+        stored = self._count.of(run_id)
         payloads: list[dict[str, Any]] = []
         scores: list[dict[str, Any]] = []
         for event in events:
             if not isinstance(event, dict) or not isinstance(event.get("type"), str):
                 raise BadRequest("each event needs a string `type`", code="invalid_capture")
+            # The whole request is refused when one event is: nothing of it is written.
+            check_capture_event(event, stored + len(payloads) + 1, f"events[{len(payloads)}]",
+                                self._limits)
             payload = {k: v for k, v in event.items() if k not in RESERVED_FIELDS}
             if not is_time(payload.get("ts")):
                 # The page draws the trace as a timeline: every event gets its time, the
@@ -97,6 +121,7 @@ class CaptureRoute:
             payloads.append(payload)
             if event["type"] == "evaluation.result":
                 scores.append(score_entry(event))
+        self._count.count = stored + len(payloads)  # before any await: a concurrent post counts
         await self._store.open()
         for payload in payloads:
             self._store.append_event(run_id, "trace", payload)
@@ -107,5 +132,5 @@ class CaptureRoute:
 
 
 def add_capture_routes(app: web.Application, *, store: Store, host: HostSupervisor,
-                       runs: RunManager) -> None:
-    app.router.add_post(CAPTURE_PATH, CaptureRoute(store, host, runs).capture)
+                       runs: RunManager, limits: Limits) -> None:
+    app.router.add_post(CAPTURE_PATH, CaptureRoute(store, host, runs, limits).capture)

@@ -11,6 +11,7 @@ from aiohttp import web
 
 from llamon_playground.common.contract import API_PREFIX
 from llamon_playground.common.http_json import json_response
+from llamon_playground.common.limits import Limits
 from llamon_playground.daemon.data.edits import parse_run_fields, parse_session_fields
 from llamon_playground.daemon.http.util import read_json
 from llamon_playground.daemon.store.history_service import HistoryService
@@ -21,12 +22,14 @@ PREFIX = API_PREFIX
 class EditRoutes:
     """Edits after the fact and lineage; validated in full before the service writes."""
 
-    def __init__(self, history: HistoryService, max_request_bytes: int) -> None:
+    def __init__(self, history: HistoryService, max_request_bytes: int,
+                 limits: Limits) -> None:
         self._history = history
         self._max_bytes = max_request_bytes
+        self._limits = limits
 
     async def patch_session(self, request: web.Request) -> web.Response:
-        fields = parse_session_fields(await read_json(request, self._max_bytes))
+        fields = parse_session_fields(await read_json(request, self._max_bytes), self._limits)
         return json_response(
             await self._history.update_session(request.match_info["session_id"], fields))
 
@@ -40,8 +43,8 @@ class EditRoutes:
 
 
 def add_edit_routes(app: web.Application, *, history: HistoryService,
-                    max_request_bytes: int) -> None:
-    routes = EditRoutes(history, max_request_bytes)
+                    max_request_bytes: int, limits: Limits) -> None:
+    routes = EditRoutes(history, max_request_bytes, limits)
     r = app.router
     r.add_patch(PREFIX + "/sessions/{session_id}", routes.patch_session)
     r.add_patch(PREFIX + "/runs/{run_id}", routes.patch_run)

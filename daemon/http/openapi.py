@@ -33,6 +33,8 @@ HEADER_CURSOR: Schema = {"type": "string", "pattern": "^[0-9]{0,18}$"}
 
 @dataclass(frozen=True)
 class Param:
+    """A query or path parameter of one operation, as the document states it."""
+
     name: str
     schema: Schema
     where: str = "query"
@@ -42,6 +44,8 @@ class Param:
 
 @dataclass(frozen=True)
 class Op:
+    """One route of the public API, declared once; the OpenAPI document is built from these."""
+
     method: str
     path: str  # under PREFIX, unless it starts with "//" (then it is served at the root)
     summary: str

@@ -119,7 +119,7 @@ class RunRoutes:
         body = await self._body(request)
         if isinstance(body, dict) and body.get("metadata") is None:
             body.pop("metadata", None)  # null metadata is an empty object, as it always was
-        fields = parse_session_fields({} if body is None else body)
+        fields = parse_session_fields({} if body is None else body, self._settings.limits)
         return json_response(await self._history.create_session(fields), 201)
 
     # -- runs ---------------------------------------------------------------------------------

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import orjson
@@ -48,7 +47,7 @@ def parse_json(raw: bytes | bytearray) -> Any:
         doc = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise BadRequest(f"request body is not valid JSON: {exc}", code="invalid_json") from exc
-    if LONG_DIGITS.search(raw) and _has_huge_integer(doc):
+    if has_long_digit_run(raw) and _has_huge_integer(doc):
         raise BadRequest("request body holds an integer beyond 64 bits", code="invalid_json")
     return doc
 
@@ -56,7 +55,20 @@ def parse_json(raw: bytes | bytearray) -> Any:
 # orjson reads an integer beyond 64 bits as a float, losing digits silently: such a body
 # is refused instead. Only bodies with a 19+ digit run are walked (cheap for the rest):
 # -9223372036854775809 is one past the smallest int64 with 19 digits.
-LONG_DIGITS = re.compile(rb"\d{19,}")
+LONG_DIGIT_RUN = 19
+# Every digit becomes "1" (other bytes stay what they are, none of them "1"): a run of 19
+# digits is then one C-speed find. A regex took 250 ms over a 15 MiB body, GIL held.
+_DIGITS_AS_ONES = bytes.maketrans(b"0123456789", b"1" * 10)
+_SLICE = 1 << 20  # one translate + find at a time (~1 ms), then the GIL may change hands
+
+
+def has_long_digit_run(raw: bytes | bytearray) -> bool:
+    """Whether `raw` holds 19 or more ASCII digits in a row; slices overlap by a run's
+    length so a run cut by a slice's end is still seen."""
+    needle = b"1" * LONG_DIGIT_RUN
+    step = _SLICE - LONG_DIGIT_RUN
+    return any(raw[start:start + _SLICE].translate(_DIGITS_AS_ONES).find(needle) != -1
+               for start in range(0, max(len(raw), 1), step))
 INT64_LIMIT = 2.0 ** 64
 
 

@@ -45,6 +45,8 @@ class Diagnostic:
 
 @dataclass(frozen=True)
 class Span:
+    """A place in a source file, counted the way editors count (1-based lines and characters)."""
+
     line: int
     column: int
     end_line: int
@@ -57,6 +59,8 @@ class Span:
 
 @dataclass(frozen=True)
 class ContractField:
+    """One field of a DataContract as declared in the source (its type is the source text)."""
+
     name: str
     type: str
     required: bool = False
@@ -89,6 +93,8 @@ class FuncRef:
 
 @dataclass(frozen=True)
 class GraphNode:
+    """A node of the graph and the function it runs, where the graph module declares it."""
+
     id: str
     func: FuncRef
     contracts: tuple[Contract, ...]
@@ -97,6 +103,8 @@ class GraphNode:
 
 @dataclass(frozen=True)
 class GraphEdge:
+    """An edge between two node ids, where the graph module declares it."""
+
     source: str
     target: str
     span: Span

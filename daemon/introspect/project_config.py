@@ -16,6 +16,9 @@ KINDS = ("agent", "flow", "orchestrator")
 
 @dataclass(frozen=True)
 class ProjectConfig:
+    """A project's `[tool.llamon]` table with its defaults filled in; `raw` keeps the table as
+    written, for what this model does not name."""
+
     kind: str = "agent"
     host_command: tuple[str, ...] = DEFAULT_HOST_COMMAND
     env_file: str = ".env"

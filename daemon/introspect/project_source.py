@@ -24,6 +24,9 @@ def graph_file(config: ProjectConfig) -> str:
 
 
 class ProjectSource:
+    """A project's source files and graph modules, each parsed once per (mtime, size), and the
+    guard that keeps a relative path inside the project."""
+
     def __init__(self, project_dir: Path) -> None:
         self.project_dir = project_dir.resolve()
         self.modules: FileCache[SourceModule] = FileCache(

@@ -16,6 +16,9 @@ _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 @dataclass(frozen=True)
 class SourceModule:
+    """One parsed file and its lines, so `ast` byte offsets can be turned into editor columns;
+    a file that does not parse keeps its error instead of a tree."""
+
     tree: ast.Module | None  # None when the file does not parse
     lines: list[str]
     error: Diagnostic | None = None

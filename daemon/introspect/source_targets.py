@@ -27,6 +27,8 @@ Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Assign 
 
 @dataclass(frozen=True)
 class SourceTarget:
+    """The `def` a graph node runs: the file and the position an editor should open."""
+
     node_id: str
     file: str
     function: str

@@ -15,7 +15,8 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-from llamon_playground.daemon.a2a.client import A2AClient, A2AUnavailable
+from llamon_playground.common.limits import DEFAULT_LIMITS, Limits
+from llamon_playground.daemon.a2a.client import A2AClient, A2AUnavailable, HostOutputTooLarge
 from llamon_playground.daemon.a2a.wire import (
     A2AEvent,
     A2AProtocolError,
@@ -57,8 +58,9 @@ class RunExecutor:
 
     def __init__(self, project_dir: Path, journal: RunJournal, blobs: BlobStore,
                  host: RunHost, http: aiohttp.ClientSession,
-                 stall_timeout: float = 30.0) -> None:
+                 stall_timeout: float = 30.0, limits: Limits = DEFAULT_LIMITS) -> None:
         self._stall_timeout = stall_timeout
+        self._limits = limits
         self._interfaces: dict[int, Interface] = {}
         self._project_dir = project_dir
         self._journal = journal
@@ -192,13 +194,17 @@ class RunExecutor:
                 stall.run(lambda: run.stop(Reason.HOST_UNRESPONSIVE)))
             try:
                 self._host.note_serving()
-                async for events in client.stream(interface, message, metadata):
+                async for events in client.stream(interface, message, metadata, self._limits):
                     stall.touch()
                     for event in events:
                         self._take(run, collected, event)
             finally:
                 watchdog.cancel()
                 await asyncio.gather(watchdog, return_exceptions=True)
+        except HostOutputTooLarge as exc:
+            # A bug in the Host, not an outage: the run ends failed (end_rules decides from
+            # the failure); what came before the limit is in the run's collector and kept.
+            raise RunFailure(Reason.HOST_OUTPUT_TOO_LARGE, exc.message) from exc
         except (A2AUnavailable, A2AProtocolError) as exc:
             raise await self._broken_stream(run, config, process, exc, gen.url) from exc
         self._phase(run, "send", "completed", task_state=collected.state or "completed")

@@ -20,6 +20,9 @@ ERROR_DETAIL_KEYS = ("log_tail", "file", "line", "column")
 
 
 class RunJournal:
+    """What a run writes to history, all through the store's ordered queue; it also keeps the
+    phases still open, so the terminal write can close them."""
+
     def __init__(self, store: Store, blobs: BlobStore) -> None:
         self._store = store
         self._blobs = blobs
@@ -27,9 +30,11 @@ class RunJournal:
         self._open: dict[str, list[str]] = {}
 
     def event(self, run_id: str, kind: str, payload: dict[str, Any]) -> None:
+        """Queue one event of the run (it commits in order with everything else the run writes)."""
         self._store.append_event(run_id, kind, payload)
 
     def phase(self, run_id: str, phase: str, state: str, **detail: Any) -> None:
+        """Record a phase starting or ending; a phase left open is closed by the run's ending."""
         open_phases = self._open.setdefault(run_id, [])
         if state == "started":
             open_phases.append(phase)

@@ -12,6 +12,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from llamon_playground.common.limits import DEFAULT_LIMITS, Limits
 from llamon_playground.common.wire import RunAccepted
 from llamon_playground.daemon.data.edits import parse_rerun
 from llamon_playground.daemon.data.parts import RunRequest, parse_run_request
@@ -42,8 +43,10 @@ class RunManager:
     commits."""
 
     def __init__(self, project_dir: Path, store: Store, blobs: BlobStore, hub: EventHub,
-                 journal: RunJournal, executor: RunExecutor) -> None:
+                 journal: RunJournal, executor: RunExecutor,
+                 limits: Limits = DEFAULT_LIMITS) -> None:
         self._project_dir = project_dir
+        self._limits = limits
         self._store = store
         self._blobs = blobs
         self._hub = hub
@@ -90,7 +93,7 @@ class RunManager:
     async def create(self, session_id: str, body: Any) -> RunAccepted:
         """A new run in a session (POST .../runs): queued, its task started."""
         refuse_ways_out(self._project_dir, body)
-        request = parse_run_request(body)
+        request = parse_run_request(body, limits=self._limits)
         session = await get_session(self._store, session_id)
         if session is None:
             raise NotFound(f"no session {session_id}", code="session_not_found")
@@ -99,7 +102,7 @@ class RunManager:
     async def resume(self, run_id: str, body: Any) -> RunAccepted:
         """A child run that answers a run left in input_required, on the Host's same task."""
         refuse_ways_out(self._project_dir, body)
-        request = parse_run_request(body)
+        request = parse_run_request(body, limits=self._limits)
         parent = await get_run(self._store, run_id)
         if parent is None:
             raise NotFound(f"no run {run_id}", code="run_not_found")
@@ -116,7 +119,7 @@ class RunManager:
     async def rerun(self, run_id: str, body: Any) -> RunAccepted:
         """A new run of a stored input; what the body gives replaces the stored field
         (validated as a new run's, before anything is written), the rest is cloned."""
-        edits = parse_rerun(body)
+        edits = parse_rerun(body, self._limits)
         original = await get_run(self._store, run_id)
         if original is None:
             raise NotFound(f"no run {run_id}", code="run_not_found")

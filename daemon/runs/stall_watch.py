@@ -13,6 +13,9 @@ from collections.abc import Awaitable, Callable
 
 
 class StallWatch:
+    """A run's watch on its Host: every frame that arrives calls `touch`, and only silence plus
+    a failed probe counts as a stall."""
+
     def __init__(self, probe: Callable[[], Awaitable[bool]], stall: float) -> None:
         self._probe = probe
         self._stall = stall

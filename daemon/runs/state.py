@@ -36,6 +36,7 @@ class Reason:
     STREAM_BROKEN = "stream_broken"
     HOST_REJECTED = "host_rejected"
     HOST_UNRESPONSIVE = "host_unresponsive"
+    HOST_OUTPUT_TOO_LARGE = "host_output_too_large"
     AUTH_REQUIRED = "auth_required"
     IMPORTED = "imported"
     INTERNAL_ERROR = "internal_error"
@@ -52,6 +53,7 @@ REASON_STATUS: dict[str, RunStatus] = {
     Reason.HOST_ERROR: RunStatus.FAILED,
     Reason.HOST_REJECTED: RunStatus.FAILED,
     Reason.HOST_UNRESPONSIVE: RunStatus.FAILED,
+    Reason.HOST_OUTPUT_TOO_LARGE: RunStatus.FAILED,
     Reason.RUNTIME_RESTARTED: RunStatus.FAILED,
     Reason.STREAM_BROKEN: RunStatus.FAILED,
     Reason.INTERNAL_ERROR: RunStatus.FAILED,

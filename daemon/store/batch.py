@@ -23,6 +23,9 @@ WriteOp = Callable[[sqlite3.Connection], Any]
 
 @dataclass(slots=True)
 class PendingOp:
+    """A write op waiting for the writer, with the events that commit with it and whoever waits
+    for its result."""
+
     op: WriteOp
     future: asyncio.Future[Any] | None  # None: submitted, nobody waits (failures are logged)
     # Events that commit in the op's own savepoint: both land or neither does.

@@ -19,21 +19,30 @@ TMP_PREFIX = ".tmp-"
 
 
 class BlobStore:
+    """The content-addressed file store: a blob is named by its sha256 and written whole or
+    not at all."""
+
     def __init__(self, root: Path) -> None:
         self.root = root
 
     def path_for(self, sha256: str) -> Path:
+        """Where a blob lives; NotFound for anything that is not a sha256, so a request never
+        names a path of its own."""
         if not SHA256_RE.match(sha256):
             raise NotFound(f"no file {sha256!r}", code="file_not_found")
         return self.root / sha256
 
     def exists(self, sha256: str) -> bool:
+        """Whether the blob is stored."""
         return self.path_for(sha256).is_file()
 
     async def put(self, data: bytes) -> str:
+        """Store `data` off the event loop; its sha256."""
         return await asyncio.to_thread(self.put_sync, data)
 
     def put_sync(self, data: bytes, expected_sha256: str | None = None) -> str:
+        """Store `data` (temp file, fsync, rename); its sha256. A blob already there is left as
+        it is; `expected_sha256` refuses bytes that do not match."""
         digest = hashlib.sha256(data).hexdigest()
         if expected_sha256 is not None and digest != expected_sha256:
             raise ValueError(f"sha256 mismatch: expected {expected_sha256}, got {digest}")
@@ -67,6 +76,7 @@ class BlobStore:
         return not existed
 
     def read(self, sha256: str) -> bytes:
+        """A blob's bytes; NotFound when it is not stored."""
         path = self.path_for(sha256)
         try:
             return path.read_bytes()
@@ -85,6 +95,7 @@ class BlobStore:
         return removed
 
     def unlink(self, sha256: str) -> None:
+        """Remove a blob; one already gone is no error."""
         self.path_for(sha256).unlink(missing_ok=True)
 
 

@@ -27,6 +27,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from llamon_playground.common.contract import ACTIVE_STATUSES, RunStatus
+from llamon_playground.common.limits import DEFAULT_LIMITS, Limits
 from llamon_playground.daemon.data.big_documents import dismantle
 from llamon_playground.daemon.data.bundle_json import bundle_of, file_parts
 from llamon_playground.daemon.data.bundle_validate import (
@@ -209,15 +210,15 @@ class ImportPlan:
     run_ids: dict[str, str] = field(default_factory=dict)
 
 
-async def import_bundle(store: Store, blobs: BlobStore, body: Any,
-                        interrupted: Ending) -> dict[str, Any]:
+async def import_bundle(store: Store, blobs: BlobStore, body: Any, interrupted: Ending,
+                        limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
     """Write a parsed bundle's sessions, runs, events and files; the new IDs by old ones.
     `body` is used up: its lists are emptied as it is let go (big_documents)."""
     bundle = bundle_of(body)
     valid: ValidBundle | None = None
     plan: ImportPlan | None = None
     try:
-        valid = await asyncio.to_thread(validate_bundle, bundle)
+        valid = await asyncio.to_thread(validate_bundle, bundle, limits)
         # Redaction and the dumps of each row, off the loop.
         plan = await asyncio.to_thread(plan_import, valid, interrupted)
         created = await asyncio.to_thread(_put_blobs, blobs, valid.blobs)
@@ -244,7 +245,8 @@ def plan_import(valid: ValidBundle, interrupted: Ending) -> ImportPlan:
         # A fresh contextId too: the Host never saw the old one, and importing the same
         # bundle twice must not make two sessions share one A2A conversation.
         plan.sessions.append({
-            "id": plan.session_ids[session["id"]], "title": session.get("title") or "",
+            "id": plan.session_ids[session["id"]],
+            "title": f"{(session.get('title') or 'untitled')[:489]} (imported)",
             "context_id": new_context_id(), "created_at": session.get("created_at") or now,
             "metadata": orjson.dumps(redact_metadata(session.get("metadata") or {})).decode()})
     was_active: dict[str, str] = {}

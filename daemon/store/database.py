@@ -80,9 +80,11 @@ class Store:
 
     @property
     def is_open(self) -> bool:
+        """Whether `open` has finished (the reader connection exists)."""
         return self._reader is not None
 
     async def open(self) -> None:
+        """Open the database and start the writer; safe to call again, even concurrently."""
         if self._reader is not None:
             return
         async with self._open_lock:
@@ -322,15 +324,18 @@ class Store:
 
     @property
     def reader(self) -> aiosqlite.Connection:
+        """The read connection; StoreError before `open`."""
         if self._reader is None:
             raise StoreError("store is not open")
         return self._reader
 
     async def fetch_all(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
+        """Every row of a read query, on the reader connection (never waits for the writer)."""
         rows = await self.reader.execute_fetchall(sql, tuple(params))
         return list(rows)
 
     async def fetch_one(self, sql: str, params: Iterable[Any] = ()) -> sqlite3.Row | None:
+        """The first row of a read query, or None."""
         rows = await self.fetch_all(sql, params)
         return rows[0] if rows else None
 
@@ -345,6 +350,7 @@ class Store:
         return bytes(data), int(last), bool(terminal)
 
     async def events_after(self, run_id: str, after: int, limit: int = 2000) -> list[EventRecord]:
+        """The next `limit` committed events of a run after seq `after`, in seq order."""
         rows = await self.reader.execute_fetchall(
             "SELECT seq, kind, frame FROM events WHERE run_id = ? AND seq > ? "
             "ORDER BY seq LIMIT ?", (run_id, after, limit))

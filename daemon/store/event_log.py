@@ -22,6 +22,9 @@ TERMINAL_VALUES = frozenset(s.value for s in TERMINAL_STATUSES)
 
 @dataclass(frozen=True, slots=True)
 class Frame:
+    """One committed event as subscribers write it: its seq, its SSE bytes, and whether it ends
+    the run."""
+
     seq: int
     data: bytes  # the full SSE frame
     terminal: bool
@@ -109,15 +112,18 @@ class EventHub:
         self._logs: dict[str, RunLog] = {}
 
     def open_log(self, run_id: str) -> RunLog:
+        """The live log of a run, created on first use."""
         log = self._logs.get(run_id)
         if log is None:
             log = self._logs[run_id] = RunLog(run_id, self._capacity)
         return log
 
     def get(self, run_id: str) -> RunLog | None:
+        """The live log of a run, or None when the run is not live."""
         return self._logs.get(run_id)
 
     def drop(self, run_id: str) -> None:
+        """Forget a run's log and close it, waking its subscribers."""
         log = self._logs.pop(run_id, None)
         if log is not None:
             log.close()
@@ -137,6 +143,7 @@ class EventHub:
                 del self._logs[run_id]
 
     def close_all(self) -> None:
+        """Close every live log (shutdown): no subscriber is left waiting."""
         for log in self._logs.values():
             log.close()
         self._logs.clear()

@@ -1,4 +1,5 @@
-"""Sessions and runs as rows: the queries the routes and the run lifecycle need."""
+"""Sessions and runs as rows: the queries the routes and the run lifecycle need, and the
+excerpts list answers carry (the SQL that cuts them, at the end)."""
 
 from __future__ import annotations
 
@@ -96,11 +97,12 @@ def _page(rows: list[sqlite3.Row], limit: int) -> tuple[list[sqlite3.Row], str |
 
 async def list_sessions(store: Store, after: int = 0, limit: int = 100) -> Page:
     rows, cursor = _page(await store.fetch_all(
-        "SELECT s.rowid AS _rowid, s.*, "
+        f"SELECT {SESSION_LIST_COLUMNS}, "
         "(SELECT COUNT(*) FROM runs r WHERE r.session_id = s.id) AS run_count "
         "FROM sessions s WHERE s.rowid > ? ORDER BY s.rowid LIMIT ?", (after, limit + 1)),
         limit)
-    return [{**session_to_dict(r), "run_count": r["run_count"]} for r in rows], cursor
+    return [{**session_to_dict(r), "run_count": r["run_count"],
+             "metadata_truncated": bool(r["metadata_truncated"])} for r in rows], cursor
 
 
 async def get_session(store: Store, session_id: str) -> dict[str, Any] | None:
@@ -118,12 +120,15 @@ async def list_runs(store: Store, session_id: str, after: int = 0, limit: int = 
     """A session's runs, oldest first; `newest_first` pages backwards (a history view shows
     the newest run on top and reads older pages only when they are scrolled to). `after` is
     the previous page's cursor either way; 0 starts at the first (or the newest) run."""
+    # Excerpts, never whole outputs (below): every column by name but those.
+    select = run_list_columns([row[0] for row in await store.fetch_all(
+        "SELECT name FROM pragma_table_info('runs')")])
     if newest_first:
-        sql = ("SELECT rowid AS _rowid, * FROM runs WHERE session_id = ? AND rowid < ? "
+        sql = (f"SELECT {select} FROM runs WHERE session_id = ? AND rowid < ? "
                "ORDER BY rowid DESC LIMIT ?")
         bound = after or 2**63 - 1
     else:
-        sql = ("SELECT rowid AS _rowid, * FROM runs WHERE session_id = ? AND rowid > ? "
+        sql = (f"SELECT {select} FROM runs WHERE session_id = ? AND rowid > ? "
                "ORDER BY rowid LIMIT ?")
         bound = after
     rows, cursor = _page(await store.fetch_all(sql, (session_id, bound, limit + 1)), limit)
@@ -251,3 +256,71 @@ async def find_file_part(store: Store, sha256: str) -> dict[str, Any] | None:
                     part.get("sha256") == sha256:
                 return part
     return None
+
+
+# -- excerpts --------------------------------------------------------------------------------------
+
+# Excerpts for list answers (docs/api.md, "Excerpts"): a list never carries a whole output.
+#
+# A run's `input` and `output` and a session's `metadata` can each be megabytes; a page of a
+# thousand of them would be gigabytes, decoded and encoded with the GIL held. So the list
+# queries cut them in SQL (SQLite's JSON functions run in the reader's thread, which releases
+# the GIL): a text part past TEXT_CHARS characters keeps its first TEXT_CHARS, any other part
+# whose JSON is over PART_BYTES keeps only its `kind`, and metadata over METADATA_BYTES is an
+# empty object. What was cut says so: `"truncated": true` and `"size"` (the full length: of
+# the text in characters, else of the JSON in bytes); a run's input and a session also carry
+# `metadata_truncated`. `GET /runs/{id}` and `GET /sessions/{id}` answer whole.
+
+TEXT_CHARS = 2000
+PART_BYTES = 4096
+METADATA_BYTES = 4096
+
+
+def parts_excerpt(column: str) -> str:
+    """SQL for the excerpt of a JSON array of stored parts held in `column` (NULL stays)."""
+    text = "json_extract(p.value, '$.text')"
+    kind = "json_extract(p.value, '$.kind')"
+    return (
+        f"CASE WHEN {column} IS NULL THEN NULL ELSE (SELECT json_group_array(CASE "
+        f"WHEN {kind} = 'text' AND length({text}) > {TEXT_CHARS} THEN json_object("
+        f"'kind', 'text', 'text', substr({text}, 1, {TEXT_CHARS}), "
+        f"'truncated', json('true'), 'size', length({text})) "
+        f"WHEN {kind} IS NOT 'text' AND length(p.value) > {PART_BYTES} THEN json_object("
+        f"'kind', {kind}, 'truncated', json('true'), 'size', length(CAST(p.value AS BLOB))) "
+        f"ELSE json(p.value) END) FROM json_each({column}) AS p) END")
+
+
+def metadata_excerpt(column: str) -> str:
+    """SQL for a metadata object held in `column`: itself, or `{}` when over METADATA_BYTES."""
+    return (f"CASE WHEN length(CAST({column} AS BLOB)) > {METADATA_BYTES} THEN '{{}}' "
+            f"ELSE {column} END")
+
+
+def metadata_cut(column: str) -> str:
+    """SQL: 1 when metadata_excerpt cuts `column`, else 0."""
+    return f"length(CAST({column} AS BLOB)) > {METADATA_BYTES}"
+
+
+# A run's columns for a list: input's parts and metadata cut, output cut, the rest whole.
+_PARTS = "json_extract(input, '$.parts')"
+_META = "json_extract(input, '$.metadata')"
+RUN_INPUT = (
+    "CASE WHEN input IS NULL THEN NULL ELSE json_set(input, "
+    f"'$.parts', json(coalesce({parts_excerpt(_PARTS)}, '[]')), "
+    f"'$.metadata', json(coalesce({metadata_excerpt(_META)}, '{{}}')), "
+    f"'$.metadata_truncated', json(CASE WHEN {metadata_cut(_META)} "
+    "THEN 'true' ELSE 'false' END)) END")
+RUN_EXCERPTS = {"input": RUN_INPUT, "output": parts_excerpt("output")}
+
+
+def run_list_columns(columns: list[str]) -> str:
+    """The select list of a run list query, given the table's columns: every column as it
+    is but input and output, which come as excerpts (the whole values never leave SQLite)."""
+    chosen = [f"({RUN_EXCERPTS[name]}) AS {name}" if name in RUN_EXCERPTS else name
+              for name in columns]
+    return ", ".join(["rowid AS _rowid", *chosen])
+
+
+SESSION_LIST_COLUMNS = ("s.rowid AS _rowid, s.id, s.title, s.context_id, s.created_at, "
+                        f"({metadata_excerpt('s.metadata')}) AS metadata, "
+                        f"({metadata_cut('s.metadata')}) AS metadata_truncated")

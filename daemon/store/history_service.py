@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from llamon_playground.common.limits import DEFAULT_LIMITS, Limits
 from llamon_playground.daemon.data.big_documents import collector_paused, dismantle
 from llamon_playground.daemon.data.bundle_json import (
     check_value_budget,
@@ -44,8 +45,10 @@ class HistoryService:
     """Sessions and runs in history, and the blobs their files are stored in."""
 
     def __init__(self, store: Store, blobs: BlobStore, events: ProjectEvents, *,
-                 db_path: Path, live: Callable[[], LiveRun | None], imported: Ending) -> None:
+                 db_path: Path, live: Callable[[], LiveRun | None], imported: Ending,
+                 limits: Limits = DEFAULT_LIMITS) -> None:
         self._store = store
+        self._limits = limits  # a bundle meets the same limits as the API
         self._db_path = db_path
         self._blobs = blobs
         self._events = events
@@ -59,9 +62,11 @@ class HistoryService:
     # -- sessions ---------------------------------------------------------------------------
 
     async def list_sessions(self, after: int, limit: int) -> history.Page:
+        """One page of sessions after the cursor `after`."""
         return await history.list_sessions(self._store, after, limit)
 
     async def session(self, session_id: str) -> dict[str, Any]:
+        """One session; NotFound (session_not_found) when there is none."""
         session = await history.get_session(self._store, session_id)
         if session is None:
             raise NotFound(f"no session {session_id}", code="session_not_found")
@@ -88,6 +93,7 @@ class HistoryService:
 
     async def list_runs(self, session_id: str, after: int, limit: int,
                         newest_first: bool) -> history.Page:
+        """One page of a session's runs; NotFound when the session does not exist."""
         await self.session(session_id)
         return await history.list_runs(self._store, session_id, after, limit,
                                        newest_first=newest_first)
@@ -113,18 +119,22 @@ class HistoryService:
         return run
 
     async def lineage(self, run_id: str) -> dict[str, Any]:
+        """A run's ancestors and descendants; NotFound when the run does not exist."""
         answer = await lineage(self._store, run_id)
         if answer is None:
             raise NotFound(f"no run {run_id}", code="run_not_found")
         return answer
 
     async def compare(self, left: str, right: str) -> dict[str, Any]:
+        """Two runs side by side; BadRequest unless both ids are given, NotFound naming the
+        missing side."""
         if not (left and right):
             raise BadRequest("give both run ids: ?left=<run_id>&right=<run_id>",
                              code="invalid_request")
         runs = {side: await self.run(run_id, side)
                 for side, run_id in (("left", left), ("right", right))}
-        return compare_runs(runs["left"], runs["right"])
+        # Off the loop: the diff work is capped, but two large runs still take a while to walk.
+        return await asyncio.to_thread(compare_runs, runs["left"], runs["right"])
 
     # -- files ------------------------------------------------------------------------------
 
@@ -158,7 +168,8 @@ class HistoryService:
             del raw  # the parsed bundle is all the import needs from here
             try:
                 async with self._blob_changes:
-                    return await import_bundle(self._store, self._blobs, body, self._imported)
+                    return await import_bundle(self._store, self._blobs, body, self._imported,
+                                               self._limits)
             finally:
                 del body  # emptied by the import: gone before the collector is back on
 

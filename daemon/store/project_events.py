@@ -22,6 +22,9 @@ def sse_frame(kind: str, data: dict[str, Any], seq: int | None = None) -> bytes:
 
 
 class ProjectEvents:
+    """Fan-out of the project-wide stream; a subscriber that cannot keep up is cut off (it
+    reconnects to a fresh snapshot) rather than slowing anyone else."""
+
     def __init__(self) -> None:
         self._subscribers: set[asyncio.Queue[bytes | None]] = set()
 

@@ -24,6 +24,9 @@ def compact_json(value: Any) -> bytes:
 
 @dataclass(frozen=True, slots=True)
 class EventRecord:
+    """A committed event as read back: the stored SSE frame is the source of truth, and the
+    event's JSON is read from it."""
+
     seq: int
     run_id: str
     kind: str

@@ -44,6 +44,9 @@ class _UnixConnection(http.client.HTTPConnection):
 
 
 class PlaygroundCapture:
+    """The Host's side of the capture channel: checks a run's envelope against this
+    generation's token and sends trace events to the daemon's socket."""
+
     def __init__(self, token: str, socket_path: str, timeout: float = 5.0) -> None:
         self._token = token
         self._socket_path = socket_path
@@ -133,6 +136,9 @@ def refusal(headers: dict[str, str], method: str, port: int) -> tuple[int, str, 
 
 
 class LoopbackGuard:
+    """ASGI middleware that lets through only requests the daemon would send (a loopback Host
+    header, no web page's Origin), so a browser tab cannot drive the Host directly."""
+
     def __init__(self, app: ASGIApp, port: int) -> None:
         self._app = app
         self._port = port

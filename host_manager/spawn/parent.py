@@ -34,6 +34,9 @@ class ParentGone(Exception):
 
 
 class WarmParent:
+    """The daemon's handle on one warm parent: asks it to preload and to fork, and learns its
+    children's exit codes (they are its children, not the daemon's)."""
+
     def __init__(self, python: str, popen: subprocess.Popen[bytes],
                  control: socket.socket) -> None:
         self.python = python

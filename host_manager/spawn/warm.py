@@ -55,6 +55,8 @@ class WarmOptions:
 
 @dataclass(frozen=True)
 class WarmPaths:
+    """The files a warm spawner keeps in the runtime directory."""
+
     modules: Path  # what generations reported importing from outside the project
     parent_log: Path
 
@@ -63,6 +65,9 @@ Stamp = tuple[tuple[str, int, int], ...]
 
 
 class WarmSpawner:
+    """Starts generations by forking a warm parent, (re)starting the parent when what it
+    preloaded may have changed, and falls back to a cold spawn saying why."""
+
     def __init__(self, options: Callable[[], WarmOptions], paths: WarmPaths) -> None:
         self._options = options
         self._paths = paths

@@ -36,8 +36,12 @@ def project_file(project_dir: Path, rel: str) -> Path | None:
     try:
         root = project_dir.resolve()
         target = (root / rel).resolve()
-    except (RuntimeError, OSError) as exc:  # a symlink loop
-        raise OutsideProject(f"{rel} cannot be resolved: {exc}") from exc
+    except RuntimeError as exc:  # a symlink loop
+        # The message names the project-relative path only: the exception's names the
+        # absolute one, which is none of the caller's business.
+        raise OutsideProject(f"{rel} cannot be resolved (a symlink loop)") from exc
+    except OSError as exc:
+        raise OutsideProject(f"{rel} cannot be resolved: {exc.strerror}") from exc
     if not target.is_relative_to(root):
         raise OutsideProject(f"{rel} resolves outside the project")
     try:

@@ -17,11 +17,14 @@ __all__ = [
     "HostStatus", "HostWarning", "Landing", "Lineage", "LogLine", "OpenApiDocument", "Part",
     "ReapedProcess", "RerunTree", "Run", "RunAccepted", "RunEvent", "RunInput", "RunList",
     "RunSummary", "ScoreSummary", "SearchExcerpt", "SearchHit", "SearchResults", "Session",
-    "SessionDeleted", "SessionList", "Snippets", "SourceTarget", "WarmParent", "WatchCounters",
+    "SessionDeleted", "SessionList", "Snippets", "SourceTarget", "TextCut", "TextDiff",
+    "WarmParent", "WatchCounters",
 ]
 
 
 class ErrorDetail(TypedDict):
+    """What went wrong: a stable code for programs and a sentence for people."""
+
     error: str  # a stable code, e.g. `invalid_request`, `run_not_found`
     message: str
 
@@ -33,13 +36,18 @@ class Error(TypedDict):
 
 
 class Part(TypedDict):
-    """A stored part: text, data or file (`kind`), as the run keeps it."""
+    """A stored part: text, data or file (`kind`); in a list answer, perhaps an excerpt."""
 
     kind: str
     text: NotRequired[str]
     data: NotRequired[Any]
     sha256: NotRequired[str | None]
+    # a file's bytes; for a cut part, its full length (a text's characters, else the part's JSON
+    # bytes)
     size: NotRequired[int | None]
+    # a list answer's excerpt: a text's first 2,000 characters, else the `kind` only (`GET
+    # /runs/{id}` answers the part whole)
+    truncated: NotRequired[bool]
     name: NotRequired[str | None]
     mime: NotRequired[str | None]
     source: NotRequired[str | None]
@@ -61,9 +69,13 @@ class Session(TypedDict):
     created_at: str
     metadata: dict[str, Any]
     run_count: NotRequired[int]  # in listings
+    # in listings: the metadata is over 4,096 bytes and shown as `{}`
+    metadata_truncated: NotRequired[bool]
 
 
 class SessionList(TypedDict):
+    """A page of sessions, newest first; `next_after` is the cursor of the next page."""
+
     sessions: list[Session]
     next_after: str | None
 
@@ -73,11 +85,15 @@ class RunInput(TypedDict):
 
     parts: list[Part]
     metadata: NotRequired[dict[str, Any]]
+    # in listings: the metadata is over 4,096 bytes and shown as `{}`
+    metadata_truncated: NotRequired[bool]
     changed_files: NotRequired[list[str]]
     revision: NotRequired[str | None]
 
 
 class ScoreSummary(TypedDict):
+    """How many evaluators scored the run, and how many of them said it failed."""
+
     evaluators: int
     failed: int
 
@@ -134,6 +150,8 @@ class RunSummary(TypedDict):
 
 
 class RerunTree(TypedDict):
+    """A run and the reruns made from it, each with its own reruns."""
+
     run: RunSummary
     reruns: list[RerunTree]
 
@@ -148,6 +166,8 @@ class Lineage(TypedDict):
 
 
 class RunList(TypedDict):
+    """A page of a session's runs; `next_after` is the cursor of the next page."""
+
     runs: list[Run]
     next_after: str | None
 
@@ -160,17 +180,23 @@ class RunAccepted(TypedDict):
 
 
 class SessionDeleted(TypedDict):
+    """`DELETE /sessions/{id}`: the session gone, and how many files went with it."""
+
     deleted: str
     blobs_removed: int
 
 
 class DeletedCounts(TypedDict):
+    """How many rows of each kind a deletion removed."""
+
     sessions: NotRequired[int]
     runs: NotRequired[int]
     events: NotRequired[int]
 
 
 class HistoryDeleted(TypedDict):
+    """`DELETE /history`: what was removed, rows and files."""
+
     deleted: DeletedCounts
     blobs_removed: int
 
@@ -193,7 +219,7 @@ class WarmParent(TypedDict):
 
 
 class HostWarning(TypedDict):
-    """A project, exposure or start warning (`postgresql_backend`, `host_exposed`, `host_module_missing`...)."""
+    """A standing warning: `postgresql_backend`, `host_exposed`, `host_module_missing`..."""
 
     code: str
     message: str
@@ -202,6 +228,8 @@ class HostWarning(TypedDict):
 
 
 class WatchCounters(TypedDict):
+    """The file watcher's counters: change batches seen and restarts they caused."""
+
     batches: NotRequired[int]
     restarts: NotRequired[int]
 
@@ -244,6 +272,8 @@ class HostStatus(TypedDict):
 
 
 class HostErrorDetail(TypedDict):
+    """A Host start refused: the error with the last lines the Host wrote."""
+
     error: str  # a stable code, e.g. `invalid_request`, `run_not_found`
     message: str
     log_tail: NotRequired[Any]
@@ -256,6 +286,8 @@ class HostError(TypedDict):
 
 
 class LogLine(TypedDict):
+    """One line of the Host's output, numbered by the daemon (from 0 with each daemon)."""
+
     offset: int
     time: NotRequired[float]
     generation: NotRequired[int | None]
@@ -264,6 +296,8 @@ class LogLine(TypedDict):
 
 
 class HostLogs(TypedDict):
+    """A page of Host log lines after a cursor; `overflow` says older lines were dropped."""
+
     lines: list[LogLine]
     overflow: bool
     next: int
@@ -285,6 +319,27 @@ class Health(TypedDict):
     platform: Literal["linux", "portable"]
 
 
+class TextCut(TypedDict):
+    """Both texts' full lengths, and how much of each the answer (and the diff) holds."""
+
+    left_chars: int
+    right_chars: int
+    kept_chars: int
+
+
+class TextDiff(TypedDict):
+    """The outputs' text side by side and a unified diff of the changed region."""
+
+    left: str
+    right: str
+    same: bool
+    unified_diff: str
+    truncated: bool  # the texts or the diff stop early; `note` says where
+    note: NotRequired[str]
+    # a side is over 1,000,000 characters: each is given and diffed up to there
+    cut: NotRequired[TextCut]
+
+
 class Compare(TypedDict):
     """`GET /compare`: two runs side by side; the verdict is the user's, never automatic."""
 
@@ -292,7 +347,7 @@ class Compare(TypedDict):
     right: dict[str, Any]
     duration_delta_ms: NotRequired[float | None]
     same_code: NotRequired[bool | None]
-    text: NotRequired[dict[str, Any]]
+    text: NotRequired[TextDiff]
     data: NotRequired[dict[str, Any]]
     files: NotRequired[list[dict[str, Any]]]
     scores: NotRequired[Any]
@@ -301,6 +356,8 @@ class Compare(TypedDict):
 
 
 class BundleBlob(TypedDict):
+    """A file of the bundle, keyed by its sha256: the bytes and their size, checked at import."""
+
     bytes_base64: str
     size: int
 
@@ -370,6 +427,8 @@ class Landing(TypedDict):
 
 
 class OpenApiDocument(TypedDict):
+    """`GET /openapi.json`: the API described in OpenAPI 3.1 (built from this declaration)."""
+
     openapi: str
     paths: dict[str, Any]
 

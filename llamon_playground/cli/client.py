@@ -17,10 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import stat
-import subprocess
-import sys
-import time
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -30,6 +26,7 @@ import aiohttp
 import orjson
 from multidict import MultiDict
 
+from llamon_playground.cli.api_requests import InputPart
 from llamon_playground.cli.api_types import (
     Health,
     HostLogs,
@@ -41,7 +38,16 @@ from llamon_playground.cli.api_types import (
     SearchResults,
     Session,
 )
-from llamon_playground.cli.api_requests import InputPart
+from llamon_playground.cli.connect import (
+    NETWORK_ERRORS,
+    answer_body,
+    ensure_daemon,
+    health,
+    network_error,
+    socket_session,
+    spawn_daemon,
+    wait_healthy,
+)
 from llamon_playground.cli.discovery import DaemonInfo, list_daemons
 from llamon_playground.cli.errors import (
     ActiveRunConflict,
@@ -65,39 +71,6 @@ __all__ = [
 
 PAGE = 1000  # the API's largest page
 JSON_HEADERS = {"Content-Type": "application/json"}
-# What a broken or absent socket looks like from aiohttp; all become DaemonNotRunning.
-NETWORK_ERRORS = (aiohttp.ClientError, OSError, TimeoutError)
-
-
-def _network_error(exc: BaseException) -> DaemonNotRunning:
-    if isinstance(exc, (aiohttp.ClientConnectorError, FileNotFoundError,
-                        ConnectionRefusedError)):
-        return DaemonNotRunning(f"nothing answers on the daemon's socket: {exc}")
-    return ConnectionLost(f"the daemon closed the connection: {exc or type(exc).__name__}")
-
-
-def _body(raw: bytes) -> Any:
-    try:
-        return orjson.loads(raw) if raw else None
-    except orjson.JSONDecodeError:
-        return {"detail": {"error": "bad_answer", "message": raw[:200].decode(errors="replace")}}
-
-
-def check_runtime_dir(settings: Settings) -> None:
-    """Refuse to talk through a runtime dir that is not ours: whoever owns it owns the socket."""
-    try:
-        st = os.lstat(settings.runtime_dir)
-    except FileNotFoundError:
-        return  # nothing there: connecting fails as "not running"
-    if stat.S_ISLNK(st.st_mode) or st.st_uid != os.getuid():
-        raise DaemonNotRunning(f"{settings.runtime_dir} is not a directory of ours; "
-                               "refusing to use its socket")
-
-
-def _session(settings: Settings, timeout: aiohttp.ClientTimeout) -> aiohttp.ClientSession:
-    check_runtime_dir(settings)
-    return aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=str(settings.socket_path)),
-                                 base_url="http://daemon", timeout=timeout)
 
 
 class PlaygroundClient:
@@ -115,7 +88,8 @@ class PlaygroundClient:
 
     async def __aenter__(self) -> PlaygroundClient:
         # No total timeout: streams last as long as runs do, a Host start up to its timeout.
-        self._http = _session(self.settings, aiohttp.ClientTimeout(total=None, sock_connect=5))
+        self._http = socket_session(self.settings,
+                                    aiohttp.ClientTimeout(total=None, sock_connect=5))
         return self
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
@@ -126,6 +100,7 @@ class PlaygroundClient:
 
     @property
     def http(self) -> aiohttp.ClientSession:
+        """The open HTTP session; RuntimeError outside `async with`."""
         if self._http is None:
             raise RuntimeError("use PlaygroundClient in `async with`")
         return self._http
@@ -143,7 +118,7 @@ class PlaygroundClient:
         try:
             async with self.http.get(API_PREFIX + path, params=params) as resp:
                 if resp.status >= 400:
-                    raise api_error(resp.status, _body(await resp.read()))
+                    raise api_error(resp.status, answer_body(await resp.read()))
                 async for sse in aiter_sse(resp.content.iter_any()):
                     try:
                         event = Event.from_sse(sse)
@@ -152,7 +127,7 @@ class PlaygroundClient:
                                               "not JSON") from exc
                     yield event
         except NETWORK_ERRORS as exc:
-            raise _network_error(exc) from exc
+            raise network_error(exc) from exc
 
     async def _request(self, method: str, url: str, body: Any,
                        params: Mapping[str, str] | None) -> Any:
@@ -162,8 +137,8 @@ class PlaygroundClient:
                                          headers=JSON_HEADERS) as resp:
                 raw, status = await resp.read(), resp.status
         except NETWORK_ERRORS as exc:
-            raise _network_error(exc) from exc
-        doc = _body(raw)
+            raise network_error(exc) from exc
+        doc = answer_body(raw)
         if status >= 400:
             raise api_error(status, doc)
         return doc
@@ -171,6 +146,7 @@ class PlaygroundClient:
     # -- daemon, sessions, runs ------------------------------------------------------------
 
     async def health(self) -> Health:
+        """The daemon's health answer."""
         return cast(Health, await self._request("GET", "/health", None, None))
 
     async def sessions(self) -> list[Session]:
@@ -179,6 +155,7 @@ class PlaygroundClient:
 
     async def create_session(self, title: str = "",
                              metadata: dict[str, Any] | None = None) -> Session:
+        """A new session, with a title and optional metadata."""
         body: dict[str, Any] = {"title": title}
         if metadata:
             body["metadata"] = metadata
@@ -189,6 +166,7 @@ class PlaygroundClient:
         return cast(list[Run], await self._all(f"/sessions/{session_id}/runs", "runs"))
 
     async def run(self, run_id: str) -> Run:
+        """One run as the daemon knows it now."""
         return cast(Run, await self.call("GET", f"/runs/{run_id}"))
 
     async def create_run(self, session_id: str, parts: Sequence[InputPart], *,
@@ -251,13 +229,13 @@ class PlaygroundClient:
             async with self.http.post(API_PREFIX + "/bundles/export", data=orjson.dumps(body),
                                       headers=JSON_HEADERS) as resp:
                 if resp.status >= 400:
-                    raise api_error(resp.status, _body(await resp.read()))
+                    raise api_error(resp.status, answer_body(await resp.read()))
                 with open(path, "wb") as out:
                     async for chunk in resp.content.iter_any():
                         out.write(chunk)
                         size += len(chunk)
         except NETWORK_ERRORS as exc:
-            raise _network_error(exc) from exc
+            raise network_error(exc) from exc
         return size
 
     async def import_bundle(self, path: Path) -> dict[str, Any]:
@@ -268,8 +246,8 @@ class PlaygroundClient:
                                       headers=JSON_HEADERS) as resp:
                 raw, status = await resp.read(), resp.status
         except NETWORK_ERRORS as exc:
-            raise _network_error(exc) from exc
-        doc = _body(raw)
+            raise network_error(exc) from exc
+        doc = answer_body(raw)
         if status >= 400:
             raise api_error(status, doc)
         return cast(dict[str, Any], doc)
@@ -312,6 +290,7 @@ class PlaygroundClient:
     # -- the Host --------------------------------------------------------------------------
 
     async def host(self) -> HostStatus:
+        """The Host's status."""
         return cast(HostStatus, await self.call("GET", "/host"))
 
     async def host_control(self, action: Literal["start", "stop", "restart"]) -> HostStatus:
@@ -343,65 +322,3 @@ def _run_request(parts: Sequence[InputPart], metadata: dict[str, Any] | None,
     if revision is not None:
         body["revision"] = revision
     return body
-
-
-# -- finding and starting the daemon ---------------------------------------------------------
-
-async def health(settings: Settings, timeout: float = 2.0) -> Health:
-    """The daemon's /health, or DaemonNotRunning."""
-    try:
-        async with _session(settings, aiohttp.ClientTimeout(total=timeout)) as http:
-            async with http.get("/health") as resp:
-                return cast(Health, orjson.loads(await resp.read()))
-    except (*NETWORK_ERRORS, orjson.JSONDecodeError) as exc:
-        raise DaemonNotRunning(str(exc) or type(exc).__name__) from exc
-
-
-def spawn_daemon(settings: Settings, log_path: Path | None = None) -> subprocess.Popen[bytes]:
-    """Start a detached daemon for the project (its own session: it outlives this process)."""
-    settings.runtime_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    log_file = log_path or settings.runtime_dir / "daemon.log"
-    # 0600 like the rest of the runtime directory (the log names runs and the project).
-    fd = os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    os.fchmod(fd, 0o600)  # a log an older version made 0644
-    with os.fdopen(fd, "ab") as out:
-        return subprocess.Popen(
-            [sys.executable, "-m", "llamon_playground", "daemon", str(settings.project_dir)],
-            stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True,
-            env=dict(os.environ))
-
-
-async def wait_healthy(settings: Settings, proc: subprocess.Popen[bytes] | None,
-                       timeout: float = 20.0) -> Health:
-    """/health once the daemon answers; DaemonNotRunning if `proc` exits or time runs out."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            return await health(settings, timeout=1.0)
-        except DaemonNotRunning:
-            if proc is not None and proc.poll() is not None:
-                raise DaemonNotRunning(f"the daemon exited with code {proc.returncode}; "
-                                       f"see {settings.runtime_dir / 'daemon.log'}") from None
-            if time.monotonic() > deadline:
-                if proc is not None:
-                    end_process(proc)  # a daemon that never answered is not left behind
-                raise
-            await asyncio.sleep(0.05)
-
-
-def end_process(proc: subprocess.Popen[bytes], grace: float = 5.0) -> None:
-    """SIGTERM, then SIGKILL after `grace` s; reaped either way."""
-    proc.terminate()
-    try:
-        proc.wait(grace)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
-async def ensure_daemon(settings: Settings, timeout: float = 20.0) -> Health:
-    """Attach to the project's daemon, starting one first when none runs."""
-    try:
-        return await health(settings)
-    except DaemonNotRunning:
-        return await wait_healthy(settings, spawn_daemon(settings), timeout)

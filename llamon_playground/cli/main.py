@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from llamon_playground.cli.bundled_example import bundled_example
+from llamon_playground.cli.terminal.commands import PROJECT_HELP, add_control_commands
 from llamon_playground.cli.terminal.control import (
     EXIT_CONFLICT,
     EXIT_ERROR,
@@ -24,9 +25,8 @@ from llamon_playground.cli.terminal.control import (
     EXIT_OK,
     EXIT_USAGE,
 )
-from llamon_playground.cli.terminal.commands import PROJECT_HELP, add_control_commands
-from llamon_playground.cli.terminal.show import print_warnings
 from llamon_playground.cli.terminal.search import add_search_command
+from llamon_playground.cli.terminal.show import print_warnings
 from llamon_playground.common.config import DAEMON_ONLY_ENV, Settings, build_settings, log_json
 from llamon_playground.common.logging_setup import setup_logging
 from llamon_playground.common.runtime_dir import AlreadyRunning

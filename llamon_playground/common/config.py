@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from llamon_playground import __version__
+from llamon_playground.common.limits import LIMIT_ENV_NAMES, Limits
 
 Environ = Mapping[str, str]
 
@@ -118,6 +119,9 @@ FRONT_ENV = (
 
 @dataclass(frozen=True)
 class Settings:
+    """Everything a daemon or front is configured with, read once at start-up and passed in;
+    the paths it derives are properties, so the layout is stated in one place."""
+
     project_dir: Path
     runtime_base: Path
     version: str = __version__
@@ -145,13 +149,17 @@ class Settings:
     # Built with the rest (one builder per process); the front reads it, and the daemon its
     # max_connections (the cap on the streams it writes on lent connections).
     front: FrontSettings = field(default_factory=FrontSettings)
+    # The sizes a request, a bundle or a Host may bring in (common/limits.py).
+    limits: Limits = field(default_factory=Limits)
 
     @property
     def runtime_dir(self) -> Path:
+        """This project's private runtime directory (sockets, lock, Host log), keyed by its path."""
         return self.runtime_base / project_key(self.project_dir)
 
     @property
     def socket_path(self) -> Path:
+        """The daemon's Unix socket."""
         return self.runtime_dir / "daemon.sock"
 
     @property
@@ -162,22 +170,27 @@ class Settings:
 
     @property
     def lock_path(self) -> Path:
+        """Held by the one daemon of this project."""
         return self.runtime_dir / "daemon.lock"
 
     @property
     def discovery_path(self) -> Path:
+        """What a running daemon writes about itself, for the CLI and the front to find it."""
         return self.runtime_dir / "daemon.json"
 
     @property
     def host_log_path(self) -> Path:
+        """Where the Host's output is appended."""
         return self.runtime_dir / "host.log"
 
     @property
     def host_record_path(self) -> Path:
+        """The running Host's record, so the next daemon can reap a Host left behind."""
         return self.runtime_dir / "host.json"
 
     @property
     def front_token_path(self) -> Path:
+        """The front's token, shared by every front of this project."""
         return self.runtime_dir / "front.token"
 
     @property
@@ -192,14 +205,17 @@ class Settings:
 
     @property
     def state_dir(self) -> Path:
+        """Where history lives, inside the project."""
         return self.project_dir / ".llamon" / "playground"
 
     @property
     def db_path(self) -> Path:
+        """The SQLite history."""
         return self.state_dir / "playground.sqlite3"
 
     @property
     def files_dir(self) -> Path:
+        """The blob store's folder."""
         return self.state_dir / "files"
 
 
@@ -218,6 +234,8 @@ DAEMON_ENV = (
     EnvVar("watch", "LLAMON_PLAYGROUND_WATCH", _switch),
     EnvVar("host_stall_timeout", "LLAMON_PLAYGROUND_HOST_STALL_TIMEOUT", float),
 )
+# One variable a limit (the names live beside the limits, common/limits.py).
+LIMITS_ENV = tuple(EnvVar(name, env, _whole) for name, env in LIMIT_ENV_NAMES.items())
 # systemd's notify protocol, set by a Type=notify unit (systemd/*.service).
 SYSTEMD_ENV = (
     EnvVar("notify_socket", "NOTIFY_SOCKET", str),
@@ -238,4 +256,5 @@ def build_settings(project: str | os.PathLike[str], environ: Environ | None = No
     env = os.environ if environ is None else environ
     return Settings(project_dir=Path(project).resolve(), runtime_base=default_runtime_base(env),
                     front=FrontSettings(**_from_env(FRONT_ENV, env)),
+                    limits=Limits(**_from_env(LIMITS_ENV, env)),
                     **_from_env(DAEMON_ENV + SYSTEMD_ENV, env))

@@ -48,6 +48,9 @@ TCP_FAMILIES = (socket.AF_INET, socket.AF_INET6)  # the only sockets a front len
 
 
 class Outcome(enum.Enum):
+    """How the handing over of a connection ended; only NOT_SENT and BUSY let the front relay
+    the request itself."""
+
     NOT_SENT = "not sent"  # the daemon never saw the socket: relay as before
     BUSY = "busy"  # the daemon saw it and kept nothing: relay as before
     TAKEN = "taken"  # the daemon answers on it

@@ -122,6 +122,9 @@ def current_context() -> dict[str, Any]:
 
 
 class TextFormatter(logging.Formatter):
+    """One scrubbed text line per record, with the request's context; continuation lines are
+    indented, so a message cannot forge a line of its own."""
+
     def __init__(self) -> None:
         super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
 

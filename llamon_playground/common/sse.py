@@ -18,6 +18,17 @@ from collections.abc import AsyncIterable, AsyncIterator, Iterable
 from dataclasses import dataclass
 
 BOM = b"\xef\xbb\xbf"
+# A line's limit is on what it carries: its field name ("data: ") is not counted.
+FIELD_NAME_ROOM = 16
+
+
+class SseTooLarge(Exception):
+    """A line or an event of the stream is longer than the parser was told to take."""
+
+    def __init__(self, what: str, limit: int) -> None:
+        super().__init__(f"{what} is longer than {limit} bytes")
+        self.what = what
+        self.limit = limit
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,10 +47,21 @@ class SseEvent:
 
 
 class SseParser:
-    """Feed it the body's bytes in chunks cut anywhere; it returns the events they complete."""
+    """Feed it the body's bytes in chunks cut anywhere; it returns the events they complete.
 
-    def __init__(self) -> None:
+    With `max_line` / `max_event` (bytes), a longer line, or an event whose `data` lines
+    join to more, sets `overflow` as soon as it is seen: at most about that much of it is
+    ever held, the events completed before it are still returned, and the parser takes
+    nothing more.
+    """
+
+    def __init__(self, max_line: int | None = None, max_event: int | None = None) -> None:
+        self._max_line = max_line
+        self._max_event = max_event
         self._pending: list[bytes] = []  # the start of a line not ended yet
+        self._pending_bytes = 0
+        self._data_bytes = 0
+        self.overflow: SseTooLarge | None = None
         self._after_cr = False  # the last chunk ended in CR: a LF first in the next is its pair
         self._at_start = True  # a BOM may still be coming
         self._data: list[bytes] = []
@@ -49,6 +71,8 @@ class SseParser:
         self.retry: int | None = None
 
     def feed(self, chunk: bytes) -> list[SseEvent]:
+        if self.overflow is not None:
+            return []
         if self._at_start:
             chunk = b"".join(self._pending) + chunk
             self._pending = []
@@ -65,22 +89,39 @@ class SseParser:
         if b"\n" not in chunk and b"\r" not in chunk:
             if chunk:
                 self._pending.append(chunk)  # no line ends here: keep it, join once it does
+                self._pending_bytes += len(chunk)
+                self._check_line(self._pending_bytes)
             return []
         if self._pending:
             self._pending.append(chunk)
             chunk = b"".join(self._pending)
             self._pending = []
+            self._pending_bytes = 0
         lines = chunk.splitlines()
         last = chunk[-1:]
         if last == b"\r":
             self._after_cr = True
         elif last != b"\n":
             self._pending.append(lines.pop())  # the unfinished tail
-        return self._lines(lines)
+            self._pending_bytes = len(self._pending[0])
+        events = self._lines(lines)
+        self._check_line(self._pending_bytes)
+        return events
+
+    def _check_line(self, size: int) -> bool:
+        """Is a line of `size` bytes over the limit? (Then the parser stops, saying why.)"""
+        if self._max_line is not None and size > self._max_line + FIELD_NAME_ROOM:
+            self.overflow = self.overflow or SseTooLarge("a line of the event stream",
+                                                         self._max_line)
+            self._pending = []
+            return True
+        return False
 
     def _lines(self, lines: Iterable[bytes]) -> list[SseEvent]:
         events: list[SseEvent] = []
         for line in lines:
+            if self._check_line(len(line)):
+                break
             if not line:
                 if self._seen_data:
                     events.append(SseEvent(
@@ -88,6 +129,7 @@ class SseParser:
                         b"\n".join(self._data).decode("utf-8", "replace"),
                         self.last_event_id, self.retry))
                 self._data = []
+                self._data_bytes = 0
                 self._event = b""
                 self._seen_data = False
                 continue
@@ -99,6 +141,12 @@ class SseParser:
             if name == b"data":
                 self._data.append(value)
                 self._seen_data = True
+                self._data_bytes += len(value) + 1
+                if self._max_event is not None and self._data_bytes > self._max_event + 1:
+                    self.overflow = SseTooLarge("an event of the event stream",
+                                                self._max_event)
+                    self._data = []
+                    break
             elif name == b"event":
                 self._event = value
             elif name == b"id":

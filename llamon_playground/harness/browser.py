@@ -96,23 +96,23 @@ STREAM_WATCH = r"""
 })();
 """
 
-# Scroll the run list a screen a frame, as a reader flicking down would, until every page is
-# read and the end is in view (or `timeoutMs` passed): {steps, loaded, complete, maxCards}.
-SCROLL_TO_END = r"""
+# Scroll the thread a screen a frame, as a reader flicking up into the past would, until every
+# page is read and the oldest turn is in view (or `timeoutMs` passed): {steps, loaded,
+# complete, maxCards}.
+SCROLL_TO_OLDEST = r"""
 async (timeoutMs) => {
   const list = document.getElementById('run-list');
   const end = performance.now() + timeoutMs;
   let steps = 0;
   let maxCards = 0;
-  const atEnd = () => list.dataset.complete === 'true'
-    && list.scrollTop + list.clientHeight >= list.scrollHeight - 1;
-  while (!atEnd() && performance.now() < end) {
-    list.scrollTop += list.clientHeight;
+  const atTop = () => list.dataset.complete === 'true' && list.scrollTop <= 0;
+  while (!atTop() && performance.now() < end) {
+    list.scrollTop -= list.clientHeight;
     steps += 1;
     await new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)));
     maxCards = Math.max(maxCards, list.querySelectorAll('.run-card').length);
   }
-  return { steps, loaded: Number(list.dataset.loaded), complete: atEnd(), maxCards };
+  return { steps, loaded: Number(list.dataset.loaded), complete: atTop(), maxCards };
 }
 """
 

@@ -21,6 +21,7 @@ from scripts.benchmarks.sections import (
     host_idle,
     host_restart,
     host_restart_warm,
+    hostile_inputs,
     import_health,
     live_stream,
     load_fanout,
@@ -65,6 +66,7 @@ AFTER_LIVE = (
     Section("import_health", import_health.bench_import_health,
             ("import_health", "export_health")),
     Section("page", page.bench_page, ("page",)),
+    Section("hostile_inputs", hostile_inputs.bench_hostile_inputs, ("hostile_inputs",), 600),
     Section("search_100k", search.bench_search, ("search_100k",)),
 )
 

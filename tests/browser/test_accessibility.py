@@ -1,6 +1,6 @@
 """Every view of the page, light and dark, has no serious or critical axe-core violation:
-empty, a run, a failed run, an interrupted-by-cancel run, compare, the Host logs panel and
-the Host panel."""
+empty (and its skip link shown), a run, a failed run, an interrupted-by-cancel run, compare,
+the Host logs panel, the Host panel, and the thread and sessions panels at 800 px."""
 
 from __future__ import annotations
 
@@ -37,6 +37,9 @@ def clean(page: Any, view: str) -> None:
 def test_every_view_has_no_serious_violation(scheme_page: Any) -> None:
     page = scheme_page
     clean(page, "empty")
+    page.keyboard.press("Tab")
+    expect(page.get_by_role("link", name="Skip to message")).to_be_focused()
+    clean(page, "skip link shown")
     view, first = finished(page, "stream hello world")
     view.get_by_text("Trace and scores").click()
     clean(page, "run with trace")
@@ -57,3 +60,10 @@ def test_every_view_has_no_serious_violation(scheme_page: Any) -> None:
     clean(page, "Host logs")
     page.locator("#host-state").click()
     clean(page, "Host panel")
+    page.keyboard.press("Escape")
+    page.set_viewport_size({"width": 800, "height": 700})
+    button(page, "Thread").click()
+    expect(page.locator(".run-card").first).to_be_visible()  # with the Host logs open too
+    clean(page, "narrow thread")
+    button(page, "Sessions").click()
+    clean(page, "narrow sessions")

@@ -110,7 +110,7 @@ def test_the_json_box_grows_and_points_at_a_parse_error(page: Any) -> None:
     assert page.locator("article.run-view").count() == 0
 
 
-def test_a_score_that_names_a_node_leads_to_its_source(page: Any) -> None:
+def test_a_score_that_names_a_node_leads_to_its_source_and_graph_node(page: Any) -> None:
     button(page, "approve: request").click()
     draft = json.loads(page.get_by_label("Message").input_value())
     draft.update(requestId="r-2", amount=3, requester={"name": "Ada"})
@@ -121,6 +121,17 @@ def test_a_score_that_names_a_node_leads_to_its_source(page: Any) -> None:
     expect(row.locator(".score-node .node-name")).to_have_text("notify")
     row.get_by_role("button", name="Where is notify?").click()
     expect(row.locator(".source-target a")).to_have_text(re.compile(r"^app/nodes\.py:\d+$"))
+    # And to the node in the graph: the Graph opens, the node is marked, in view, focused.
+    view.locator(".graph-box > summary").click()
+    graph = view.get_by_role("group", name="Graph")
+    expect(graph).to_be_hidden()
+    row.get_by_role("button", name="Show notify in the graph").click()
+    expect(graph).to_be_visible()
+    notify = graph.locator(".graph-node[data-node='notify']")
+    expect(notify).to_have_attribute("data-focus", "true")
+    expect(notify).to_be_focused()
+    expect(notify).to_be_in_viewport()
+    expect(graph.locator(".graph-node[data-focus]")).to_have_count(1)
 
 
 def test_the_graph_shows_the_runs_path_and_leads_to_the_trace(page: Any) -> None:
@@ -172,6 +183,8 @@ def test_the_graph_view_has_no_serious_violation(browser: Any, page_stack: Any, 
     expect(view).to_have_attribute("data-status", "completed")
     expect(view.get_by_role("group", name="Graph")).to_be_visible()
     view.get_by_text("Trace and scores").click()
+    view.get_by_role("button", name="Show notify in the graph").click()
+    expect(view.locator(".graph-node[data-focus]")).to_have_count(1)
     found = blocking_violations(tab)
     context.close()
     assert not found, found

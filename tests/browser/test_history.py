@@ -31,13 +31,16 @@ def test_export_then_import_a_bundle(page: Any, tmp_path: Path) -> None:
     # The view went to the imported session: its thread shows the imported turn.
     imported = sessions.nth(before)
     expect(imported).to_have_attribute("aria-current", "true")
+    # Told apart from the session it copies: the daemon marks the imported title.
+    expect(imported).to_have_text("stream bundle me (imported) (1)")
+    expect(page.get_by_label("Session title")).to_have_value("stream bundle me (imported)")
     expect(page.locator(".run-card .turn-input")).to_have_text(["you: stream bundle me"])
 
 
 def test_export_takes_the_ticked_runs(page: Any, tmp_path: Path) -> None:
     for text in ("stream kept out", "stream picked one"):
         expect(send(page, text)).to_have_attribute("data-status", "completed")
-    page.get_by_label("Pick ", exact=False).first.check()  # newest first: "picked one"
+    page.get_by_label("Pick ", exact=False).last.check()  # oldest first: "picked one"
     export = button(page, "Export 1 picked run")
     accept_dialogs(page)
     with page.expect_download() as download:

@@ -39,11 +39,26 @@ def test_keyboard_reaches_message_first_and_escape_closes_panels(page: Any) -> N
     expect(page.locator("#connection")).to_have_attribute("data-state", "live")
     page.locator("body").focus()
     message = page.get_by_label("Message")
-    for _ in range(3):
-        page.keyboard.press("Tab")
-        if message.evaluate("m => m === document.activeElement"):
-            break
+    # The first Tab stop is the skip link, shown while focused; Enter goes to the Message box.
+    skip = page.get_by_role("link", name="Skip to message")
+    page.keyboard.press("Tab")
+    expect(skip).to_be_focused()
+    expect(skip).to_be_in_viewport()
+    page.keyboard.press("Enter")
     expect(message).to_be_focused()
+    # What Tab goes through is the order on screen: the header, the sessions, the thread,
+    # the composer, then the run (document order, no CSS reordering).
+    order = page.evaluate("""() => {
+        const at = (sel) => document.querySelector(sel);
+        const parts = ['header.top', 'nav.sessions', '#run-list', '#composer', '#run-pane'];
+        return parts.map(at).every((node, i, all) => i === 0
+          || (all[i - 1].compareDocumentPosition(node) & Node.DOCUMENT_POSITION_FOLLOWING));
+      }""")
+    assert order
+    assert page.evaluate("""() => [...document.querySelectorAll('*')].every(
+        (n) => ['0', 'normal'].includes(getComputedStyle(n).order))""")
+    skip.evaluate("s => s.blur()")
+    expect(skip).not_to_be_in_viewport()
     page.locator("body").click(position={"x": 5, "y": 5})
     page.keyboard.press("?")
     shortcuts = page.get_by_role("dialog", name="Keyboard shortcuts")
@@ -112,3 +127,29 @@ def test_the_text_composer_offers_the_agent_cards_examples(page: Any) -> None:
     example.click()
     expect(page.get_by_label("Message")).to_have_value("stream hello world")
     expect(page.get_by_label("Message")).to_be_focused()
+
+
+def test_runs_are_named_ids_are_whole_and_file_pickers_are_buttons(page: Any) -> None:
+    _, older = finished(page, "stream named by what was sent")
+    view, newer = finished(page, "stream and another one")
+    # The run view's heading is what was sent (as the thread says it); the id under it.
+    expect(view.locator(".run-head h2")).to_have_text("stream and another one")
+    expect(view.locator(".run-head .run-id")).to_have_text(newer)
+    # Compare shows each id whole, on one line of its own.
+    for run_id in (newer, older):
+        page.get_by_role("checkbox", name=f"Pick {run_id} to compare or export").check()
+    button(page, "Compare").click()
+    ids = page.get_by_role("article", name="Compare").locator(".run-id")
+    expect(ids).to_have_text([older, newer])
+    assert ids.evaluate_all("""ids => ids.every((i) => i.getClientRects().length === 1
+        && i.scrollWidth <= i.clientWidth + 1)""")
+    # A file picker reads as the button beside it, its name whole: no cut "No file chosen".
+    for name in ("Import bundle", "Attach files"):
+        picker = page.locator("label.file-button", has_text=name)
+        assert picker.evaluate("l => l.scrollWidth <= l.clientWidth"), name
+        assert picker.locator("input[type=file]").evaluate(
+            "i => getComputedStyle(i).opacity === '0'"), name
+    import_label = page.locator("label.file-button", has_text="Import bundle")
+    export = button(page, "Export 2 picked runs")
+    assert import_label.evaluate("l => l.getBoundingClientRect().width") == export.evaluate(
+        "b => b.getBoundingClientRect().width")

@@ -9,7 +9,7 @@ import re
 from typing import Any
 
 from llamon_playground.common.contract import API_PREFIX
-from llamon_playground.harness.browser import LONG_TASKS, SCROLL_TO_END, STREAM_WATCH, copies
+from llamon_playground.harness.browser import LONG_TASKS, SCROLL_TO_OLDEST, STREAM_WATCH, copies
 from tests.browser.helpers import expect, send
 from tests.support.waiting import wait_for
 
@@ -40,26 +40,30 @@ def test_a_thousand_runs_are_read_a_page_at_a_time_as_the_list_scrolls(
     page.locator(f".session-item[data-session-id='{session}']").click()
     run_list = page.locator("#run-list")
     cards = page.locator(".run-card")
-    expect(cards.first.locator(".label")).to_have_text("copy 999")  # newest first
+    # A conversation: oldest on top, the newest at the bottom by the composer, in view.
+    expect(cards.last.locator(".label")).to_have_text("copy 999")
     expect(run_list).to_have_attribute("data-loaded", "100")
+    expect(cards.last).to_be_in_viewport(ratio=0.9)
+    labels = cards.locator(".label").all_inner_texts()
+    assert [int(x.split()[1]) for x in labels] == sorted(int(x.split()[1]) for x in labels)
     assert len(reads) == 1 and "order=newest" in reads[0] and "after=" not in reads[0], reads
     assert cards.count() < MAX_CARDS, cards.count()
 
-    scrolled = page.evaluate(SCROLL_TO_END, 60_000)
+    scrolled = page.evaluate(SCROLL_TO_OLDEST, 60_000)
     assert scrolled["complete"] and scrolled["loaded"] == 1000, scrolled
     assert scrolled["maxCards"] < MAX_CARDS, scrolled
-    expect(page.locator(".run-card .label", has_text=re.compile(r"^copy 0$"))).to_be_visible()
+    expect(cards.first.locator(".label")).to_have_text("copy 0")
     cursors = [re.search(r"after=(\d+)", url) for url in reads]
     afters = [m.group(1) for m in cursors if m]
     assert len(afters) == 9 and len(set(afters)) == 9, reads  # each further page read once
 
-    # Back up a screen a frame: the cards keep their order in the DOM (as a screen reader
-    # and Tab go) while rows come in above them.
+    # Back down a screen a frame: the cards keep their order in the DOM (as a screen reader
+    # and Tab go) while rows come in below them.
     order = page.evaluate("""async () => {
         const list = document.getElementById('run-list');
         const orders = [];
-        while (list.scrollTop > 0) {
-          list.scrollTop -= list.clientHeight * 3;
+        while (list.scrollTop + list.clientHeight < list.scrollHeight - 1) {
+          list.scrollTop += list.clientHeight * 3;
           await new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)));
           const at = [...list.querySelectorAll('.run-item')].map((li) => Number(li.ariaPosInSet));
           orders.push(at.every((n, i) => i === 0 || n === at[i - 1] + 1));
@@ -67,25 +71,26 @@ def test_a_thousand_runs_are_read_a_page_at_a_time_as_the_list_scrolls(
         return orders;
       }""")
     assert order and all(order), order
-    expect(cards.first.locator(".label")).to_have_text("copy 999")
-    page.evaluate(SCROLL_TO_END, 60_000)
+    expect(cards.last.locator(".label")).to_have_text("copy 999")
+    page.evaluate(SCROLL_TO_OLDEST, 60_000)
 
-    # A run started elsewhere while the list is scrolled down comes in on top (by /events)
-    # without moving the cards in view; a change to a run far down reaches it too.
+    # A run started elsewhere while the reader is up in the past comes in at the end (by
+    # /events) without moving the turns they read; a change to a run far up reaches it too.
+    oldest = page.locator(".run-card", has=page.locator(".label", has_text=re.compile(r"^copy 0$")))
     started = page.request.post(f"{front_url}{API_PREFIX}/sessions/{session}/runs",
                                 data={"parts": [{"kind": "text", "text": "stream late"}]})
     assert started.status == 202, started.text()
     expect(run_list).to_have_attribute("data-loaded", "1001")
-    expect(page.locator(".run-card .label", has_text=re.compile(r"^copy 0$"))).to_be_visible()
+    assert run_list.evaluate("list => list.scrollTop") == 0
+    expect(oldest).to_be_in_viewport(ratio=0.9)
     # A run far below the first page, labelled elsewhere, is read again on its own.
-    oldest = page.locator(".run-card", has=page.locator(
-        ".label", has_text=re.compile(r"^copy 0$"))).get_attribute("data-run-id")
-    labelled = page.request.patch(f"{front_url}{API_PREFIX}/runs/{oldest}",
+    oldest_id = oldest.get_attribute("data-run-id")
+    labelled = page.request.patch(f"{front_url}{API_PREFIX}/runs/{oldest_id}",
                                   data={"label": "the oldest"})
     assert labelled.ok, labelled.text()
-    expect(page.locator(f".run-card[data-run-id='{oldest}'] .label")).to_have_text("the oldest")
-    run_list.evaluate("list => { list.scrollTop = 0; }")
-    expect(cards.first).to_have_attribute("data-run-id", started.json()["run_id"])
+    expect(page.locator(f".run-card[data-run-id='{oldest_id}'] .label")).to_have_text("the oldest")
+    run_list.evaluate("list => { list.scrollTop = list.scrollHeight; }")
+    expect(cards.last).to_have_attribute("data-run-id", started.json()["run_id"])
     assert cards.count() < MAX_CARDS, cards.count()
 
 

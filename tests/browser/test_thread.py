@@ -1,6 +1,7 @@
-"""The session as a conversation: each turn shows what was sent and an excerpt of the
-answer; a resume is the turn after the question it answered, with that question above it;
-an edited rerun says what it repeats and which fields changed."""
+"""The session as a conversation: oldest turn on top, the newest at the bottom by the
+composer and in view; each turn shows what was sent and an excerpt of the answer; a resume
+is the turn after the question it answered, with that question above it; an edited rerun
+says what it repeats and which fields changed."""
 
 from __future__ import annotations
 
@@ -32,9 +33,9 @@ def test_turns_show_input_answer_and_where_they_came_from(page: Any) -> None:
     resumed = card(page, child.get_attribute("data-run-id") or "")
     expect(resumed.locator(".turn-origin")).to_have_text("↳ answers: What is your name?")
     expect(resumed.locator(".turn-input")).to_have_text("you: Ada")
-    # Newest first: the resume is the turn right above the question it answered.
+    # Oldest first: the resume is the turn right below the question it answered.
     ids = page.locator(".run-card").evaluate_all("cards => cards.map((c) => c.dataset.runId)")
-    assert ids.index(parent) == ids.index(resumed.get_attribute("data-run-id")) + 1, ids
+    assert ids.index(resumed.get_attribute("data-run-id")) == ids.index(parent) + 1, ids
 
     page.locator(f".run-card[data-run-id='{first}']").click()
     expect(page.locator("article.run-view")).to_have_attribute("data-run-id", first)
@@ -80,3 +81,60 @@ def test_compare_puts_the_older_run_left_named_and_coloured(page: Any) -> None:
                       for k in ("add", "del"))
     assert added != removed  # coloured, and the sign is in the text as well
     expect(view.locator("table.scores thead")).to_contain_text("older")
+
+
+def turn_ids(page: Any) -> list[str]:
+    return list(page.locator(".run-card").evaluate_all("cs => cs.map((c) => c.dataset.runId)"))
+
+
+def test_the_thread_reads_down_to_the_newest_turn_by_the_composer(page: Any) -> None:
+    sent = []
+    for n in range(6):  # more turns than the list shows at 1280 x 720
+        _, run_id = finished(page, f"stream turn {n}")
+        sent.append(run_id)
+        newest = card(page, run_id)
+        expect(page.locator(".run-card").last).to_have_attribute("data-run-id", run_id)
+        expect(newest).to_be_in_viewport(ratio=0.9)  # followed: the reader was at the end
+    assert turn_ids(page) == sent  # chronological
+    run_list = page.locator("#run-list")
+    assert run_list.evaluate("l => l.scrollHeight > l.clientHeight")
+    list_box, composer_box = run_list.bounding_box(), page.locator("#composer").bounding_box()
+    assert list_box is not None and composer_box is not None
+    assert list_box["y"] + list_box["height"] <= composer_box["y"] + 1  # the composer is below
+
+    # A reader who scrolled up to the first turn is not moved by a new one.
+    run_list.evaluate("l => { l.scrollTop = 0; }")
+    expect(card(page, sent[0])).to_be_in_viewport(ratio=0.9)
+    _, late = finished(page, "stream late")
+    expect(page.locator(".run-card").last).to_have_attribute("data-run-id", late)
+    assert run_list.evaluate("l => l.scrollTop") == 0
+    expect(card(page, sent[0])).to_be_in_viewport(ratio=0.9)
+
+    # Opening the session again shows its end.
+    page.reload()
+    page.locator(".session-item", has_text="stream turn 0").click()
+    expect(card(page, late)).to_be_in_viewport(ratio=0.9)
+    # A link to an older run shows that run's turn in the thread.
+    page.goto(page.url.split("#")[0] + f"#{sent[0]}")
+    page.reload()
+    expect(page.locator("article.run-view")).to_have_attribute("data-run-id", sent[0])
+    expect(card(page, sent[0])).to_be_in_viewport(ratio=0.9)
+    expect(card(page, sent[0])).to_have_attribute("aria-current", "true")
+    page.evaluate(f"location.hash = '#{sent[5]}'")  # a link within the page
+    expect(page.locator("article.run-view")).to_have_attribute("data-run-id", sent[5])
+    expect(card(page, sent[5])).to_be_in_viewport(ratio=0.9)
+
+
+def test_a_resume_stays_right_after_the_question_it_answers(page: Any) -> None:
+    _, asked = finished(page, "ask", "input_required")
+    _, between = finished(page, "stream meanwhile")
+    card(page, asked).click()
+    view = page.locator(f"article.run-view[data-run-id='{asked}']")
+    view.get_by_label("Your answer").fill("Grace")
+    view.get_by_label("Your answer").press("Enter")
+    resumed = page.locator("article.run-view")
+    expect(resumed).not_to_have_attribute("data-run-id", asked)
+    expect(resumed).to_have_attribute("data-status", "completed")
+    child = resumed.get_attribute("data-run-id")
+    expect(page.locator(".run-card")).to_have_count(3)
+    assert turn_ids(page) == [asked, child, between]  # not after the newer turn

@@ -68,7 +68,7 @@ def test_compare_two_runs(page: Any) -> None:
     expect(compare).to_be_disabled()
     boxes = page.locator(".run-item input[type=checkbox]")
     expect(boxes).to_have_count(2)
-    boxes.nth(1).check()  # newest first: the older run is the left side
+    boxes.nth(1).check()  # the newer picked first: the older run is still the left side
     boxes.nth(0).check()
     compare.click()
     view = page.get_by_role("article", name="Compare")

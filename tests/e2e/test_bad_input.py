@@ -179,6 +179,9 @@ async def test_a_changed_file_leading_out_of_the_project_is_refused(
     got, doc = await api.call("POST", f"sessions/{session}/runs", body)
     assert (got, doc["detail"]["error"]) == (400, "invalid_changed_files"), doc
     assert names[way_out] in doc["detail"]["message"]
+    # Paths in messages are the project's own, relative: never where the project lives.
+    assert str(daemon.project) not in doc["detail"]["message"]
+    assert str(daemon.project.resolve()) not in doc["detail"]["message"]
     assert counts(daemon) == before
 
 

@@ -106,6 +106,14 @@ TAMPERING: list[tuple[str, Callable[[Bundle], None], int, str]] = [
     ("unknown field", lambda b: b.update(extra=1), 400, "invalid_bundle"),
     ("blob key not a sha256", lambda b: b["blobs"].update({"abc": first_blob(b)}), 400,
      "invalid_bundle"),
+    # The same limits as the API: a bundle may not bring in what a request could not.
+    ("session metadata over its limit", lambda b: b["sessions"][0].update(
+        metadata={f"k{i}": "-" * 60_000 for i in range(5)}), 413, "metadata_too_large"),
+    ("a metadata value over its limit", lambda b: b["runs"][0]["input"].update(
+        metadata={"note": "-" * 65_535}), 413, "metadata_too_large"),
+    ("a capture event naming a long node", lambda b: b["events"][0].update(
+        kind="trace", payload={"type": "node.start", "node": "n" * 257}), 400,
+     "name_too_long"),
     ("too many blobs", lambda b: b["blobs"].update(
         {sha(str(i).encode()): {"bytes_base64": b64(str(i).encode()), "size": len(str(i))}
          for i in range(10_001)}), 413, "bundle_too_large"),

@@ -16,11 +16,13 @@ FORMAT = "llamon.playground.bundle/1"
 
 
 def normalized(bundle: dict[str, Any], ids: dict[str, str]) -> dict[str, Any]:
-    """The bundle with IDs renamed by `ids`, event seqs and per-export fields dropped."""
+    """The bundle with IDs renamed by `ids`, event seqs and per-export fields dropped, a
+    title's import mark too."""
     def rename(value: Any) -> Any:
         return ids.get(value, value) if isinstance(value, str) else value
 
-    sessions = [{**s, "id": rename(s["id"]), "context_id": None} for s in bundle["sessions"]]
+    sessions = [{**s, "id": rename(s["id"]), "context_id": None,
+                 "title": s["title"].removesuffix(" (imported)")} for s in bundle["sessions"]]
     runs = [{**r, **{k: rename(r[k]) for k in ("id", "session_id", "parent_run_id",
                                                "rerun_of", "resumed_by")}}
             for r in bundle["runs"]]
@@ -58,6 +60,9 @@ async def test_bundle_round_trip_across_two_project_folders(api: Api, daemon: St
         assert set(mapping["sessions"]) == {first, second}
         assert set(mapping["runs"]) == {r["id"] for r in bundle["runs"]}
         assert not set(mapping["runs"].values()) & set(mapping["runs"])  # fresh IDs
+        # An imported session is told apart from the one it copies by its title.
+        titles = {s["id"]: s["title"] for s in (await remote.ok("GET", "sessions"))["sessions"]}
+        assert {titles[new] for new in mapping["sessions"].values()} == {"t (imported)"}
         assert blob_names(stack.settings.files_dir) == set(bundle["blobs"])
         for digest, blob in bundle["blobs"].items():
             async with remote.http.get(f"/api/playground/v1/files/{digest}") as resp:

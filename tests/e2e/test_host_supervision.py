@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +17,7 @@ import pytest
 
 from tests.support.api import Api
 from tests.support.endings import assert_phases_close
-from tests.support.procs import Stack, stack_for, wait_for
+from tests.support.procs import Stack, kill_tree, stack_for, wait_for
 from tests.support.projects import tiny_project
 from tests.support.waiting import eventually, host_status
 
@@ -227,31 +228,58 @@ def real_host(shell_pid: int) -> psutil.Process:
                     10, "the Host under its shell")
 
 
-async def test_a_host_behind_a_shell_dies_with_a_killed_daemon(project: Path,
-                                                              runtime_base: Path) -> None:
-    with stack_for(through_a_shell(project, "{python} -m app.host; true"), runtime_base) as s:
+REAPER_DEADLINE = 2.0  # the reaper ends the tree this soon after the daemon dies
+
+
+def gone(proc: psutil.Process) -> bool:
+    """Exited: no such process, or a zombie waiting for init (re-parented, not ours)."""
+    try:
+        return proc.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+@pytest.mark.parametrize("script", [
+    # The Host as a shell's grandchild: the shell dies with the daemon (PDEATHSIG), the
+    # Host, in the same group, would not.
+    "{python} -m app.host; true",
+    # The Host in a session of its own, and a sleeper left in the shell's group.
+    "setsid {python} -m app.host & {python} -c 'import time; time.sleep(300)' & wait",
+    # The example as it is: a generation forked from the warm parent.
+    None,
+], ids=["same-group", "setsid", "warm"])
+async def test_the_host_tree_dies_with_a_killed_daemon_and_no_new_one(
+        project: Path, runtime_base: Path, script: str | None) -> None:
+    if script is not None:
+        through_a_shell(project, script)
+    with stack_for(project, runtime_base) as s:
         s.start_daemon()
         api = Api.for_socket(str(s.settings.socket_path))
         try:
-            shell = (await api.ok("POST", "host/start"))["pid"]
-            host = real_host(shell)
+            pid = (await api.ok("POST", "host/start"))["pid"]
+            host = real_host(pid) if script is not None else psutil.Process(pid)
         finally:
             await api.close()
         assert s.daemon is not None
-        s.daemon.signal(signal.SIGKILL)
-        s.daemon.wait(10)
-        psutil.wait_procs([psutil.Process(shell)], timeout=10)
-        assert host.is_running() and host.status() != psutil.STATUS_ZOMBIE, \
-            "the grandchild outlives the daemon (what boot reaping is for)"
-        s.start_daemon()
-        api = Api.for_socket(str(s.settings.socket_path))
+        tree = [p for p in s.daemon.descendants() if "reaper" not in " ".join(p.cmdline())]
+        assert host in tree and len(tree) >= 2
         try:
-            gone, _ = psutil.wait_procs([host], timeout=10)
-            assert gone, "the next daemon reaped the Host left behind"
-            reaped = (await api.ok("GET", "host"))["reaped"]
-            assert [(r["pid"], r["when"]) for r in reaped] == [(host.pid, "boot")]
+            s.daemon.signal(signal.SIGKILL)
+            s.daemon.wait(10)
+            wait_for(lambda: all(gone(p) for p in tree), REAPER_DEADLINE,
+                     "every process of the Host tree gone with no daemon")
+            assert not _answers(s.settings.socket_path), "no daemon came back: the reaper alone"
         finally:
-            await api.close()
+            kill_tree(tree, grace=0)  # only if the reaper failed
+
+
+def _answers(path: Path) -> bool:
+    with socket.socket(socket.AF_UNIX) as sock:
+        try:
+            sock.connect(str(path))
+        except OSError:
+            return False
+    return True
 
 
 async def test_a_host_in_its_own_session_dies_with_stop(project: Path,

@@ -197,7 +197,7 @@ async def test_bundles_keep_labels_notes_and_edits(api: Api) -> None:
     assert new_second["rerun_of"] == new_first["id"]
     assert new_second["code_fingerprint"] == first["code_fingerprint"]
     sessions = {s["id"]: s for s in (await api.ok("GET", "sessions"))["sessions"]}
-    assert sessions[mapping["sessions"][session]]["title"] == "bundled"
+    assert sessions[mapping["sessions"][session]]["title"] == "bundled (imported)"
 
 
 BAD_RUN_PATCHES = [

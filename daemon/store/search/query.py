@@ -36,6 +36,8 @@ def invalid(message: str) -> BadRequest:
 
 @dataclass(frozen=True)
 class Term:
+    """One word or phrase a person typed; `fts` quotes it, so nothing typed is FTS5 syntax."""
+
     text: str
     prefix: bool = False
 

@@ -14,9 +14,14 @@ from typing import Any
 import orjson
 
 from llamon_playground.cli.client import PlaygroundClient, text_part
-from llamon_playground.cli.terminal.commands import add_follow_options, daemon_command, json_arg, project_arg
-from llamon_playground.cli.terminal.control import EXIT_OK, emit, start_and_follow
 from llamon_playground.cli.discovery import list_daemons
+from llamon_playground.cli.terminal.commands import (
+    add_follow_options,
+    daemon_command,
+    json_arg,
+    project_arg,
+)
+from llamon_playground.cli.terminal.control import EXIT_OK, emit, start_and_follow
 
 
 def version() -> str:

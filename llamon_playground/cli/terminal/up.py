@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from types import FrameType
 
+from llamon_playground.cli.front_record import FRONT_LINE, forget_front, record_front
 from llamon_playground.cli.terminal.control import (
     EXIT_ERROR,
     EXIT_NOT_RUNNING,
@@ -29,7 +30,6 @@ from llamon_playground.cli.terminal.control import (
     stop_daemon_pid,
 )
 from llamon_playground.cli.terminal.daemon_watch import DaemonWatch
-from llamon_playground.cli.front_record import FRONT_LINE, forget_front, record_front
 from llamon_playground.common.config import Settings
 
 STOP_TIMEOUT = 60.0  # how long `up` waits for the daemon it started to stop

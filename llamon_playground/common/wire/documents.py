@@ -2,7 +2,28 @@
 
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
-from llamon_playground.common.wire.rules import BASE64, Json, JsonObject, closed
+from llamon_playground.common.wire.rules import BASE64, Doc, Json, JsonObject, closed
+
+
+class TextCut(TypedDict):
+    """Both texts' full lengths, and how much of each the answer (and the diff) holds."""
+
+    left_chars: int
+    right_chars: int
+    kept_chars: int
+
+
+class TextDiff(TypedDict):
+    """The outputs' text side by side and a unified diff of the changed region."""
+
+    left: str
+    right: str
+    same: bool
+    unified_diff: str
+    truncated: Annotated[bool, Doc("the texts or the diff stop early; `note` says where")]
+    note: NotRequired[str]
+    cut: NotRequired[Annotated[TextCut, Doc(
+        "a side is over 1,000,000 characters: each is given and diffed up to there")]]
 
 
 class Compare(TypedDict):
@@ -12,7 +33,7 @@ class Compare(TypedDict):
     right: JsonObject
     duration_delta_ms: NotRequired[float | None]
     same_code: NotRequired[bool | None]
-    text: NotRequired[JsonObject]
+    text: NotRequired[TextDiff]
     data: NotRequired[JsonObject]
     files: NotRequired[list[JsonObject]]
     scores: NotRequired[Any]
@@ -22,6 +43,8 @@ class Compare(TypedDict):
 
 @closed
 class BundleBlob(TypedDict):
+    """A file of the bundle, keyed by its sha256: the bytes and their size, checked at import."""
+
     bytes_base64: Annotated[str, BASE64]
     size: Annotated[int, Json(minimum=0)]
 
@@ -91,6 +114,8 @@ class Landing(TypedDict):
 
 
 class OpenApiDocument(TypedDict):
+    """`GET /openapi.json`: the API described in OpenAPI 3.1 (built from this declaration)."""
+
     openapi: str
     paths: JsonObject
 

@@ -7,6 +7,8 @@ from llamon_playground.common.wire.words import RunStatus
 
 
 class ErrorDetail(TypedDict):
+    """What went wrong: a stable code for programs and a sentence for people."""
+
     error: Annotated[str, Doc("a stable code, e.g. `invalid_request`, `run_not_found`")]
     message: str
 
@@ -18,13 +20,18 @@ class Error(TypedDict):
 
 
 class Part(TypedDict):
-    """A stored part: text, data or file (`kind`), as the run keeps it."""
+    """A stored part: text, data or file (`kind`); in a list answer, perhaps an excerpt."""
 
     kind: str
     text: NotRequired[str]
     data: NotRequired[Any]
     sha256: NotRequired[str | None]
-    size: NotRequired[int | None]
+    size: NotRequired[Annotated[int | None, Doc(
+        "a file's bytes; for a cut part, its full length (a text's characters, else the "
+        "part's JSON bytes)")]]
+    truncated: NotRequired[Annotated[bool, Doc(
+        "a list answer's excerpt: a text's first 2,000 characters, else the `kind` only "
+        "(`GET /runs/{id}` answers the part whole)")]]
     name: NotRequired[str | None]
     mime: NotRequired[str | None]
     source: NotRequired[str | None]
@@ -46,9 +53,13 @@ class Session(TypedDict):
     created_at: str
     metadata: JsonObject
     run_count: NotRequired[Annotated[int, Doc("in listings")]]
+    metadata_truncated: NotRequired[Annotated[bool, Doc(
+        "in listings: the metadata is over 4,096 bytes and shown as `{}`")]]
 
 
 class SessionList(TypedDict):
+    """A page of sessions, newest first; `next_after` is the cursor of the next page."""
+
     sessions: list[Session]
     next_after: str | None
 
@@ -58,11 +69,15 @@ class RunInput(TypedDict):
 
     parts: list[Part]
     metadata: NotRequired[JsonObject]
+    metadata_truncated: NotRequired[Annotated[bool, Doc(
+        "in listings: the metadata is over 4,096 bytes and shown as `{}`")]]
     changed_files: NotRequired[list[str]]
     revision: NotRequired[str | None]
 
 
 class ScoreSummary(TypedDict):
+    """How many evaluators scored the run, and how many of them said it failed."""
+
     evaluators: int
     failed: int
 
@@ -120,6 +135,8 @@ class RunSummary(TypedDict):
 
 
 class RerunTree(TypedDict):
+    """A run and the reruns made from it, each with its own reruns."""
+
     run: RunSummary
     reruns: list["RerunTree"]
 
@@ -134,6 +151,8 @@ class Lineage(TypedDict):
 
 
 class RunList(TypedDict):
+    """A page of a session's runs; `next_after` is the cursor of the next page."""
+
     runs: list[Run]
     next_after: str | None
 
@@ -146,17 +165,23 @@ class RunAccepted(TypedDict):
 
 
 class SessionDeleted(TypedDict):
+    """`DELETE /sessions/{id}`: the session gone, and how many files went with it."""
+
     deleted: str
     blobs_removed: int
 
 
 class DeletedCounts(TypedDict):
+    """How many rows of each kind a deletion removed."""
+
     sessions: NotRequired[int]
     runs: NotRequired[int]
     events: NotRequired[int]
 
 
 class HistoryDeleted(TypedDict):
+    """`DELETE /history`: what was removed, rows and files."""
+
     deleted: DeletedCounts
     blobs_removed: int
 

@@ -17,8 +17,7 @@ class WarmParent(TypedDict):
 
 
 class HostWarning(TypedDict):
-    """A project, exposure or start warning (`postgresql_backend`, `host_exposed`,
-    `host_module_missing`...)."""
+    """A standing warning: `postgresql_backend`, `host_exposed`, `host_module_missing`..."""
 
     code: str
     message: str
@@ -27,6 +26,8 @@ class HostWarning(TypedDict):
 
 
 class WatchCounters(TypedDict):
+    """The file watcher's counters: change batches seen and restarts they caused."""
+
     batches: NotRequired[int]
     restarts: NotRequired[int]
 
@@ -70,6 +71,8 @@ class HostStatus(TypedDict):
 
 
 class HostErrorDetail(ErrorDetail):
+    """A Host start refused: the error with the last lines the Host wrote."""
+
     log_tail: NotRequired[Any]
 
 
@@ -80,6 +83,8 @@ class HostError(TypedDict):
 
 
 class LogLine(TypedDict):
+    """One line of the Host's output, numbered by the daemon (from 0 with each daemon)."""
+
     offset: int
     time: NotRequired[float]
     generation: NotRequired[int | None]
@@ -88,6 +93,8 @@ class LogLine(TypedDict):
 
 
 class HostLogs(TypedDict):
+    """A page of Host log lines after a cursor; `overflow` says older lines were dropped."""
+
     lines: list[LogLine]
     overflow: bool
     next: int

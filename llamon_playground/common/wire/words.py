@@ -33,6 +33,7 @@ class RunReason(StrEnum):
     HOST_ERROR = "host_error"
     HOST_REJECTED = "host_rejected"
     HOST_UNRESPONSIVE = "host_unresponsive"
+    HOST_OUTPUT_TOO_LARGE = "host_output_too_large"
     RUNTIME_RESTARTED = "runtime_restarted"
     HOST_CANCELLED = "host_cancelled"
     STREAM_BROKEN = "stream_broken"

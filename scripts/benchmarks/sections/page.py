@@ -28,7 +28,7 @@ from llamon_playground.harness.browser import (
     CHROMIUM,
     CHROMIUM_ARGS,
     LONG_TASKS,
-    SCROLL_TO_END,
+    SCROLL_TO_OLDEST,
     copies,
     longest,
     missing_browser,
@@ -121,7 +121,8 @@ async def import_session(page: Any, api: str, template_run: str) -> str:
 
 
 async def scroll(page: Any, api: str, passes: int) -> list[dict[str, Any]]:
-    """Scroll a RUNS-run session to its end `passes` times (the first reads its pages)."""
+    """Scroll a RUNS-run session from its end (the newest turn) up to its oldest turn `passes`
+    times (the first reads its pages)."""
     run_id = await page.locator("article.run-view").get_attribute("data-run-id")
     session = await import_session(page, api, str(run_id))
     await page.reload()
@@ -129,11 +130,11 @@ async def scroll(page: Any, api: str, passes: int) -> list[dict[str, Any]]:
     await page.locator("#run-list[data-loaded='100']").wait_for(state="attached")
     samples = []
     for n in range(passes):
-        await page.locator("#run-list").evaluate("list => { list.scrollTop = 0; }")
+        await page.locator("#run-list").evaluate("list => { list.scrollTop = list.scrollHeight; }")
         t0 = await page.evaluate("() => performance.now()")
-        done = await page.evaluate(SCROLL_TO_END, TIMEOUT_MS)
+        done = await page.evaluate(SCROLL_TO_OLDEST, TIMEOUT_MS)
         if not done["complete"] or done["loaded"] != RUNS:
-            raise RuntimeError(f"the list did not scroll to its end: {done}")
+            raise RuntimeError(f"the thread did not scroll to its oldest turn: {done}")
         worst, count = longest(await page.evaluate("() => __probe"), t0)
         samples.append({"longest_ms": worst, "long_tasks": count, **done})
         log(f"page: scrolling {RUNS} runs, pass {n + 1}: longest task {worst:.0f} ms ({count} "

@@ -15,8 +15,8 @@ from llamon_playground.common.config import build_settings
 from llamon_playground.daemon.a2a.wire import A2AEvent, WirePart
 from llamon_playground.daemon.data.parts import RunRequest
 from llamon_playground.daemon.runs.active import ActiveRun
-from llamon_playground.daemon.runs.journal import RunJournal
 from llamon_playground.daemon.runs.ending import RunFailure
+from llamon_playground.daemon.runs.journal import RunJournal
 from llamon_playground.daemon.runs.output import OutputCollector
 from llamon_playground.daemon.runs.state import IllegalTransition, Reason, RunLife, RunStatus
 from llamon_playground.daemon.store.blobs import BlobStore

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from llamon_playground.host_manager.state import HostState
 from llamon_playground.host_manager.watch.change_policy import ChangePolicy, restart_wanted
 from llamon_playground.host_manager.watch.fingerprint import WatchRules
-from llamon_playground.host_manager.state import HostState
 
 
 @pytest.mark.parametrize(("state", "changed", "wanted"), [

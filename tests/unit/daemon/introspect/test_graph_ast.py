@@ -16,8 +16,8 @@ from llamon_playground.daemon.introspect.model import START
 from llamon_playground.daemon.introspect.project_config import ProjectConfig, load_project_config
 from llamon_playground.daemon.introspect.project_source import ProjectSource
 from llamon_playground.daemon.introspect.source_targets import find_source_target
+from tests.support.procs import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 FLOW_EXAMPLE = REPO / "examples" / "flow_project"
 FLOW = ProjectConfig(kind="flow")
 

@@ -85,6 +85,18 @@ def test_a_run_failure_ends_for_its_own_reason_and_words() -> None:
     assert decide_end(None, "completed", FAILURE) == EndDecision(FAILED, Reason.HOST_EXITED, "the Host exited during the run (code 1)")
 
 
+def test_host_output_over_its_limit_fails_the_run_with_the_limits_words() -> None:
+    # The stream's last task state (here still "working") does not decide: the failure does.
+    too_large = RunFailure(Reason.HOST_OUTPUT_TOO_LARGE, "the Host sent a line of more than "
+                           "1048576 bytes (the limit; LLAMON_PLAYGROUND_MAX_HOST_LINE_BYTES "
+                           "raises it)")
+    assert decide_end(None, "working", too_large) == EndDecision(
+        FAILED, Reason.HOST_OUTPUT_TOO_LARGE, too_large.message)
+    # A stop that came first still wins over it, as over any failure.
+    assert decide_end(Reason.USER_CANCELLED, "working", too_large) == EndDecision(
+        CANCELLED, Reason.USER_CANCELLED)
+
+
 def test_any_other_exception_is_an_internal_error() -> None:
     assert decide_end(None, "completed", BUG) == EndDecision(FAILED, Reason.INTERNAL_ERROR, "internal error: 'oops'")
 

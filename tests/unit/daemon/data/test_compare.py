@@ -12,6 +12,7 @@ import orjson
 from llamon_playground.common.config import build_settings
 from llamon_playground.daemon.data.compare import (
     MAX_DIFF_LINES,
+    MAX_TEXT_CHARS,
     compare_runs,
     score_rows,
     text_diff,
@@ -174,3 +175,16 @@ async def test_scores_written_through_the_store_reach_compare(tmp_path: Path) ->
         assert got["input"]["text"]["unified_diff"].endswith("-stream a b c\n+stream a x c\n")
     finally:
         await store.close()
+
+
+def test_two_very_large_texts_answer_a_bounded_diff_that_says_it_is_cut() -> None:
+    left = "\n".join(f"line {i}" for i in range(400_000))
+    right = left.replace("line 7\n", "line seven\n", 1) + "\nmore"
+    assert len(left) > MAX_TEXT_CHARS
+    doc = text_diff(left, right)
+    assert doc["truncated"] is True and doc["same"] is False
+    assert doc["cut"] == {"left_chars": len(left), "right_chars": len(right),
+                          "kept_chars": MAX_TEXT_CHARS}
+    assert len(doc["left"]) == len(doc["right"]) == MAX_TEXT_CHARS
+    assert str(len(left)) in doc["note"]
+    assert "+line seven" in doc["unified_diff"]

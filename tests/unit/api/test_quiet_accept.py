@@ -9,11 +9,10 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
-from pathlib import Path
 
 from tests.support.procs import REPO
 
-CHILD = Path(__file__).resolve().parents[1] / "children" / "quiet_accept_server.py"
+CHILD = REPO / "tests" / "children" / "quiet_accept_server.py"
 
 
 def test_accept_out_of_descriptors_is_one_warning_line() -> None:

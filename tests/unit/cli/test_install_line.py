@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import re
 import tomllib
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.support.procs import REPO
 
 
 def test_the_readme_install_line_names_an_extra_with_every_example_dependency() -> None:

@@ -17,7 +17,6 @@ import pytest
 
 from llamon_playground.host_manager.crash_policy import CrashSettings
 from llamon_playground.host_manager.errors import HostUnavailable
-from llamon_playground.host_manager.watch.fingerprint import WatchRules
 from llamon_playground.host_manager.spawn.spawner import ColdSpawner
 from llamon_playground.host_manager.state import (
     TRANSITIONS,
@@ -26,6 +25,7 @@ from llamon_playground.host_manager.state import (
     check,
 )
 from llamon_playground.host_manager.supervisor import HostConfig, HostSupervisor
+from llamon_playground.host_manager.watch.fingerprint import WatchRules
 
 LEGAL = [(a, b) for a, targets in TRANSITIONS.items() for b in targets]
 ILLEGAL = [(a, b) for a, b in itertools.product(HostState, HostState) if (a, b) not in LEGAL]
@@ -82,7 +82,7 @@ def host_config(tmp_path: Path, *, limit: int, backoff_base: float) -> HostConfi
         capture_socket=str(tmp_path / "d.sock"), rules=WatchRules(tmp_path),
         crash=CrashSettings(min_uptime=5.0, backoff_base=backoff_base, backoff_cap=3600.0,
                             limit=limit, window=60.0),
-        start_timeout=30.0, stop_grace=3.0, spawner=ColdSpawner())
+        start_timeout=30.0, stop_grace=3.0, spawner=ColdSpawner(), log_bytes=1 << 20)
 
 
 def watched(supervisor: HostSupervisor) -> list[str]:
@@ -141,7 +141,7 @@ async def test_stop_cancels_a_pending_back_off(tmp_path: Path) -> None:
             await supervisor.ensure_ready()
         assert seen == ["starting", "backoff"]
         assert supervisor.status()["backoff_until"] is not None
-        pending = supervisor._backoff
+        pending = supervisor._backoff.pending
         assert pending is not None
         await supervisor.stop()
         assert seen[2:] == ["stopping", "stopped"]

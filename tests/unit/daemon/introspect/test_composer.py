@@ -16,8 +16,8 @@ from llamon_playground.daemon.introspect.agent_card import (
 from llamon_playground.daemon.introspect.composer import flow_composer, skeleton
 from llamon_playground.daemon.introspect.project_config import ProjectConfig, load_project_config
 from llamon_playground.daemon.introspect.project_source import ProjectSource
+from tests.support.procs import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 FLOW_EXAMPLE = REPO / "examples" / "flow_project"
 
 

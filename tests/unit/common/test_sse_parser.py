@@ -126,3 +126,28 @@ async def test_aiter_sse_reads_an_async_body() -> None:
         for chunk in (b"id: 1\nda", b"ta: a\r", b"\n\r\n", b"data: tail"):
             yield chunk
     assert [e async for e in aiter_sse(body())] == [SseEvent("message", "a", "1")]
+
+
+def test_a_line_over_the_limit_stops_the_parser_keeping_the_events_before() -> None:
+    parser = SseParser(max_line=100, max_event=1000)
+    events = parser.feed(b"data: small\n\ndata: " + b"x" * 80)
+    assert [e.data for e in events] == ["small"] and parser.overflow is None
+    assert parser.feed(b"x" * 100) == [] and parser.overflow is not None
+    assert "line" in parser.overflow.what and parser.overflow.limit == 100
+    assert parser.feed(b"\n\ndata: later\n\n") == [], "nothing more is taken"
+
+
+def test_an_event_over_the_limit_stops_the_parser() -> None:
+    parser = SseParser(max_line=1000, max_event=100)
+    fits = b"data: " + b"a" * 50 + b"\ndata: " + b"b" * 49 + b"\n\n"  # 50 + 1 + 49 = 100
+    over = b"data: first\n\ndata: " + b"a" * 50 + b"\ndata: " + b"b" * 50 + b"\n\n"
+    assert len(parser.feed(fits)[0].data) == 100 and parser.overflow is None
+    assert [e.data for e in parser.feed(over)] == ["first"]
+    assert parser.overflow is not None and "event" in parser.overflow.what
+
+
+def test_a_long_line_arriving_whole_is_caught_too() -> None:
+    parser = SseParser(max_line=100)
+    assert parser.feed(b"data: ok\n\ndata: " + b"x" * 200 + b"\n\n") == [
+        SseEvent("message", "ok")]
+    assert parser.overflow is not None

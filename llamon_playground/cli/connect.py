@@ -1,0 +1,116 @@
+"""Reaching a project's daemon on its Unix socket: the session the client talks through, the
+errors a broken socket becomes, and finding or starting the daemon (`ensure_daemon`)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, cast
+
+import aiohttp
+import orjson
+
+from llamon_playground.cli.api_types import Health
+from llamon_playground.cli.errors import ConnectionLost, DaemonNotRunning
+from llamon_playground.common.config import Settings
+
+# What a broken or absent socket looks like from aiohttp; all become DaemonNotRunning.
+NETWORK_ERRORS = (aiohttp.ClientError, OSError, TimeoutError)
+
+
+def network_error(exc: BaseException) -> DaemonNotRunning:
+    if isinstance(exc, (aiohttp.ClientConnectorError, FileNotFoundError,
+                        ConnectionRefusedError)):
+        return DaemonNotRunning(f"nothing answers on the daemon's socket: {exc}")
+    return ConnectionLost(f"the daemon closed the connection: {exc or type(exc).__name__}")
+
+
+def answer_body(raw: bytes) -> Any:
+    try:
+        return orjson.loads(raw) if raw else None
+    except orjson.JSONDecodeError:
+        return {"detail": {"error": "bad_answer", "message": raw[:200].decode(errors="replace")}}
+
+
+def check_runtime_dir(settings: Settings) -> None:
+    """Refuse to talk through a runtime dir that is not ours: whoever owns it owns the socket."""
+    try:
+        st = os.lstat(settings.runtime_dir)
+    except FileNotFoundError:
+        return  # nothing there: connecting fails as "not running"
+    if stat.S_ISLNK(st.st_mode) or st.st_uid != os.getuid():
+        raise DaemonNotRunning(f"{settings.runtime_dir} is not a directory of ours; "
+                               "refusing to use its socket")
+
+
+def socket_session(settings: Settings, timeout: aiohttp.ClientTimeout) -> aiohttp.ClientSession:
+    check_runtime_dir(settings)
+    return aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=str(settings.socket_path)),
+                                 base_url="http://daemon", timeout=timeout)
+
+
+# -- finding and starting the daemon ---------------------------------------------------------
+
+async def health(settings: Settings, timeout: float = 2.0) -> Health:
+    """The daemon's /health, or DaemonNotRunning."""
+    try:
+        async with socket_session(settings, aiohttp.ClientTimeout(total=timeout)) as http:
+            async with http.get("/health") as resp:
+                return cast(Health, orjson.loads(await resp.read()))
+    except (*NETWORK_ERRORS, orjson.JSONDecodeError) as exc:
+        raise DaemonNotRunning(str(exc) or type(exc).__name__) from exc
+
+
+def spawn_daemon(settings: Settings, log_path: Path | None = None) -> subprocess.Popen[bytes]:
+    """Start a detached daemon for the project (its own session: it outlives this process)."""
+    settings.runtime_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    log_file = log_path or settings.runtime_dir / "daemon.log"
+    # 0600 like the rest of the runtime directory (the log names runs and the project).
+    fd = os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.fchmod(fd, 0o600)  # a log an older version made 0644
+    with os.fdopen(fd, "ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "llamon_playground", "daemon", str(settings.project_dir)],
+            stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True,
+            env=dict(os.environ))
+
+
+async def wait_healthy(settings: Settings, proc: subprocess.Popen[bytes] | None,
+                       timeout: float = 20.0) -> Health:
+    """/health once the daemon answers; DaemonNotRunning if `proc` exits or time runs out."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return await health(settings, timeout=1.0)
+        except DaemonNotRunning:
+            if proc is not None and proc.poll() is not None:
+                raise DaemonNotRunning(f"the daemon exited with code {proc.returncode}; "
+                                       f"see {settings.runtime_dir / 'daemon.log'}") from None
+            if time.monotonic() > deadline:
+                if proc is not None:
+                    end_process(proc)  # a daemon that never answered is not left behind
+                raise
+            await asyncio.sleep(0.05)
+
+
+def end_process(proc: subprocess.Popen[bytes], grace: float = 5.0) -> None:
+    """SIGTERM, then SIGKILL after `grace` s; reaped either way."""
+    proc.terminate()
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+async def ensure_daemon(settings: Settings, timeout: float = 20.0) -> Health:
+    """Attach to the project's daemon, starting one first when none runs."""
+    try:
+        return await health(settings)
+    except DaemonNotRunning:
+        return await wait_healthy(settings, spawn_daemon(settings), timeout)

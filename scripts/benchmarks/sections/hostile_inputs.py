@@ -1,0 +1,177 @@
+"""The daemon stays responsive and small under hostile inputs (docs/security.md, "Limits"):
+
+  hostile_inputs.<input>   p99 and max of a fixed-rate GET /health probe (20 a second,
+                           through the front with a valid token, each probe on its own, so
+                           a stall shows as latency, never as fewer probes) while one
+                           hostile input is handled; the daemon's peak RSS; every probe
+                           must be answered 200
+    bundle_200mib_metadata    POST /bundles/import of a bundle whose session metadata
+                              holds a 200 MiB string (refused: metadata_too_large)
+    run_15mib_metadata        a run POST with a 15 MiB metadata note (refused likewise)
+    host_64mib_event          a Host streaming one 64 MiB artifactUpdate
+    host_400mib_line          a Host streaming a 400 MiB `data:` line with no newline
+    host_600_log_lines        a Host printing 600 log lines of 1 MB
+    capture_2000_events       a Host posting 2,000 capture events naming 64 KiB nodes
+  baseline: the same probe's p99 with nothing running. Targets: p99 <= 100 ms, max <= 250 ms,
+  RSS <= 300 MB. (300 idle connections at the front's door are the front's, measured apart.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+
+from scripts.benchmarks.client import P, call, direct_session, start_checked_front
+from scripts.benchmarks.figures import Figure, Target, log, pct
+from scripts.benchmarks.meters import MB, RssSampler
+from scripts.benchmarks.owned import Owned
+
+HOSTILE_HOST = Path(__file__).resolve().parents[1] / "hostile_host.py"
+PROBE_RATE = 20.0
+PROBE_TIMEOUT = 10.0
+IDLE_PROBES = 60
+MIB = 1024 * 1024
+
+
+def hostile_project(owned: Owned) -> Path:
+    project = owned.project("lphi")
+    pyproject = project / "pyproject.toml"
+    command = orjson.dumps(["{python}", str(HOSTILE_HOST)]).decode()
+    pyproject.write_text(pyproject.read_text().replace(
+        'host_command = ["{python}", "-m", "app.host"]', f"host_command = {command}")
+        + "warm_start = false\n")
+    return project
+
+
+class Probe:
+    """GET /health at a fixed rate, each request a task of its own, until stopped."""
+
+    def __init__(self, http: aiohttp.ClientSession) -> None:
+        self.http = http
+        self.latencies: list[float] = []
+        self.failures: list[str] = []
+
+    async def one(self) -> None:
+        t = time.perf_counter()
+        try:
+            async with self.http.get("/health",
+                                     timeout=aiohttp.ClientTimeout(total=PROBE_TIMEOUT)) as resp:
+                await resp.read()
+                if resp.status != 200:
+                    self.failures.append(f"HTTP {resp.status}")
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            self.failures.append(type(exc).__name__)
+        self.latencies.append((time.perf_counter() - t) * 1000)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        tasks: list[asyncio.Task[None]] = []
+        start = time.perf_counter()
+        n = 0
+        try:
+            while not stop.is_set():
+                tasks.append(asyncio.create_task(self.one()))
+                n += 1
+                delay = start + n / PROBE_RATE - time.perf_counter()
+                if delay > 0:
+                    try:
+                        await asyncio.wait_for(stop.wait(), delay)
+                    except TimeoutError:
+                        pass
+        finally:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def probed(http: aiohttp.ClientSession, work: Awaitable[Any]) -> tuple[Probe, Any]:
+    probe = Probe(http)
+    stop = asyncio.Event()
+    task = asyncio.create_task(probe.run(stop))
+    try:
+        result = await work
+        await asyncio.sleep(1.0)  # what the input left behind (a collection, a write) counts
+    finally:
+        stop.set()
+        await task
+    return probe, result
+
+
+async def run_to_end(direct: aiohttp.ClientSession, session: str, text: str) -> dict[str, Any]:
+    started = await call(direct, "POST", f"sessions/{session}/runs",
+                         {"parts": [{"kind": "text", "text": text}]}, want=202)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        run: dict[str, Any] = await call(direct, "GET", f"runs/{started['run_id']}")
+        if run["status"] not in ("queued", "preparing", "running"):
+            return run
+        await asyncio.sleep(0.2)
+    raise RuntimeError(f"run {text} did not end")
+
+
+async def post_raw(direct: aiohttp.ClientSession, path: str, raw: bytes) -> tuple[int, Any]:
+    async with direct.post(f"{P}/{path}", data=io.BytesIO(raw),
+                           headers={"Content-Type": "application/json"}) as resp:
+        return resp.status, orjson.loads(await resp.read())
+
+
+def metadata_bundle() -> bytes:
+    return orjson.dumps({"format": "llamon.playground.bundle/1", "runs": [], "events": [],
+                         "blobs": {}, "sessions": [{"id": "s1", "title": "hostile",
+                                                    "metadata": {"note": "-" * (200 * MIB)}}]})
+
+
+async def bench_hostile_inputs(quick: bool, owned: Owned) -> list[Figure]:
+    stack = owned.start(hostile_project(owned))
+    try:
+        assert stack.daemon is not None
+        _, url, headers = await start_checked_front(stack)
+        async with aiohttp.ClientSession(base_url=url, headers=headers) as front, \
+                direct_session(stack) as direct:
+            idle = Probe(front)
+            for _ in range(IDLE_PROBES):
+                await idle.one()
+                await asyncio.sleep(1 / PROBE_RATE)
+            session = (await call(direct, "POST", "sessions", {"title": "hostile"},
+                                  want=201))["id"]
+            big_metadata = orjson.dumps({"parts": [{"kind": "text", "text": "x"}],
+                                         "metadata": {"note": "-" * (15 * MIB)}})
+            inputs: list[tuple[str, Callable[[], Awaitable[Any]]]] = [
+                ("bundle_200mib_metadata",
+                 lambda: post_raw(direct, "bundles/import", metadata_bundle())),
+                ("run_15mib_metadata",
+                 lambda: post_raw(direct, f"sessions/{session}/runs", big_metadata)),
+                ("host_64mib_event", lambda: run_to_end(direct, session, "big_event")),
+                ("host_400mib_line", lambda: run_to_end(direct, session, "long_line")),
+                ("host_600_log_lines", lambda: run_to_end(direct, session, "logs")),
+                ("capture_2000_events", lambda: run_to_end(direct, session, "captures")),
+            ]
+            figures = []
+            for name, work in inputs:
+                with RssSampler({"daemon": stack.daemon.pid}) as rss:
+                    probe, result = await probed(front, work())
+                figures.append(_figure(name, probe, idle, rss, result))
+    finally:
+        owned.close_stack(stack)
+    return figures
+
+
+def _figure(name: str, probe: Probe, idle: Probe, rss: RssSampler, result: Any) -> Figure:
+    p99, worst = pct(probe.latencies, 99), max(probe.latencies)
+    peak = rss.peak["daemon"] / MB
+    outcome = (f"{result[0]} {result[1]['detail']['error']}" if isinstance(result, tuple)
+               else f"{result['status']} {result.get('reason')}")
+    log(f"hostile_inputs.{name}: /health p99 {p99:.1f} ms, max {worst:.1f} ms over "
+        f"{len(probe.latencies)} probes ({len(probe.failures)} failed); daemon RSS peak "
+        f"{peak:.0f} MB; answered {outcome}")
+    return Figure(f"hostile_inputs.{name}", round(p99, 2), "ms", round(pct(idle.latencies, 99), 2),
+                  "GET /health p99 with nothing running", Target("value", "<=", 100.0),
+                  {"health_max_ms": round(worst, 1), "max_met": worst <= 250.0,
+                   "probes": len(probe.latencies), "failed_probes": len(probe.failures),
+                   "failures": sorted(set(probe.failures)),
+                   "daemon_rss_peak_mb": round(peak, 1), "rss_met": peak <= 300.0,
+                   "answered": outcome})
