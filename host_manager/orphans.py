@@ -92,15 +92,31 @@ def reap_orphan(path: Path, marker_name: str) -> bool:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-    try:
-        proc.wait(5)
-    except psutil.Error:
-        pass
+    wait_gone(proc, KILL_WAIT)
     path.unlink(missing_ok=True)
     return True
 
 
 KILL_WAIT = 5.0
+WAIT_SLICE = 0.05
+
+
+def wait_gone(proc: psutil.Process, timeout: float) -> None:
+    """Wait (at most `timeout`) until `proc` has exited. A zombie counts: once its parent
+    died (a daemon SIGKILLed, no death signal on the portable side), nobody here can reap
+    it, and `wait` would sit out the whole timeout on it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if proc.status() == psutil.STATUS_ZOMBIE:
+                return
+            proc.wait(min(WAIT_SLICE, max(0.0, deadline - time.monotonic())))
+            return
+        except psutil.TimeoutExpired:
+            if time.monotonic() >= deadline:
+                return
+        except psutil.Error:
+            return
 
 
 def tree_id(record_path: Path) -> str:
@@ -136,7 +152,9 @@ def reap_marked(name: str, value: str, when: str) -> list[dict[str, Any]]:
         reaped.append({"pid": proc.pid, "cmdline": cmdline[:8], "when": when,
                        "at": time.time()})
     if procs:
-        psutil.wait_procs(procs, timeout=KILL_WAIT)
+        deadline = time.monotonic() + KILL_WAIT
+        for proc in procs:
+            wait_gone(proc, max(0.0, deadline - time.monotonic()))
         log.warning("reaped %d process(es) of the Host tree (%s): %s", len(reaped), when,
                     ", ".join(str(r["pid"]) for r in reaped))
     return reaped
