@@ -65,10 +65,13 @@ def _end_generations(children: set[int]) -> None:
     """The daemon is gone: its lifeline to us, the control socket, read EOF. Nothing else
     ends the generations where no death signal exists."""
     for pid in children:
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except OSError:
-            pass
+        # The process itself too: a generation forked a moment ago may not have its own
+        # group yet (its setsid comes first thing, but after our fork returned).
+        for kill in (os.killpg, os.kill):
+            try:
+                kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
 
 
 def _send(sock: socket.socket, message: dict[str, Any]) -> None:
