@@ -19,6 +19,7 @@ from llamon_playground.common.platform import (
     PORTABLE,
     choose,
     refusal,
+    unix_seqpacket,
 )
 from llamon_playground.common.platform.linux import LinuxPlatform
 from llamon_playground.common.platform.portable import (
@@ -84,6 +85,7 @@ def test_linux_side_sees_exit_and_peer() -> None:
     with a, b:
         assert side.peer_uid(a) == os.getuid()
     assert side.die_with_parent() is not None
+    assert unix_seqpacket()  # the hand-over and the warm parent's control socket
 
 
 def test_portable_side_sees_exit_and_peer() -> None:
