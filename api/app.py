@@ -17,6 +17,7 @@ from llamon_playground.api.guard import bind_address, check_bind_address, url_na
 from llamon_playground.api.page import add_page_routes
 from llamon_playground.api.plain import PLAIN_UPSTREAM, plain_relay, plain_session
 from llamon_playground.api.relay import UPSTREAM, relay
+from llamon_playground.api.slots import SLOTS, FrontRunner, Slots, end_on_rotation
 from llamon_playground.api.token_store import TokenLease, acquire_token
 from llamon_playground.api.upstream import Pool
 from llamon_playground.common.config import Settings, project_key
@@ -45,6 +46,7 @@ class FrontOptions:
 def make_front_app(settings: Settings, door: Door) -> web.Application:
     app = web.Application(middlewares=[door_middleware], client_max_size=settings.max_request_bytes)
     app[DOOR] = door
+    app[SLOTS] = Slots(settings.front.head_timeout)
     app.on_response_prepare.append(echo_request_id)
     name_the_server(app)
 
@@ -65,10 +67,22 @@ def make_front_app(settings: Settings, door: Door) -> web.Application:
             yield
 
     app.cleanup_ctx.append(plain_upstream_ctx if plain else upstream_ctx)
+    app.cleanup_ctx.append(_rotation_ctx)
     add_page_routes(app)
     app.router.add_route("*", API + "/{tail:.*}", handler)
     app.router.add_route("GET", "/health", handler)
     return app
+
+
+async def _rotation_ctx(app: web.Application) -> AsyncIterator[None]:
+    auth = app[DOOR].auth
+    if auth is None or auth.source is None:  # no token, or one that never changes
+        yield
+        return
+    task = asyncio.create_task(end_on_rotation(auth, app[SLOTS]))
+    yield
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
 
 
 async def run_front(settings: Settings, options: FrontOptions,
@@ -90,17 +104,18 @@ async def _serve(settings: Settings, options: FrontOptions, door: Door,
                  ready: asyncio.Event | None) -> None:
     # auto_decompress off: a compressed body reaches the door as sent, to be refused (415).
     # keepalive_timeout: aiohttp's timer runs from a connection's start, so it bounds both a
-    # client that never finishes its headers and one idle between requests.
-    runner = web.AppRunner(make_front_app(settings, door), handle_signals=False,
-                           access_log=None, handler_cancellation=True, shutdown_timeout=1.0,
-                           auto_decompress=False,
-                           keepalive_timeout=settings.front.idle_timeout)
+    # client that never finishes its headers and one idle between requests; one the door
+    # has not admitted yet gets the shorter head timeout (api/slots.py).
+    runner = FrontRunner(make_front_app(settings, door), handle_signals=False,
+                         access_log=None, handler_cancellation=True, shutdown_timeout=1.0,
+                         auto_decompress=False,
+                         keepalive_timeout=settings.front.idle_timeout)
     await runner.setup()
     loop = asyncio.get_running_loop()
     loop.set_exception_handler(QuietAccept(loop))
     try:
         site = CappedSite(runner, bind_address(options.host), options.port,
-                          connection_cap(settings.front.max_connections))
+                          connection_cap(settings.front.max_connections), runner.app[SLOTS])
         await site.start()
         door.port = site.port
 

@@ -38,22 +38,29 @@ class TokenAuth:
     # Where a replaced token comes from (`token --rotate`); None: the token never changes.
     source: Callable[[], str] | None = field(default=None, repr=False)
     cookie_value: str = field(init=False, repr=False)
+    # Counts the tokens adopted: a connection admitted under an older one is ended
+    # (api/slots.py).
+    generation: int = field(default=0, init=False)
 
     def __post_init__(self) -> None:
         self._adopt(self.token)
 
     def _adopt(self, token: str) -> None:
         self.token = token
+        self.generation += 1
         self.cookie_value = hmac.new(self.token.encode(), b"llamon-playground cookie v1",
                                      hashlib.sha256).hexdigest()
         register_secret(self.token)
         register_secret(self.cookie_value)
 
-    def _refresh(self) -> None:
+    def refresh(self) -> bool:
+        """Adopt the kept token if it was replaced; True if it was."""
         if self.source is not None:
             token = self.source()
             if token != self.token:
                 self._adopt(token)
+                return True
+        return False
 
     def __repr__(self) -> str:
         return "TokenAuth(<token>)"
@@ -62,7 +69,7 @@ class TokenAuth:
         return f"{COOKIE_PREFIX}{port}-{self.project}" if self.project else f"{COOKIE_PREFIX}{port}"
 
     def allows(self, request: web.Request, port: int) -> bool:
-        self._refresh()
+        self.refresh()
         header = request.headers.get("Authorization")
         if header is not None:  # a credential that is given is judged, never skipped
             scheme, _, value = header.partition(" ")
@@ -72,7 +79,7 @@ class TokenAuth:
 
     def login(self, request: web.Request, port: int) -> web.StreamResponse | None:
         """`GET /?token=...`: a redirect that sets the cookie, or None (then 401)."""
-        self._refresh()
+        self.refresh()
         given = request.query.get("token")
         if given is None or not same(given, self.token):
             return None

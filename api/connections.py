@@ -7,8 +7,9 @@ and asyncio logs a traceback for every retry, while nobody gets an answer. So:
   still sending its headers included (aiohttp's keep-alive timer runs from the connection's
   start: `keepalive_timeout`); a running request (an SSE stream) is never cut;
 - at most `cap` connections are open at once, fewer than the open-files limit allows (each
-  relayed request holds a second descriptor, to the daemon): one more is answered `503
-  too_many_connections` and closed at once;
+  relayed request holds a second descriptor, to the daemon): one more takes the place of
+  the oldest connection the door has not admitted yet (api/slots.py), or, when the door
+  admitted every one, is answered `503 too_many_connections` and closed at once;
 - an accept that fails for want of descriptors is one warning line every few seconds.
 """
 
@@ -21,6 +22,8 @@ import time
 from typing import Any
 
 from aiohttp import web
+
+from llamon_playground.api.slots import DoorRequestHandler, Slots
 
 log = logging.getLogger(__name__)
 
@@ -41,11 +44,13 @@ class _Refuse(asyncio.Protocol):
 
 
 class CappedSite(web.TCPSite):
-    """TCPSite whose protocol factory refuses connections past the cap."""
+    """TCPSite whose protocol factory makes room past the cap, or refuses."""
 
-    def __init__(self, runner: web.BaseRunner, host: str, port: int, cap: int) -> None:
+    def __init__(self, runner: web.BaseRunner, host: str, port: int, cap: int,
+                 slots: Slots) -> None:
         super().__init__(runner, host, port, reuse_address=True)
         self.cap = cap
+        self.slots = slots
 
     async def start(self) -> None:
         await web.BaseSite.start(self)  # registers the site with its runner
@@ -65,11 +70,17 @@ class CappedSite(web.TCPSite):
             # before the first one's connection_made (which puts it in server.connections)
             # runs: those made but not yet registered count too. `registered` runs right
             # before that connection_made, both scheduled as this connection is accepted.
-            if len(server.connections) + unregistered >= self.cap:
+            # An evicted connection leaves server.connections when its close runs, a
+            # moment later: until then the cap may be passed by the ones that replaced it.
+            if (len(server.connections) + unregistered >= self.cap
+                    and not self.slots.evict_one()):
                 return _Refuse()
             unregistered += 1
             loop.call_soon(registered)
-            return server()
+            handler = server()
+            assert isinstance(handler, DoorRequestHandler)
+            self.slots.opened(handler)
+            return handler
 
         self._server = await loop.create_server(
             protocol, self._host, self._port, backlog=self._backlog,

@@ -1,7 +1,8 @@
 """The front's one middleware: every request, SSE and file downloads included, passes here.
 
 In order: a request id; `Host` (403); the token (401); the site of a state-changing request
-(403), its Content-Type and any Content-Encoding (415); the declared body size (413). Then
+(403), its Content-Type and every Content-Encoding (415); the declared body size (413).
+A request that passes makes its connection admitted (it keeps its slot: api/slots.py). Then
 the route. Errors keep the API's shape `{"detail": {"error", "message"}}`, and one log line
 per request says method, path (never the query string: it may hold `?token=`), status and
 time.
@@ -26,6 +27,7 @@ from llamon_playground.api.guard import (
 )
 from llamon_playground.api.limits import BodyTooLarge, body_limit, check_declared
 from llamon_playground.api.page import unauthorized_page, wants_page
+from llamon_playground.api.slots import SLOTS
 from llamon_playground.common.config import Settings
 from llamon_playground.common.http_json import error_response, http_error_response
 from llamon_playground.common.logging_setup import log_context
@@ -63,6 +65,12 @@ class Door:
                        body_limit(self.settings, request.method, request.path))
         return None
 
+    def admitted(self, request: web.Request) -> None:
+        """The request passed: its connection holds its slot, under the current token."""
+        slots = request.app.get(SLOTS)
+        if slots is not None:
+            slots.admit(request.protocol, self.auth.generation if self.auth else 0)
+
 
 DOOR = web.AppKey("door", Door)
 
@@ -91,7 +99,9 @@ async def door_middleware(request: web.Request, handler: Handler) -> web.StreamR
 
 async def _answer(request: web.Request, handler: Handler) -> web.StreamResponse:
     try:
-        early = request.app[DOOR].admit(request)
+        door = request.app[DOOR]
+        early = door.admit(request)
+        door.admitted(request)
         return early if early is not None else await handler(request)
     except Refused as exc:
         if exc.status == 401 and wants_page(request):

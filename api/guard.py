@@ -98,9 +98,12 @@ def check_content_type(request: web.Request) -> None:
 
 def check_content_encoding(request: web.Request) -> None:
     """A compressed request body is refused: aiohttp would decode it while the relay still
-    declared its compressed length, which hung or cut the body on the daemon's side."""
-    encoding = request.headers.get("Content-Encoding", "").strip().lower()
-    if encoding not in ("", "identity"):
-        raise Refused(415, "unsupported_content_encoding",
-                      f"request bodies are not decoded here; send them without "
-                      f"Content-Encoding (got {encoding[:40]!r})")
+    declared its compressed length, which hung or cut the body on the daemon's side. Every
+    `Content-Encoding` header is read, and every coding each one lists."""
+    for value in request.headers.getall("Content-Encoding", ()):
+        for coding in value.split(","):
+            encoding = coding.strip().lower()
+            if encoding not in ("", "identity"):
+                raise Refused(415, "unsupported_content_encoding",
+                              f"request bodies are not decoded here; send them without "
+                              f"Content-Encoding (got {encoding[:40]!r})")

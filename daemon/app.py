@@ -27,6 +27,7 @@ from llamon_playground.daemon.http.adopt import HandoverListener, answer_once
 from llamon_playground.daemon.http.capture import add_capture_routes
 from llamon_playground.daemon.http.data import add_data_routes
 from llamon_playground.daemon.http.edits import add_edit_routes
+from llamon_playground.daemon.http.history_upkeep import add_history_routes
 from llamon_playground.daemon.http.host import add_host_routes
 from llamon_playground.daemon.http.introspect import add_introspect_routes
 from llamon_playground.daemon.http.openapi import add_openapi_routes
@@ -53,6 +54,8 @@ from llamon_playground.daemon.store.history_service import HistoryService
 from llamon_playground.daemon.store.project_events import ProjectEvents
 from llamon_playground.daemon.store.search.service import RunSearch
 from llamon_playground.daemon.store.records import EventRow
+from llamon_playground.daemon.store.upkeep.compaction import Compactor
+from llamon_playground.daemon.store.upkeep.trimmer import Trimmer
 from llamon_playground.host_manager.crash_policy import CrashSettings
 from llamon_playground.host_manager.environment import ENV_MARKER, ENV_TREE
 from llamon_playground.host_manager.errors import HostUnavailable
@@ -106,6 +109,8 @@ class Daemon:
     http: aiohttp.ClientSession
     project_events: ProjectEvents
     reload: ReloadCoordinator
+    compactor: Compactor
+    trimmer: Trimmer
 
 
 async def build_services(settings: Settings, environ: dict[str, str]) -> Daemon:
@@ -115,10 +120,12 @@ async def build_services(settings: Settings, environ: dict[str, str]) -> Daemon:
     def committed(rows: list[EventRow]) -> None:
         hub.publish(rows)
         project_events.committed(rows)
+        compactor.noticed(rows)
 
     store = Store(settings, on_commit=committed,
                   on_degraded=lambda error: _history_degraded(services, error))
     blobs = BlobStore(settings.files_dir)
+    compactor = Compactor(store)
     try:
         project = load_project_config(settings.project_dir)
         env_file, warnings = project.env_file, project_warnings(project, settings.project_dir)
@@ -152,7 +159,8 @@ async def build_services(settings: Settings, environ: dict[str, str]) -> Daemon:
     history = HistoryService(store, blobs, project_events, db_path=settings.db_path,
                              live=runs.live, imported=IMPORTED_ENDING, limits=settings.limits)
     services = Daemon(settings, store, blobs, hub, host, runs, history, http,
-                      project_events, ReloadCoordinator(host, runs))
+                      project_events, ReloadCoordinator(host, runs), compactor,
+                      Trimmer(settings, store, history))
     return services
 
 
@@ -181,6 +189,8 @@ async def recover(services: Daemon) -> None:
 
 
 async def shutdown(services: Daemon) -> None:
+    await services.compactor.close()
+    await services.trimmer.close()
     await services.runs.shutdown()
     await services.host.close()
     await services.store.close()
@@ -199,8 +209,9 @@ def make_app(services: Daemon) -> web.Application:
     s = services
     app.middlewares.append(errors_middleware(s.store))
     add_routes(app, settings=s.settings, store=s.store, hub=s.hub, history=s.history,
-               runs=s.runs, host=s.host)
+               runs=s.runs, host=s.host, trimmer=s.trimmer)
     add_data_routes(app, settings=s.settings, history=s.history)
+    add_history_routes(app, trimmer=s.trimmer)
     add_edit_routes(app, history=s.history, max_request_bytes=s.settings.max_request_bytes,
                     limits=s.settings.limits)
     add_search_routes(app, search=RunSearch(s.store))
@@ -246,6 +257,8 @@ async def serve(settings: Settings, environ: dict[str, str]) -> None:
                 log.error("boot recovery failed; the daemon stops: %s", exc)
                 await shutdown(services)
                 raise BootFailed(f"boot recovery failed: {exc}") from exc
+            services.compactor.start()
+            services.trimmer.start()
             app = make_app(services)
             # Parser-level errors answered plainly too: our Server header, nothing echoed.
             runner = PlainRunner(app, handle_signals=False, access_log=None,

@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-import enum
+from llamon_playground.common.wire.words import HostStateName as HostState
 
+__all__ = ["TRANSITIONS", "HostState", "IllegalHostTransition", "check"]
 
-class HostState(enum.StrEnum):
-    """Where the Host is in its lifecycle; the moves allowed between states are in TRANSITIONS."""
-
-    STOPPED = "stopped"
-    STARTING = "starting"
-    READY = "ready"
-    STOPPING = "stopping"
-    BACKOFF = "backoff"  # crashed or exited; an automatic restart is pending
-    CRASHLOOP = "crashloop"  # crashed too often: no automatic restart until an edit or a start
-
-
+# The states are the API's closed set (the wire declaration spells them once); this module
+# says which moves between them are allowed.
 TRANSITIONS: dict[HostState, frozenset[HostState]] = {
     HostState.STOPPED: frozenset({HostState.STARTING}),
     HostState.STARTING: frozenset({HostState.READY, HostState.BACKOFF, HostState.CRASHLOOP,

@@ -33,7 +33,9 @@ REPO = Path(__file__).resolve().parents[1]
 COMMAND = "scripts/gen_wire"
 MAX_LINE = 100
 # The declaration's modules behind each generated client file, in the order their classes
-# are written: the answers, and the request bodies (two files, each a readable size).
+# are written: the answers, and the request bodies (two files, each a readable size). The
+# history upkeep answers (`upkeep`: GET /history, POST /history/trim) are the OpenAPI
+# document's only; the client reads those two routes with `call`.
 ANSWER_MODULES = (history, host, documents, search_wire)
 REQUEST_MODULES = (requests,)
 

@@ -143,6 +143,9 @@ OPERATIONS: tuple[Op, ...] = (
        body=ref("ExportRequest"), body_required=False, errors=(400, 404)),
     Op("POST", "/bundles/import", "Import a bundle (validated before any write)", 201,
        ref("BundleImported"), body=ref("Bundle"), errors=(400, 409)),
+    Op("GET", "/history", "History's size and counts, and what the retention policy "
+       "would remove", answer=ref("HistoryReport")),
+    Op("POST", "/history/trim", "Apply the retention policy now", answer=ref("HistoryTrimmed")),
     # introspection
     Op("GET", "/composer-schema", "The input composer of the project",
        answer=ref("ComposerSchema")),

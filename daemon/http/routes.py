@@ -34,6 +34,7 @@ from llamon_playground.daemon.runs.manager import RunManager
 from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.event_log import EventHub
 from llamon_playground.daemon.store.history_service import HistoryService
+from llamon_playground.daemon.store.upkeep.trimmer import Trimmer
 from llamon_playground.host_manager.supervisor import HostSupervisor
 
 log = logging.getLogger(__name__)
@@ -81,14 +82,15 @@ RUN_ORDERS = ("oldest", "newest")  # a session's runs: creation order, or newest
 class RunRoutes:
     """/health, sessions and runs: each handler parses, calls a service, renders."""
 
-    def __init__(self, settings: Settings, store: Store, hub: EventHub,
-                 history: HistoryService, runs: RunManager, host: HostSupervisor) -> None:
+    def __init__(self, settings: Settings, store: Store, hub: EventHub, history: HistoryService,
+                 runs: RunManager, host: HostSupervisor, trimmer: Trimmer) -> None:
         self._settings = settings
         self._store = store
         self._hub = hub
         self._history = history
         self._runs = runs
         self._host = host
+        self._trimmer = trimmer
 
     async def _body(self, request: web.Request) -> Any:
         return await read_object(request, self._settings.max_request_bytes)
@@ -105,6 +107,7 @@ class RunRoutes:
                               "host": self._host.status(),
                               "active_run_id": active.run_id if active else None,
                               "history_degraded": store.degraded,
+                              "history": self._trimmer.summary(),
                               "platform": current_platform().name})
 
     # -- sessions -----------------------------------------------------------------------------
@@ -169,8 +172,9 @@ class RunRoutes:
 
 
 def add_routes(app: web.Application, *, settings: Settings, store: Store, hub: EventHub,
-               history: HistoryService, runs: RunManager, host: HostSupervisor) -> None:
-    routes = RunRoutes(settings, store, hub, history, runs, host)
+               history: HistoryService, runs: RunManager, host: HostSupervisor,
+               trimmer: Trimmer) -> None:
+    routes = RunRoutes(settings, store, hub, history, runs, host, trimmer)
     r = app.router
     r.add_get("/health", routes.health)
     r.add_get(PREFIX + "/sessions", routes.list_sessions)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from llamon_playground.daemon.errors import ProjectError
+from llamon_playground.daemon.introspect.file_cache import FileCache
 
 DEFAULT_HOST_COMMAND = ("uv", "run", "llamon", "run", ".")
 KINDS = ("agent", "flow", "orchestrator")
@@ -39,12 +40,21 @@ class ProjectConfig:
 
 
 def load_project_config(project_dir: Path) -> ProjectConfig:
+    """The project's `[tool.llamon]`, read again only when pyproject.toml changed (every run
+    asks; a stat is all an unchanged file costs)."""
     path = project_dir / "pyproject.toml"
     try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+        return _CONFIGS.get(path)
     except FileNotFoundError as exc:
         raise ProjectError(f"{path} does not exist") from exc
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ProjectError(f"{path}: {exc}") from exc
+
+
+def _parse(path: Path, text: str) -> ProjectConfig:
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
         raise ProjectError(f"{path}: {exc}") from exc
     table = doc.get("tool", {}).get("llamon", {})
     if not isinstance(table, dict):
@@ -74,6 +84,9 @@ def load_project_config(project_dir: Path) -> ProjectConfig:
                          memory_backend=memory if isinstance(memory, str) else None,
                          warm_start=warm_start, preload=tuple(preload),
                          raw=dict(table))
+
+
+_CONFIGS: FileCache[ProjectConfig] = FileCache(_parse)
 
 
 def backend_warnings(config: ProjectConfig) -> list[dict[str, str]]:

@@ -156,9 +156,11 @@ class RunManager:
                    "created_at": utcnow(), "context_id": context_id, "task_id": task_id,
                    "parent_run_id": parent_run_id, "rerun_of": rerun_of,
                    "input": stored_input, "label": label, "edited_fields": edited_fields}
-            await insert_run(self._store, row, shas, resumed_parent=parent_run_id)
-            self._store.append_event(run.run_id, "run.status",
-                                     {"status": RunStatus.QUEUED.value})
+            # The row and its first event commit together: the 202 leaves once both are
+            # durable, and a run never exists without its queued status.
+            await insert_run(self._store, row, shas, resumed_parent=parent_run_id,
+                             events=[(run.run_id, "run.status",
+                                      {"status": RunStatus.QUEUED.value})])
         except BaseException:
             self._release(run)
             self._hub.drop(run.run_id)

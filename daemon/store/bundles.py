@@ -47,6 +47,7 @@ from llamon_playground.daemon.store.frames import (
     INSERT_EVENTS,
     build_frame,
     frame_payload,
+    stored_events,
 )
 from llamon_playground.daemon.store.history import RUN_JSON_COLUMNS
 from llamon_playground.daemon.store.ids import new_context_id, new_run_id, new_session_id
@@ -90,17 +91,16 @@ def _export_sync(db_path: Path, blobs: BlobStore, session_ids: list[str] | None,
         wanted_sessions = None if session_ids is None and run_ids is None else sorted(
             {*(session_ids or []), *(r["session_id"] for r in runs)})
         sessions = _rows(conn, "sessions", "id", wanted_sessions)
-        events = sorted((e for chunk in _chunks([r["id"] for r in runs]) for e in conn.execute(
-            f"SELECT seq, run_id, kind, ts, frame FROM events WHERE run_id IN "
-            f"({_marks(chunk)})", chunk)), key=lambda e: int(e["seq"]))
+        events = stored_events(conn, [r["id"] for r in runs])
         conn.execute("COMMIT")
     finally:
         conn.close()
     run_docs = [_run_doc(r) for r in runs]
     return {"format": BUNDLE_FORMAT, "exported_at": utcnow(), "privacy_warning": PRIVACY_WARNING,
             "sessions": [_session_doc(s) for s in sessions], "runs": run_docs,
-            "events": [{"seq": e["seq"], "run_id": e["run_id"], "kind": e["kind"],
-                        "payload": frame_payload(e["frame"]), "ts": e["ts"]} for e in events],
+            "events": [{"seq": seq, "run_id": run_id, "kind": kind,
+                        "payload": frame_payload(frame), "ts": ts}
+                       for seq, run_id, kind, ts, frame in events],
             "blobs": _export_blobs(blobs, run_docs)}
 
 

@@ -24,7 +24,7 @@ import aiosqlite
 from llamon_playground.common.config import Settings
 from llamon_playground.daemon.errors import StoreError, UnsupportedDatabaseVersion
 from llamon_playground.daemon.store.batch import Batches, Item, OpResult, PendingOp, WriteOp
-from llamon_playground.daemon.store.frames import FRAMES_SQL
+from llamon_playground.daemon.store.frames import BLOCK_AFTER_SQL, FRAMES_SQL, block_page
 from llamon_playground.daemon.store.migrations import SCHEMA_VERSION, migrate, peek_user_version
 from llamon_playground.daemon.store.private import prepare_state
 from llamon_playground.daemon.store.records import EventRecord, EventRow, compact_json
@@ -118,6 +118,10 @@ class Store:
     def _open_writer(self, db: str) -> int:
         conn = sqlite3.connect(db, isolation_level=None)
         try:
+            if int(conn.execute("PRAGMA page_count").fetchone()[0]) == 0:
+                # A new file: free pages can go back to the filesystem (retention); only
+                # settable before the first table (docs/storage.md, "Retention").
+                conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute(f"PRAGMA wal_autocheckpoint={WAL_AUTOCHECKPOINT_PAGES}")
             conn.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")
@@ -185,16 +189,18 @@ class Store:
 
     async def write_with_events(self, op: Callable[[sqlite3.Connection], T],
                                 events: list[tuple[str, str, dict[str, Any]]], *,
-                                then: Callable[[], None] | None = None) -> T:
+                                then: Callable[[], None] | None = None,
+                                durable: bool = True) -> T:
         """`op` and `events` (run_id, kind, payload) in one savepoint of one transaction,
         retried in order while history is degraded until they commit (a run's ending must
         land whole, however long the disk is full). `then` runs on the loop right after
-        the commit, before the events are published or this call returns."""
+        the commit, before the events are published or this call returns. Not `durable`:
+        a failed write fails the call, as `write` does (a run's creation)."""
         if self._writer_task is None:
             raise StoreError("store is not open")
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         encoded = [(run_id, kind, compact_json(payload)) for run_id, kind, payload in events]
-        self._items.append(PendingOp(op, future, encoded, durable=True, then=then))
+        self._items.append(PendingOp(op, future, encoded, durable=durable, then=then))
         self._urgent.set()
         self._wake.set()
         return await future
@@ -205,6 +211,16 @@ class Store:
             await self.write(_noop)
         except StoreError:
             pass
+
+    async def outside_transaction(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `fn(conn)` on the writer thread between two transactions, after everything
+        queued before it (a VACUUM cannot run inside one). The thread runs one thing at a
+        time, so no batch commits beside it."""
+        await self.flush()
+        conn = self._conn
+        if conn is None:
+            raise StoreError("store is not open")
+        return await self._on_writer(fn, conn)
 
     def checkpoint_soon(self) -> None:
         """Checkpoint as soon as the writer is idle (a run just ended)."""
@@ -341,9 +357,17 @@ class Store:
 
     async def frames_after(self, run_id: str, after: int, limit: int = 2000
                            ) -> tuple[bytes, int, bool]:
-        """The stored SSE frames of the next `limit` events after `after`, joined in one
-        query: (bytes, last seq, whether the page holds the terminal run.status)."""
+        """The stored SSE frames of the next `limit` events after `after` (of a finished
+        run's blocks: the rest of one block), joined: (bytes, last seq, whether the page
+        holds the terminal run.status)."""
         rows = list(await self.reader.execute_fetchall(FRAMES_SQL, (run_id, after, limit)))
+        # Then the blocks: a finished run's earlier events (daemon/store/frames.py). Read
+        # second, so events that moved there since the first read are found there.
+        block = list(await self.reader.execute_fetchall(BLOCK_AFTER_SQL, (run_id, after)))
+        if block:
+            page = block_page(block[0], after)
+            if page is not None:
+                return page
         data, last, terminal = rows[0] if rows else (None, 0, 0)
         if not data:
             return b"", after, False

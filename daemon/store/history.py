@@ -136,7 +136,10 @@ async def list_runs(store: Store, session_id: str, after: int = 0, limit: int = 
 
 
 async def insert_run(store: Store, run: dict[str, Any], file_shas: list[str],
-                     resumed_parent: str | None = None) -> None:
+                     resumed_parent: str | None = None,
+                     events: list[tuple[str, str, dict[str, Any]]] | None = None) -> None:
+    """Insert a run's row (and the `events` it starts with, in the same transaction: one
+    commit, one hand-off to the writer)."""
     values = dict(run)
     for key in RUN_JSON_COLUMNS:
         if key in values and values[key] is not None:
@@ -152,7 +155,10 @@ async def insert_run(store: Store, run: dict[str, Any], file_shas: list[str],
             # Same transaction as the child: a parent is resumed at most once.
             conn.execute("UPDATE runs SET resumed_by = ? WHERE id = ?",
                                (run["id"], resumed_parent))
-    await store.write(op)
+    if events:
+        await store.write_with_events(op, events, durable=False)
+    else:
+        await store.write(op)
 
 
 async def update_run(store: Store, run_id: str, changes: dict[str, Any],
@@ -224,7 +230,11 @@ async def delete_all_history(store: Store) -> tuple[dict[str, int], list[str]]:
         counts: dict[str, int] = {}
         for table in ("sessions", "runs", "events"):
             counts[table] = int(conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
+        # Finished runs keep most of their events in blocks (daemon/store/frames.py).
+        counts["events"] += int(conn.execute(
+            "SELECT COALESCE(sum(events), 0) FROM event_blocks").fetchone()[0])
         shas = [r[0] for r in conn.execute("SELECT DISTINCT sha256 FROM run_files")]
+        conn.execute("DELETE FROM event_blocks")  # at once, not a trigger per run
         conn.execute("DELETE FROM events")
         conn.execute("DELETE FROM run_files")
         conn.execute("UPDATE runs SET parent_run_id = NULL")  # the foreign key

@@ -9,7 +9,7 @@ holds (the run manager's, wired by `daemon.app`).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -198,6 +198,19 @@ class HistoryService:
             shas = await history.delete_session(self._store, session_id)
             removed = await self._unlink_unreferenced(shas)
         return {"deleted": session_id, "blobs_removed": removed}
+
+    async def remove_for_policy(self, session_id: str,
+                                delete: Callable[[], Awaitable[list[str] | None]]) -> int | None:
+        """The retention policy's removal of one session, held to deletion's rules: never
+        the active run's session, in turn with imports and deletions, the blobs orphaned
+        unlinked after the commit. `delete` commits and returns the blobs the removed runs
+        referenced (None: it kept the session after all); the answer is how many went."""
+        async with self._blob_changes:
+            active = self._live()
+            if active is not None and active.session_id == session_id:
+                return None
+            shas = await delete()
+            return None if shas is None else await self._unlink_unreferenced(shas)
 
     async def _unlink_unreferenced(self, shas: list[str]) -> int:
         """After the commit, unlink only blobs nothing references by now: a run may have

@@ -193,6 +193,29 @@ MIGRATIONS: list[str] = [
     INSERT INTO run_search (rowid, input, output, label, note, title, facts)
     SELECT run_rowid, input, output, label, note, title, facts FROM run_search_doc;
     """,
+    # Finished runs kept compact: their events before the terminal run.status move into
+    # zstandard blocks (daemon/store/frames.py), in the background and a few at a time
+    # (daemon/store/upkeep/compaction.py); `upkeep` keeps how far that sweep got, so it resumes
+    # after a kill. A run's blocks go with its row, whoever deletes it.
+    """
+    CREATE TABLE event_blocks (
+        run_id     TEXT NOT NULL,
+        first_seq  INTEGER NOT NULL,
+        last_seq   INTEGER NOT NULL,
+        events     INTEGER NOT NULL,
+        terminal   INTEGER NOT NULL,
+        frames     BLOB NOT NULL,
+        stamps     BLOB NOT NULL
+    );
+    CREATE UNIQUE INDEX event_blocks_by_run ON event_blocks(run_id, last_seq);
+    CREATE TABLE upkeep (
+        key    TEXT PRIMARY KEY,
+        value  INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    CREATE TRIGGER run_blocks_go_with_run AFTER DELETE ON runs BEGIN
+        DELETE FROM event_blocks WHERE run_id = old.id;
+    END;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

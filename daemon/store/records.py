@@ -7,9 +7,8 @@ from typing import Any
 
 import orjson
 
+from llamon_playground.daemon.store.frames import EventRow as EventRow  # kept importable here
 from llamon_playground.daemon.store.frames import frame_data, payload_json
-
-EventRow = tuple[int, str, str, str, bytes]  # seq, run_id, kind, ts, frame
 
 
 def compact_json(value: Any) -> bytes:

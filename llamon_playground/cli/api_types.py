@@ -13,12 +13,12 @@ from typing import Any, Literal, NotRequired, TypedDict
 
 __all__ = [
     "Bundle", "BundleBlob", "BundleImported", "Compare", "ComposerSchema", "DeletedCounts", "Error",
-    "ErrorDetail", "Health", "HistoryDeleted", "HostError", "HostErrorDetail", "HostLogs",
-    "HostStatus", "HostWarning", "Landing", "Lineage", "LogLine", "OpenApiDocument", "Part",
-    "ReapedProcess", "RerunTree", "Run", "RunAccepted", "RunEvent", "RunInput", "RunList",
-    "RunSummary", "ScoreSummary", "SearchExcerpt", "SearchHit", "SearchResults", "Session",
-    "SessionDeleted", "SessionList", "Snippets", "SourceTarget", "TextCut", "TextDiff",
-    "WarmParent", "WatchCounters",
+    "ErrorDetail", "Health", "HistoryDeleted", "HistorySize", "HostError", "HostErrorDetail",
+    "HostLogs", "HostStatus", "HostWarning", "Landing", "Lineage", "LogLine", "OpenApiDocument",
+    "Part", "ReapedProcess", "RerunTree", "RetentionPolicy", "Run", "RunAccepted", "RunEvent",
+    "RunInput", "RunList", "RunSummary", "ScoreSummary", "SearchExcerpt", "SearchHit",
+    "SearchResults", "Session", "SessionDeleted", "SessionList", "Snippets", "SourceTarget",
+    "TextCut", "TextDiff", "WarmParent", "WatchCounters",
 ]
 
 
@@ -303,6 +303,21 @@ class HostLogs(TypedDict):
     next: int
 
 
+class RetentionPolicy(TypedDict):
+    """The most history to keep (docs/storage.md, Retention); both None: the policy is off."""
+
+    max_bytes: int | None  # None: no size limit
+    max_age_days: float | None  # None: no age limit
+
+
+class HistorySize(TypedDict):
+    """`/health`'s `history`: the retention policy and the bytes history takes on disk."""
+
+    max_bytes: int | None  # None: no size limit
+    max_age_days: float | None  # None: no age limit
+    bytes: int  # the database with its WAL, and the files as last counted
+
+
 class Health(TypedDict):
     """`GET /health`: answered without creating history."""
 
@@ -317,6 +332,7 @@ class Health(TypedDict):
     # the side of the platform seam the daemon runs: `portable` on macOS, or on Linux with
     # LLAMON_PLAYGROUND_FORCE_PORTABLE=1
     platform: Literal["linux", "portable"]
+    history: HistorySize
 
 
 class TextCut(TypedDict):

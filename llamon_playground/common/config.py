@@ -104,6 +104,9 @@ class FrontSettings:
     # A connection with no request in progress (or still sending its headers) is closed
     # after this many seconds; open SSE streams are requests in progress.
     idle_timeout: float = 15.0
+    # A connection gets this many seconds to send a request the door admits (a valid
+    # token); until then it is the first to go when the cap is reached (api/slots.py).
+    head_timeout: float = 5.0
     max_connections: int = 256  # and never more than half the open-files limit allows
     transport: str = "fast"  # one of FRONT_TRANSPORTS
 
@@ -112,6 +115,7 @@ FRONT_ENV = (
     EnvVar("token", ENV_TOKEN, str),
     EnvVar("token_file", ENV_TOKEN_FILE, Path),
     EnvVar("idle_timeout", "LLAMON_PLAYGROUND_FRONT_IDLE_TIMEOUT", float),
+    EnvVar("head_timeout", "LLAMON_PLAYGROUND_FRONT_HEAD_TIMEOUT", float),
     EnvVar("max_connections", "LLAMON_PLAYGROUND_FRONT_MAX_CONNECTIONS", _whole),
     EnvVar("transport", "LLAMON_PLAYGROUND_FRONT_TRANSPORT", _transport),
 )
@@ -146,6 +150,10 @@ class Settings:
     watchdog_usec: int = 0
     watchdog_pid: int | None = None
     host_stall_timeout: float = 30.0
+    # The retention policy (daemon/store/upkeep/retention.py): the most history to keep, by size
+    # (bytes) and by age (days); 0 is off, the default.
+    history_max_bytes: int = 0
+    history_max_age_days: float = 0.0
     # Built with the rest (one builder per process); the front reads it, and the daemon its
     # max_connections (the cap on the streams it writes on lent connections).
     front: FrontSettings = field(default_factory=FrontSettings)
@@ -233,6 +241,8 @@ DAEMON_ENV = (
     EnvVar("db_busy_timeout_ms", "LLAMON_PLAYGROUND_DB_BUSY_TIMEOUT_MS", _whole),
     EnvVar("watch", "LLAMON_PLAYGROUND_WATCH", _switch),
     EnvVar("host_stall_timeout", "LLAMON_PLAYGROUND_HOST_STALL_TIMEOUT", float),
+    EnvVar("history_max_bytes", "LLAMON_PLAYGROUND_HISTORY_MAX_BYTES", _whole),
+    EnvVar("history_max_age_days", "LLAMON_PLAYGROUND_HISTORY_MAX_AGE_DAYS", float),
 )
 # One variable a limit (the names live beside the limits, common/limits.py).
 LIMITS_ENV = tuple(EnvVar(name, env, _whole) for name, env in LIMIT_ENV_NAMES.items())

@@ -7,6 +7,8 @@ import sqlite3
 from pathlib import Path
 
 from llamon_playground.daemon.store.frames import frame_payload
+from llamon_playground.daemon.store.records import EventRow
+from llamon_playground.daemon.store.frames import stored_events
 
 ACTIVE = ("queued", "preparing", "running")
 
@@ -19,7 +21,7 @@ def check_database(db: Path, received: dict[str, list[int]],
     try:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         stored: dict[str, list[int]] = {}
-        for run_id, seq in conn.execute("SELECT run_id, seq FROM events ORDER BY seq"):
+        for seq, run_id, *_ in all_events(conn):
             stored.setdefault(run_id, []).append(seq)
         for run_id, seqs in received.items():
             missing = set(seqs) - set(stored.get(run_id, []))
@@ -32,28 +34,34 @@ def check_database(db: Path, received: dict[str, list[int]],
         assert active <= (allowed_active or set()), f"runs left active: {active}"
         check_rows_match_events(conn)
         runs = conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
-        events = conn.execute("SELECT COUNT(*) FROM events").fetchone()[0]
-        return {"runs": runs, "events": events}
+        return {"runs": runs, "events": len(all_events(conn))}
     finally:
         conn.close()
+
+
+def all_events(conn: sqlite3.Connection) -> list[EventRow]:
+    """Every stored event, a live run's rows and a finished run's blocks alike, by seq."""
+    run_ids = sorted({r[0] for r in conn.execute(
+        "SELECT run_id FROM events UNION SELECT run_id FROM event_blocks")})
+    return stored_events(conn, run_ids)
 
 
 def check_rows_match_events(conn: sqlite3.Connection) -> None:
     """Each ended run's row says what its events say: the same final status and reason,
     and the output its run.output event carried."""
+    by_run: dict[str, list[EventRow]] = {}
+    for event in all_events(conn):
+        by_run.setdefault(event[1], []).append(event)
     for run_id, status, reason, output in conn.execute(
             f"SELECT id, status, reason, output FROM runs WHERE status NOT IN {ACTIVE}"):
-        ending = conn.execute(
-            "SELECT frame FROM events WHERE run_id = ? AND kind = 'run.status' "
-            "ORDER BY seq DESC LIMIT 1", (run_id,)).fetchone()
-        if ending is None:
+        events = by_run.get(run_id, [])
+        endings = [e[4] for e in events if e[2] == "run.status"]
+        if not endings:
             continue  # an imported run may carry no events at all
-        last = frame_payload(ending[0])
+        last = frame_payload(endings[-1])
         assert (last["status"], last.get("reason")) == (status, reason), (run_id, last, status)
-        parts = conn.execute(
-            "SELECT frame FROM events WHERE run_id = ? AND kind = 'run.output' "
-            "ORDER BY seq DESC LIMIT 1", (run_id,)).fetchone()
-        streamed = frame_payload(parts[0])["parts"] if parts else []
+        parts = [e[4] for e in events if e[2] == "run.output"]
+        streamed = frame_payload(parts[-1])["parts"] if parts else []
         assert streamed == json.loads(output), (run_id, streamed, output)
 
 

@@ -17,6 +17,7 @@ import orjson
 
 from tests.support.api import Api
 from tests.support.procs import Stack, short_tmpdir, stack_for
+from tests.support.waiting import eventually
 
 
 def b64(data: bytes) -> str:
@@ -67,6 +68,26 @@ def snapshot(stack: Stack) -> dict[str, Any]:
     return {"db": db.read_bytes(), "wal": wal.read_bytes() if wal.exists() else None,
             "rows": db_rows(stack),
             "files": {p.name: sha(p.read_bytes()) for p in sorted(files.iterdir())}}
+
+
+def _settled(stack: Stack) -> bool:
+    db = stack.settings.db_path
+    wal = db.with_name(db.name + "-wal")
+    conn = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True)
+    try:
+        rows, runs = conn.execute("SELECT COUNT(*), COUNT(DISTINCT run_id) FROM events"
+                                  ).fetchone()
+    finally:
+        conn.close()
+    return rows == runs and (not wal.exists() or wal.stat().st_size == 0)
+
+
+async def settled_snapshot(stack: Stack) -> dict[str, Any]:
+    """A snapshot once the daemon's own housekeeping after the last run is done: finished
+    runs compacted (docs/storage.md, "On disk") and the WAL checkpointed once idle. Only
+    with every run finished."""
+    await eventually(lambda: _settled(stack), what="the daemon's housekeeping done")
+    return snapshot(stack)
 
 
 def blob_names(files_dir: Path) -> set[str]:

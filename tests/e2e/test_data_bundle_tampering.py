@@ -15,7 +15,16 @@ from typing import Any
 
 import orjson
 
-from tests.e2e.data_support import b64, finished_run, inline_file, post_big, sha, snapshot, text
+from tests.e2e.data_support import (
+    b64,
+    finished_run,
+    inline_file,
+    post_big,
+    settled_snapshot,
+    sha,
+    snapshot,
+    text,
+)
 from tests.support.api import Api
 from tests.support.procs import Stack
 from tests.support.waiting import eventually
@@ -136,7 +145,7 @@ async def make_bundle(api: Api) -> Bundle:
 async def test_each_tampering_is_refused_and_nothing_is_written(api: Api,
                                                                daemon: Stack) -> None:
     bundle = await make_bundle(api)
-    before = snapshot(daemon)
+    before = await settled_snapshot(daemon)
     for name, tamper, status, code in TAMPERING:
         tampered = copy.deepcopy(bundle)
         add_file(tampered, f"a new blob for {name}".encode())
@@ -163,7 +172,7 @@ async def test_each_tampering_is_refused_and_nothing_is_written(api: Api,
 async def test_an_oversized_blob_is_413_and_nothing_is_written(direct: Api,
                                                                daemon: Stack) -> None:
     bundle = await make_bundle(direct)
-    before = snapshot(daemon)
+    before = await settled_snapshot(daemon)
     add_file(bundle, os.urandom(16 * MIB + 1))
     got, doc = await post_big(direct, "bundles/import", bundle)
     assert (got, doc["detail"]["error"]) == (413, "blob_too_large"), doc
@@ -173,7 +182,7 @@ async def test_an_oversized_blob_is_413_and_nothing_is_written(direct: Api,
 async def test_a_body_over_the_import_limit_is_413_before_it_is_read(direct: Api,
                                                                      daemon: Stack) -> None:
     await direct.session()  # the database exists
-    before = snapshot(daemon)
+    before = await settled_snapshot(daemon)
     reader, writer = await asyncio.open_unix_connection(str(daemon.settings.socket_path))
     try:
         writer.write(b"POST /api/playground/v1/bundles/import HTTP/1.1\r\nHost: daemon\r\n"
@@ -209,7 +218,7 @@ async def test_a_bundle_of_too_many_values_is_413_before_it_is_parsed(direct: Ap
     wal = daemon.settings.db_path.with_name(daemon.settings.db_path.name + "-wal")
     await eventually(lambda: wal.exists() and wal.stat().st_size,
                      lambda size: not size, "the idle WAL checkpoint")
-    before, peak_before = snapshot(daemon), peak_rss(daemon.daemon.pid)
+    before, peak_before = await settled_snapshot(daemon), peak_rss(daemon.daemon.pid)
     raw = (b'{"format":"llamon.playground.bundle/1","sessions":[],"runs":[],"blobs":{},'
            b'"events":[' + b",".join([b"{}"] * 2_000_001) + b"]}")
     got, doc = await post_big(direct, "bundles/import", raw)
@@ -225,6 +234,7 @@ async def test_an_import_whose_transaction_fails_takes_its_blobs_back(api: Api,
     events insert fail): the blobs it had written are removed again, no row stays."""
     bundle = await make_bundle(api)
     new_blob = add_file(bundle, b"written, then taken back")
+    await settled_snapshot(daemon)  # the daemon's own housekeeping first
     conn = sqlite3.connect(daemon.settings.db_path, timeout=10)
     try:
         with conn:

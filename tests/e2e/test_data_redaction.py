@@ -5,10 +5,12 @@ environment, and the raw bytes of the database, its WAL and the export are searc
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import orjson
 
+from llamon_playground.daemon.store.frames import inflate
 from tests.e2e.data_support import finished_run, make_spy_project, serving, spy_records, text
 from tests.support.procs import Stack, copy_example
 
@@ -27,9 +29,17 @@ RUN_METADATA = {
 
 
 def raw_history(stack: Stack) -> bytes:
+    """The database's bytes, with a finished run's compressed event blocks inflated (a
+    secret in them would not show in the file's bytes)."""
     db = stack.settings.db_path
     wal = db.with_name(db.name + "-wal")
-    return db.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
+    conn = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True)
+    try:
+        blocks = b"".join(inflate(bytes(f)) + inflate(bytes(t)) for f, t in conn.execute(
+            "SELECT frames, stamps FROM event_blocks"))
+    finally:
+        conn.close()
+    return db.read_bytes() + (wal.read_bytes() if wal.exists() else b"") + blocks
 
 
 async def test_metadata_secrets_are_redacted_in_storage_and_exports(tmp_path: Path) -> None:

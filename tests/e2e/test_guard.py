@@ -166,6 +166,18 @@ async def test_a_compressed_request_body_is_415_at_once(front: Front, encoding: 
     assert status == 201
 
 
+@pytest.mark.parametrize("second", ["gzip", "identity, br", "x-foo"])
+def test_every_content_encoding_header_is_checked(front: Front, second: str) -> None:
+    body = gzip.compress(b'{"title": "zipped"}')
+    answer = raw_request(front.port, (
+        f"POST {P}/sessions HTTP/1.1\r\nHost: 127.0.0.1:{front.port}\r\n"
+        f"Authorization: Bearer {front.token}\r\nContent-Type: application/json\r\n"
+        f"Content-Encoding: identity\r\nContent-Encoding: {second}\r\n"
+        f"Content-Length: {len(body)}").encode(), body)
+    assert answer.status == 415, answer.body
+    assert detail(answer)["error"] == "unsupported_content_encoding"
+
+
 async def test_bodiless_delete_needs_the_json_content_type_too(front: Front) -> None:
     async with front.session(skip_auto_headers=["Content-Type"]) as http:
         async with http.delete(f"{P}/runs/run_x") as resp:

@@ -115,17 +115,20 @@ def _clean_env(extra: dict[str, str]) -> dict[str, str]:
 
 @contextlib.asynccontextmanager
 async def _up(venv: Path, args: list[str], env: dict[str, str], cwd: Path,
-              log: Path) -> AsyncIterator[Api]:
-    """`llamon-playground up ARGS` from the venv; an Api on its front, with its token. The
-    daemon `up` started is stopped with it, and killed if it does not stop."""
-    up = Proc([str(venv / "bin" / "llamon-playground"), "up", *args, "--port", "0"], env, log, cwd)
+              log: Path, command: list[str] | None = None,
+              start_timeout: float = 60) -> AsyncIterator[Api]:
+    """`llamon-playground up ARGS` from the venv (or `command ARGS`); an Api on its front,
+    with its token. The daemon `up` started is stopped with it, and killed if it does not
+    stop."""
+    argv = command or [str(venv / "bin" / "llamon-playground"), "up"]
+    up = Proc([*argv, *args, "--port", "0"], env, log, cwd)
     daemon_pid = None
     try:
         link = wait_for(lambda: next((ln.split("open in a browser: ")[1].strip()
                                       for ln in up.output().splitlines()
                                       if "open in a browser: " in ln), None)
                         or up.popen.poll() is not None and up.output(),
-                        60, "the link from `up`")
+                        start_timeout, "the link from `up`")
         assert "?token=" in link, link
         url, token = link.split("/?token=")
         api = Api(aiohttp.ClientSession(base_url=url,
@@ -147,9 +150,10 @@ async def _up(venv: Path, args: list[str], env: dict[str, str], cwd: Path,
 
 
 async def _up_serves_a_run(venv: Path, args: list[str], env: dict[str, str], cwd: Path,
-                           log: Path) -> None:
+                           log: Path, command: list[str] | None = None,
+                           start_timeout: float = 60) -> None:
     """`llamon-playground up ARGS` from the venv: a run streams its answer through the front."""
-    async with _up(venv, args, env, cwd, log) as api:
+    async with _up(venv, args, env, cwd, log, command, start_timeout) as api:
         session = await api.session()
         run_id = await api.start_run(session, "stream hello from a wheel")
         deltas = [e.data["text"] for e in await api.events(run_id) if e.event == "output.delta"]
@@ -207,3 +211,20 @@ async def test_a_missing_module_is_named_with_its_install_command(
         status = subprocess.run([lp, "status"], env=env, cwd=empty, capture_output=True,
                                 text=True, timeout=60)
         assert "'uvicorn'" in status.stdout and command in status.stdout, status.stdout
+
+
+@pytest.mark.timeout(900)
+async def test_a_fresh_clone_runs_the_readmes_up(home: Path, tmp_path: Path) -> None:
+    """The README's first command from a new clone, as a newcomer runs it: `scripts/up`
+    sets the clone up (its own .venv, from the package index) and serves the bundled
+    example, on which a run streams its answer through the front."""
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "--quiet", str(REPO), str(clone)], check=True, timeout=120)
+    runtime = Path(os.environ.get("TMPDIR", "/tmp")) / f"lpi{os.getpid()}"
+    env = _clean_env({"LLAMON_PLAYGROUND_RUNTIME_DIR": str(runtime)})
+    # The setup's pip reads the package index: minutes on a cold cache, seconds on a warm one.
+    await _up_serves_a_run(clone / ".venv", [], env, clone, home / "up.log",
+                           command=[str(clone / "scripts" / "up")], start_timeout=900)
+    assert (clone / ".venv" / "bin" / "llamon-playground").exists()
+    assert (clone / "examples" / "echo_agent" / ".llamon" / "playground"
+            / "playground.sqlite3").is_file()

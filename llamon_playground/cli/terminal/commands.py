@@ -7,8 +7,12 @@ from collections.abc import Callable
 from typing import Any
 
 from llamon_playground.cli.terminal.control import (
+    EXIT_USAGE,
     Command,
     cancel,
+    fail,
+    history,
+    history_trim,
     host_action,
     host_logs,
     label,
@@ -44,6 +48,20 @@ def add_follow_options(parser: argparse.ArgumentParser) -> None:
 def daemon_command(project_of: Callable[[str | None], Any],
                    command: Command) -> Callable[[argparse.Namespace], int]:
     return lambda args: run_command(project_of(args.project), args, command)
+
+
+def history_command(project_of: Callable[[str | None], Any], args: argparse.Namespace) -> int:
+    """`history [project]` or `history trim [project]` (a project folder named `trim` is
+    given as `./trim`)."""
+    words = list(args.words)
+    command = history
+    if words and words[0] == "trim":
+        words.pop(0)
+        command = history_trim
+    if len(words) > 1 or (command is history_trim and args.dry_run):
+        fail("usage: history [--dry-run] [project] | history trim [project]")
+        return EXIT_USAGE
+    return run_command(project_of(words[0] if words else None), args, command)
 
 
 def add_control_commands(sub: Any, project_of: Callable[[str | None], Any]) -> None:
@@ -106,6 +124,16 @@ def add_control_commands(sub: Any, project_of: Callable[[str | None], Any]) -> N
     label_p.add_argument("--note", help="also set the run's note (\"\" clears it)")
     json_arg(label_p)
     label_p.set_defaults(func=daemon_command(project_of, label))
+
+    history = sub.add_parser(
+        "history", help="history's size and counts, what the retention policy would remove; "
+                        "`history trim` applies it now")
+    history.add_argument("words", nargs="*", metavar="[trim] [project]",
+                         help="`trim` applies the policy now; then " + PROJECT_HELP)
+    history.add_argument("--dry-run", action="store_true",
+                         help="only say what the policy would remove (the default)")
+    json_arg(history)
+    history.set_defaults(func=lambda args: history_command(project_of, args))
 
     stop = sub.add_parser("stop", help="stop the project's daemon gracefully (and a front "
                                        "`up --detach` left running)")

@@ -30,7 +30,12 @@ from llamon_playground.cli.client import (
     text_part,
 )
 from llamon_playground.cli.front_record import stop_detached_fronts
-from llamon_playground.cli.terminal.show import print_warnings, visible
+from llamon_playground.cli.terminal.show import (
+    print_history,
+    print_trimmed,
+    print_warnings,
+    visible,
+)
 from llamon_playground.common.config import Settings
 from llamon_playground.common.contract import SUCCESS_STATUSES, TERMINAL_STATUSES
 
@@ -256,6 +261,24 @@ async def label(client: PlaygroundClient, args: argparse.Namespace) -> int:
 
 
 # -- daemon and token ---------------------------------------------------------------------------
+
+async def history(client: PlaygroundClient, args: argparse.Namespace) -> int:
+    doc = await client.call("GET", "/history")
+    if args.json:
+        emit(doc)
+    else:
+        print_history(doc)
+    return EXIT_OK
+
+
+async def history_trim(client: PlaygroundClient, args: argparse.Namespace) -> int:
+    doc = await client.call("POST", "/history/trim")
+    if args.json:
+        emit(doc)
+    else:
+        print_trimmed(doc)
+    return EXIT_OK
+
 
 def stop_daemon(settings: Settings, args: argparse.Namespace) -> int:
     """Graceful shutdown: SIGTERM to the pid the daemon itself reports, then wait until it

@@ -44,7 +44,13 @@ from llamon_playground.common.wire.history import (
     SessionDeleted,
     SessionList,
 )
-from llamon_playground.common.wire.host import Health, HostError, HostLogs, HostStatus
+from llamon_playground.common.wire.host import (
+    Health,
+    HistorySize,
+    HostError,
+    HostLogs,
+    HostStatus,
+)
 from llamon_playground.common.wire.search import SearchExcerpt, SearchHit, SearchResults
 from llamon_playground.common.wire.requests import (
     ExportRequest,
@@ -55,13 +61,15 @@ from llamon_playground.common.wire.requests import (
     SessionCreate,
     SessionPatch,
 )
+from llamon_playground.common.wire.upkeep import HistoryReport, HistoryTrimmed
 
 __all__ = ["COMPONENTS", "EXTRAS", "Bundle", "BundleImported", "Compare", "ComposerSchema",
-           "Error", "ExportRequest", "Health", "HistoryDeleted", "HostError", "HostLogs",
-           "HostStatus", "InputPart", "Landing", "Lineage", "OpenApiDocument", "Part",
-           "RerunRequest", "RerunTree", "Run", "RunAccepted", "RunEvent", "RunList", "RunPatch",
-           "RunRequest", "RunSummary", "Session", "SessionCreate", "SessionDeleted",
-           "SessionList", "SessionPatch", "Snippets", "SourceTarget"]
+           "Error", "ExportRequest", "Health", "HistoryDeleted", "HistoryReport", "HistorySize",
+           "HistoryTrimmed", "HostError", "HostLogs", "HostStatus", "InputPart", "Landing",
+           "Lineage", "OpenApiDocument", "Part", "RerunRequest", "RerunTree", "Run",
+           "RunAccepted", "RunEvent", "RunList", "RunPatch", "RunRequest", "RunSummary",
+           "Session", "SessionCreate", "SessionDeleted", "SessionList", "SessionPatch",
+           "Snippets", "SourceTarget"]
 __all__ += ["SearchExcerpt", "SearchHit", "SearchResults"]
 
 # The shapes `openapi.json` names under `components.schemas`, in its order. A tuple is a
@@ -94,6 +102,8 @@ COMPONENTS: dict[str, Any] = {
     "SearchResults": SearchResults,
     "Bundle": Bundle,
     "BundleImported": BundleImported,
+    "HistoryReport": HistoryReport,
+    "HistoryTrimmed": HistoryTrimmed,
     "ComposerSchema": ComposerSchema,
     "SourceTarget": SourceTarget,
     "Snippets": Snippets,

@@ -100,6 +100,19 @@ class HostLogs(TypedDict):
     next: int
 
 
+class RetentionPolicy(TypedDict):
+    """The most history to keep (docs/storage.md, Retention); both None: the policy is off."""
+
+    max_bytes: Annotated[int | None, Doc("None: no size limit")]
+    max_age_days: Annotated[float | None, Doc("None: no age limit")]
+
+
+class HistorySize(RetentionPolicy):
+    """`/health`'s `history`: the retention policy and the bytes history takes on disk."""
+
+    bytes: Annotated[int, Doc("the database with its WAL, and the files as last counted")]
+
+
 class Health(TypedDict):
     """`GET /health`: answered without creating history."""
 
@@ -114,3 +127,4 @@ class Health(TypedDict):
     platform: Annotated[Literal["linux", "portable"],
                         Doc("the side of the platform seam the daemon runs: `portable` on "
                             "macOS, or on Linux with LLAMON_PLAYGROUND_FORCE_PORTABLE=1")]
+    history: HistorySize

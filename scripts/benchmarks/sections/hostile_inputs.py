@@ -12,14 +12,22 @@
     host_400mib_line          a Host streaming a 400 MiB `data:` line with no newline
     host_600_log_lines        a Host printing 600 log lines of 1 MB
     capture_2000_events       a Host posting 2,000 capture events naming 64 KiB nodes
+    idle_connections_300      300 TCP connections to the front that send nothing, each
+                              closed and opened again in turn, each once a second
+                              (scripts/benchmarks/idle_flood.py, a process of its own);
+                              here every probe opens a connection of its own, so each
+                              needs a slot
   baseline: the same probe's p99 with nothing running. Targets: p99 <= 100 ms, max <= 250 ms,
-  RSS <= 300 MB. (300 idle connections at the front's door are the front's, measured apart.)
+  RSS <= 300 MB.
 """
 
 from __future__ import annotations
 
 import asyncio
 import io
+import os
+import signal
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -34,6 +42,8 @@ from scripts.benchmarks.meters import MB, RssSampler
 from scripts.benchmarks.owned import Owned
 
 HOSTILE_HOST = Path(__file__).resolve().parents[1] / "hostile_host.py"
+REPO = Path(__file__).resolve().parents[3]
+FLOOD = 300
 PROBE_RATE = 20.0
 PROBE_TIMEOUT = 10.0
 IDLE_PROBES = 60
@@ -119,6 +129,27 @@ async def post_raw(direct: aiohttp.ClientSession, path: str, raw: bytes) -> tupl
         return resp.status, orjson.loads(await resp.read())
 
 
+async def idle_flood(url: str, headers: dict[str, str], quick: bool) -> tuple[Probe, str]:
+    """The probe, on a fresh connection each time, while FLOOD idle connections are held
+    open and reopened at the front."""
+    port = url.rsplit(":", 1)[1].rstrip("/")
+    flood = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "scripts.benchmarks.idle_flood", port, str(FLOOD), cwd=REPO,
+        stdout=asyncio.subprocess.PIPE, start_new_session=True)
+    try:
+        async with aiohttp.ClientSession(
+                base_url=url, headers=headers,
+                connector=aiohttp.TCPConnector(force_close=True)) as fresh:
+            probe, _ = await probed(fresh, asyncio.sleep(6.0 if quick else 20.0))
+    finally:
+        if flood.returncode is None:
+            os.kill(flood.pid, signal.SIGTERM)
+        out, _ = await flood.communicate()
+    opened, closed, failed = (out.decode().split() + ["?"] * 3)[:3]
+    return probe, (f"{opened} flood connections opened, {closed} closed by the front first, "
+                   f"{failed} not accepted")
+
+
 def metadata_bundle() -> bytes:
     return orjson.dumps({"format": "llamon.playground.bundle/1", "runs": [], "events": [],
                          "blobs": {}, "sessions": [{"id": "s1", "title": "hostile",
@@ -155,6 +186,9 @@ async def bench_hostile_inputs(quick: bool, owned: Owned) -> list[Figure]:
                 with RssSampler({"daemon": stack.daemon.pid}) as rss:
                     probe, result = await probed(front, work())
                 figures.append(_figure(name, probe, idle, rss, result))
+            with RssSampler({"daemon": stack.daemon.pid}) as rss:
+                probe, outcome = await idle_flood(url, headers, quick)
+            figures.append(_figure("idle_connections_300", probe, idle, rss, outcome))
     finally:
         owned.close_stack(stack)
     return figures
@@ -163,7 +197,8 @@ async def bench_hostile_inputs(quick: bool, owned: Owned) -> list[Figure]:
 def _figure(name: str, probe: Probe, idle: Probe, rss: RssSampler, result: Any) -> Figure:
     p99, worst = pct(probe.latencies, 99), max(probe.latencies)
     peak = rss.peak["daemon"] / MB
-    outcome = (f"{result[0]} {result[1]['detail']['error']}" if isinstance(result, tuple)
+    outcome = (result if isinstance(result, str)
+               else f"{result[0]} {result[1]['detail']['error']}" if isinstance(result, tuple)
                else f"{result['status']} {result.get('reason')}")
     log(f"hostile_inputs.{name}: /health p99 {p99:.1f} ms, max {worst:.1f} ms over "
         f"{len(probe.latencies)} probes ({len(probe.failures)} failed); daemon RSS peak "
