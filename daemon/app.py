@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from contextlib import suppress
+from contextlib import AsyncExitStack, suppress
 from dataclasses import dataclass
 
 import aiohttp
@@ -52,15 +52,15 @@ from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.event_log import EventHub
 from llamon_playground.daemon.store.history_service import HistoryService
 from llamon_playground.daemon.store.project_events import ProjectEvents
-from llamon_playground.daemon.store.search.service import RunSearch
 from llamon_playground.daemon.store.records import EventRow
+from llamon_playground.daemon.store.search.service import RunSearch
 from llamon_playground.daemon.store.upkeep.compaction import Compactor
 from llamon_playground.daemon.store.upkeep.trimmer import Trimmer
 from llamon_playground.host_manager.crash_policy import CrashSettings
 from llamon_playground.host_manager.environment import ENV_MARKER, ENV_TREE
 from llamon_playground.host_manager.errors import HostUnavailable
-from llamon_playground.host_manager.orphans import reap_marked, reap_orphan, tree_id
 from llamon_playground.host_manager.lifeline import Lifeline
+from llamon_playground.host_manager.orphans import reap_marked, reap_orphan, tree_id
 from llamon_playground.host_manager.spawn.warm import WarmOptions, WarmPaths, WarmSpawner
 from llamon_playground.host_manager.supervisor import HostConfig, HostSupervisor
 from llamon_playground.host_manager.watch.fingerprint import WatchRules
@@ -232,10 +232,18 @@ def _log_context(services: Daemon) -> dict[str, object]:
 
 
 async def serve(settings: Settings, environ: dict[str, str]) -> None:
-    """Run the daemon until SIGTERM/SIGINT; then stop cleanly."""
-    lock = acquire_lock(settings)
-    notifier = Notifier.from_settings(settings)
-    try:
+    """Run the daemon until SIGTERM/SIGINT; then stop cleanly.
+
+    Every piece is handed to one exit stack as it comes up, so whatever way out is taken
+    (a stop signal, a failed boot, a crashed background task) undoes exactly what was done,
+    in reverse: the background tasks, the services (active runs end `interrupted`, the Host
+    stops), the socket's server, the Host session, the lifeline, the discovery record, the
+    lock.
+    """
+    async with AsyncExitStack() as stack:
+        stack.callback(acquire_lock(settings).release)
+        stack.callback(remove_discovery, settings)
+        notifier = Notifier.from_settings(settings)
         # A Host left by a daemon that died goes before anything starts (identity-checked).
         reap_orphan(settings.host_record_path, ENV_MARKER)
         # ... and every process of its tree, wherever it went (a Host started through a
@@ -243,51 +251,47 @@ async def serve(settings: Settings, environ: dict[str, str]) -> None:
         left = reap_marked(ENV_TREE, tree_id(settings.host_record_path), "boot")
         # ... and, should this daemon die, the tree goes with it even if none comes back.
         lifeline = Lifeline.start(settings.host_record_path, environ)
+        stack.callback(lifeline.close)  # unless stood down, the reaper ends what is left
         services = await build_services(settings, environ)
+        stack.push_async_callback(_close_http, services)
         services.host.note_reaped(left)
         set_context_fallback(lambda: _log_context(services))
-        watcher: asyncio.Task[None] | None = None
-        watchdog: asyncio.Task[None] | None = None
-        handovers: asyncio.Task[None] | None = None
+        # Parser-level errors answered plainly too: our Server header, nothing echoed.
+        runner = PlainRunner(make_app(services), handle_signals=False, access_log=None,
+                             shutdown_timeout=1.0)
+        await runner.setup()
+        stack.push_async_callback(runner.cleanup)
         try:
-            try:
-                await recover(services)
-            except Exception as exc:
-                # Never a half-started daemon: close what was opened and exit, saying why.
-                log.error("boot recovery failed; the daemon stops: %s", exc)
-                await shutdown(services)
-                raise BootFailed(f"boot recovery failed: {exc}") from exc
-            services.compactor.start()
-            services.trimmer.start()
-            app = make_app(services)
-            # Parser-level errors answered plainly too: our Server header, nothing echoed.
-            runner = PlainRunner(app, handle_signals=False, access_log=None,
-                                 shutdown_timeout=1.0)
-            await runner.setup()
-            with suppress(FileNotFoundError):
-                settings.socket_path.unlink()  # stale socket of a dead daemon (we hold the lock)
-            old_umask = os.umask(0o077)
-            try:
-                site = web.UnixSite(runner, str(settings.socket_path))
-                await site.start()
-            finally:
-                os.umask(old_umask)
-            os.chmod(settings.socket_path, 0o600)
-            # Connections a front lends are served by this same server, one answer each.
-            assert runner.server is not None
-            handover = HandoverListener(settings.handover_path, runner.server,
-                                        connection_cap(settings.front.max_connections))
-            handover.listen()
-            write_discovery(settings)
+            await recover(services)
+        except Exception as exc:
+            # Never a half-started daemon: close what was opened and exit, saying why.
+            log.error("boot recovery failed; the daemon stops: %s", exc)
+            await shutdown(services)
+            raise BootFailed(f"boot recovery failed: {exc}") from exc
+        # From here a stop ends the runs and the Host before the server closes, so open
+        # streams get their final events.
+        stack.push_async_callback(_stop_services, services, lifeline)
+        services.compactor.start()
+        services.trimmer.start()
+        await _listen(settings, runner)
+        # Connections a front lends are served by this same server, one answer each.
+        assert runner.server is not None
+        handover = HandoverListener(settings.handover_path, runner.server,
+                                    connection_cap(settings.front.max_connections))
+        handover.listen()
+        write_discovery(settings)
+        log.info("daemon for %s listening on %s", settings.project_dir, settings.socket_path)
+        # The background tasks' owner: a stop cancels them; one that fails stops the daemon
+        # (cleanly, through the stack) rather than leaving it half-working.
+        async with asyncio.TaskGroup() as tasks:
+            background = [tasks.create_task(handover.serve(), name="handover")]
             if settings.watch:
-                watcher = asyncio.create_task(ProjectWatcher(
+                background.append(tasks.create_task(ProjectWatcher(
                     lambda: services.host.rules, services.reload.on_changes,
                     quiet=QuietPeriod(settings.watch_quiet, settings.watch_quiet_max)).run(),
-                    name="watcher")
-            log.info("daemon for %s listening on %s", settings.project_dir, settings.socket_path)
+                    name="watcher"))
             if notifier.watchdog_interval is not None:
-                watchdog = asyncio.create_task(notifier.watchdog_loop(), name="watchdog")
-            handovers = asyncio.create_task(handover.serve(), name="handover")
+                background.append(tasks.create_task(notifier.watchdog_loop(), name="watchdog"))
             try:
                 # READY=1: the socket listens, boot recovery is done, and a stop signal
                 # already gets a clean shutdown (systemd may stop us the next instant).
@@ -296,17 +300,27 @@ async def serve(settings: Settings, environ: dict[str, str]) -> None:
             finally:
                 log.info("daemon stopping")
                 notifier.stopping()
-                for task in (handovers, watcher, watchdog):
-                    if task is not None:
-                        task.cancel()
-                        await asyncio.gather(task, return_exceptions=True)
-                await shutdown(services)
-                lifeline.stand_down()  # the Host is stopped: nothing for the reaper to do
-                await runner.cleanup()
-        finally:
-            if not services.http.closed:
-                await services.http.close()
-            lifeline.close()  # not stood down: the reaper ends whatever is left
+                for task in background:
+                    task.cancel()
+
+
+async def _listen(settings: Settings, runner: web.AppRunner) -> None:
+    """The daemon's socket: 0600 from its first moment (umask), a stale one replaced."""
+    with suppress(FileNotFoundError):
+        settings.socket_path.unlink()  # stale socket of a dead daemon (we hold the lock)
+    old_umask = os.umask(0o077)
+    try:
+        await web.UnixSite(runner, str(settings.socket_path)).start()
     finally:
-        remove_discovery(settings)
-        lock.release()
+        os.umask(old_umask)
+    os.chmod(settings.socket_path, 0o600)
+
+
+async def _stop_services(services: Daemon, lifeline: Lifeline) -> None:
+    await shutdown(services)
+    lifeline.stand_down()  # the Host is stopped: nothing for the reaper to do
+
+
+async def _close_http(services: Daemon) -> None:
+    if not services.http.closed:
+        await services.http.close()

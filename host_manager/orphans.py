@@ -92,31 +92,31 @@ def reap_orphan(path: Path, marker_name: str) -> bool:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-    wait_gone(proc, KILL_WAIT)
+    wait_gone([proc], KILL_WAIT)
     path.unlink(missing_ok=True)
     return True
 
 
 KILL_WAIT = 5.0
-WAIT_SLICE = 0.05
 
 
-def wait_gone(proc: psutil.Process, timeout: float) -> None:
-    """Wait (at most `timeout`) until `proc` has exited. A zombie counts: once its parent
-    died (a daemon SIGKILLed, no death signal on the portable side), nobody here can reap
-    it, and `wait` would sit out the whole timeout on it."""
+def wait_gone(procs: list[psutil.Process], timeout: float) -> None:
+    """Wait (bounded) until each process has exited. A killed process that is not our
+    child stays a zombie until its parent (often init) reaps it, which can take seconds;
+    it is gone for our purpose, so waiting for the pid to vanish (psutil's wait) would only
+    delay what comes next (the tree's other processes, the next pass)."""
     deadline = time.monotonic() + timeout
-    while True:
-        try:
-            if proc.status() == psutil.STATUS_ZOMBIE:
-                return
-            proc.wait(min(WAIT_SLICE, max(0.0, deadline - time.monotonic())))
-            return
-        except psutil.TimeoutExpired:
-            if time.monotonic() >= deadline:
-                return
-        except psutil.Error:
-            return
+    while any(not _exited(p) for p in procs) and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def _exited(proc: psutil.Process) -> bool:
+    try:
+        return proc.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+    except psutil.Error:
+        return False
 
 
 def tree_id(record_path: Path) -> str:
@@ -152,9 +152,7 @@ def reap_marked(name: str, value: str, when: str) -> list[dict[str, Any]]:
         reaped.append({"pid": proc.pid, "cmdline": cmdline[:8], "when": when,
                        "at": time.time()})
     if procs:
-        deadline = time.monotonic() + KILL_WAIT
-        for proc in procs:
-            wait_gone(proc, max(0.0, deadline - time.monotonic()))
+        wait_gone(procs, KILL_WAIT)
         log.warning("reaped %d process(es) of the Host tree (%s): %s", len(reaped), when,
                     ", ".join(str(r["pid"]) for r in reaped))
     return reaped

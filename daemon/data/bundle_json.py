@@ -17,11 +17,23 @@ from __future__ import annotations
 import json
 import math
 import re
+import secrets
 from collections.abc import Iterator
 from typing import Any
 
 import orjson
 
+from llamon_playground.common.limits import DEFAULT_LIMITS, Limits
+from llamon_playground.daemon.data.long_strings import (
+    THRESHOLD,
+    decode_span,
+    long_string_spans,
+    min_decoded_bytes,
+    placeholders_in,
+    put_back,
+    skeleton,
+)
+from llamon_playground.daemon.data.sizes import too_large
 from llamon_playground.daemon.errors import BadRequest, PayloadTooLarge
 
 MAX_VALUES = 4_000_000  # ≈ 300 MB of parsed objects at worst
@@ -89,18 +101,33 @@ def check_value_budget(raw: bytes | bytearray) -> None:
                               code="bundle_too_large")
 
 
-def parse_bundle_body(raw: bytes | bytearray) -> Any:
+def parse_bundle_body(raw: bytes | bytearray, limits: Limits = DEFAULT_LIMITS,
+                      threshold: int = THRESHOLD, step: int = SLICE) -> Any:
     """The JSON document (None for an empty body); 413 bundle_too_large before parsing a
-    body of more than MAX_VALUES values; 400 invalid_json like any other body."""
+    body of more than MAX_VALUES values; 400 invalid_json like any other body.
+
+    Strings of `threshold` raw bytes or more are cut out before the parse and put back
+    after it, each decoded a slice at a time (see long_strings); one in a session's or a
+    run's metadata so long that even its shortest decoding is over the metadata limits is
+    413 metadata_too_large unread, as the import would answer once it had read it."""
     check_value_budget(raw)
+    spans = long_string_spans(raw, threshold, step)
+    marker = f"\x00{secrets.token_hex(16)}:"
     try:
-        text = raw.decode("utf-8")
+        text = (skeleton(raw, spans, marker) if spans else raw).decode("utf-8")
         if not text.strip():
             return None
         doc = json.loads(text, object_pairs_hook=_object, parse_int=_int,
                          parse_float=_float, parse_constant=_constant)
     except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError
         raise BadRequest(f"request body is not valid JSON: {exc}", code="invalid_json") from exc
+    del text
+    if spans:
+        refuse_long_metadata(bundle_of(doc), spans, marker, limits)
+        # Every one read, even one a repeated key dropped: the whole parse would refuse it
+        # if it is not valid.
+        texts = [decode_span(raw, start, end, step) for start, end in spans]
+        doc = put_back(doc, marker, texts.__getitem__)
     if has_surrogate_escape(raw):
         try:
             orjson.dumps(doc)
@@ -108,6 +135,37 @@ def parse_bundle_body(raw: bytes | bytearray) -> Any:
             raise BadRequest(f"request body is not valid JSON: {exc}",
                              code="invalid_json") from exc
     return doc
+
+
+def refuse_long_metadata(bundle: Any, spans: list[tuple[int, int]], marker: str,
+                         limits: Limits) -> None:
+    """413 metadata_too_large, as `check_metadata` words it, for a session's or a run's
+    input metadata whose long strings alone are over its limit at their shortest decoding
+    (whole first, then one top-level value); anything less certain is decoded and checked
+    by the import's own validation."""
+    for where, metadata in _metadata_places(bundle):
+        def least(value: Any) -> int:
+            return sum(min_decoded_bytes(*spans[i]) + 2 for i in placeholders_in(value, marker))
+        if least(metadata) > limits.metadata_bytes:
+            raise too_large(where, limits.metadata_bytes, "metadata_bytes", "metadata_too_large")
+        for key, value in metadata.items():
+            if least(value) > limits.metadata_value_bytes:
+                raise too_large(f"{where}[{str(key)[:64]!r}]", limits.metadata_value_bytes,
+                                "metadata_value_bytes", "metadata_too_large")
+
+
+def _metadata_places(bundle: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+    if not isinstance(bundle, dict):
+        return
+    for key, path in (("sessions", ()), ("runs", ("input",))):
+        items = bundle.get(key)
+        for index, item in enumerate(items if isinstance(items, list) else []):
+            for field in path:
+                item = item.get(field) if isinstance(item, dict) else None
+            metadata = item.get("metadata") if isinstance(item, dict) else None
+            if isinstance(metadata, dict):
+                where = ".".join((f"{key}[{index}]", *path, "metadata"))
+                yield where, metadata
 
 
 def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -164,7 +164,7 @@ class HistoryService:
         """Import a bundle from its raw bytes; the new IDs by old ones."""
         with collector_paused():  # see big_documents
             # Off the loop: counted before parsing, parsed with room for other requests.
-            body = await asyncio.to_thread(parse_bundle_body, raw)
+            body = await asyncio.to_thread(parse_bundle_body, raw, self._limits)
             del raw  # the parsed bundle is all the import needs from here
             try:
                 async with self._blob_changes:

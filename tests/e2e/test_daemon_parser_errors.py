@@ -7,6 +7,7 @@ import socket
 
 import pytest
 
+from tests.support.door import send_refused
 from tests.support.procs import Stack
 
 MARK = "zq7echo"  # in every bad request, so an echo of it would show
@@ -16,14 +17,7 @@ def exchange(path: str, raw: bytes) -> bytes:
     with socket.socket(socket.AF_UNIX) as sock:
         sock.settimeout(10)
         sock.connect(path)
-        try:
-            sock.sendall(raw)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # answered and closed before the whole request was sent
-        answer = b""
-        while chunk := sock.recv(65536):
-            answer += chunk
-    return answer
+        return send_refused(sock, raw)
 
 
 BAD = {

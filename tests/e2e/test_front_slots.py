@@ -6,7 +6,6 @@ body."""
 
 from __future__ import annotations
 
-import select
 import socket
 import threading
 import time
@@ -16,7 +15,15 @@ import orjson
 import pytest
 
 from tests.e2e.test_daemon_parser_errors import BAD, MARK
-from tests.support.door import Front, P, cli, raw_request, read_answer, start_front
+from tests.support.door import (
+    Front,
+    P,
+    cli,
+    raw_request,
+    read_answer,
+    send_refused,
+    start_front,
+)
 from tests.support.procs import Stack
 from tests.support.transports import both_transports
 from tests.support.waiting import wait_for
@@ -24,7 +31,6 @@ from tests.support.waiting import wait_for
 pytestmark = both_transports  # every test on each of the front's transports
 
 FLOOD = 300
-PIECE = 16 * 1024
 
 
 def head(front: Front, path: str, token: str | None = None, close: bool = False) -> bytes:
@@ -196,19 +202,7 @@ def plain_front(started: Stack) -> Front:
 def test_a_request_the_parser_refuses_gets_our_answer_on_the_front(plain_front: Front,
                                                                     raw: str) -> None:
     with socket.create_connection(("127.0.0.1", plain_front.port), timeout=10) as sock:
-        data = raw.encode("latin-1")
-        # In pieces, stopping once the answer is there: a TCP socket closed with input
-        # still unread sends a reset, which can wipe out the answer before it is read.
-        for start in range(0, len(data), PIECE):
-            try:
-                sock.sendall(data[start:start + PIECE])
-            except (BrokenPipeError, ConnectionResetError):
-                break  # answered and closed before the whole request was sent
-            if select.select([sock], [], [], 0.2)[0]:
-                break
-        answer = b""
-        while chunk := sock.recv(65536):
-            answer += chunk
+        answer = send_refused(sock, raw.encode("latin-1"))
     head_, _, body = answer.partition(b"\r\n\r\n")
     status = int(head_.split(b" ", 2)[1])
     assert 400 <= status < 500, answer[:200]

@@ -4,6 +4,8 @@ where the default would need megabytes."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,7 @@ from tests.support.api import Api
 from tests.support.procs import Stack, copy_example, stack_for
 
 KIB = 1024
+MIB = 1024 * KIB
 
 
 def sized(name: str, size: int) -> dict[str, Any]:
@@ -62,6 +65,43 @@ async def test_metadata_at_its_limits_is_taken_and_just_over_refused(api: Api,
         "parts": [{"kind": "text", "text": "x"}], "metadata": {"note": "-" * (15 << 20)}})
     assert code == 413 and doc["detail"]["error"] == "metadata_too_large"
     assert db_rows(daemon) == before, "a refused request wrote nothing"
+
+
+async def bundle_with_long_note(size: int) -> AsyncIterator[bytes]:
+    """A bundle whose session metadata holds a `size`-byte note, streamed a MiB at a time
+    (the test never holds it whole)."""
+    yield (b'{"format": "llamon.playground.bundle/1", "runs": [], "events": [], "blobs": {}, '
+           b'"sessions": [{"id": "s-1", "title": "t", "metadata": {"note": "')
+    chunk = b"-" * MIB
+    for _ in range(size // MIB):
+        yield chunk
+    yield b'"}}]}'
+
+
+async def test_a_bundle_with_200_mib_of_metadata_is_refused_while_health_answers(
+        api: Api, daemon: Stack) -> None:
+    await api.session()  # a history to compare with
+    before = db_rows(daemon)
+
+    async def import_() -> tuple[int, Any]:
+        async with api.http.post("/api/playground/v1/bundles/import",
+                                 data=bundle_with_long_note(200 * MIB),
+                                 headers={"Content-Type": "application/json"}) as resp:
+            return resp.status, orjson.loads(await resp.read())
+
+    importing = asyncio.create_task(import_())
+    answers = []
+    try:
+        while not importing.done():
+            answers.append((await api.call("GET", "/health"))[0])
+            await asyncio.wait([importing], timeout=0.05)  # a pace, not a wait for a state
+        code, doc = await importing
+    finally:
+        importing.cancel()
+    assert code == 413 and doc["detail"]["error"] == "metadata_too_large", doc
+    assert "sessions[0].metadata" in doc["detail"]["message"]
+    assert answers and set(answers) == {200}, answers
+    assert db_rows(daemon) == before, "a refused bundle wrote nothing"
 
 
 async def test_list_answers_carry_excerpts_and_the_run_is_whole(api: Api) -> None:

@@ -8,6 +8,7 @@ by hand, so a test can send what a well-behaved client library refuses to (a non
 
 from __future__ import annotations
 
+import select
 import shutil
 import socket
 import subprocess
@@ -137,3 +138,24 @@ def read_answer(sock: socket.socket) -> RawAnswer:
             break
         body += chunk
     return RawAnswer(int(lines[0].split()[1]), headers, body)
+
+
+PIECE = 16 * 1024
+
+
+def send_refused(sock: socket.socket, data: bytes) -> bytes:
+    """Send a request the server will refuse part-way, in pieces, stopping once its answer is
+    there, and read the answer to the end. A socket closed with input still unread sends a
+    reset, which can wipe out the answer before it is read: sending no more than needed
+    keeps that input small."""
+    for start in range(0, len(data), PIECE):
+        try:
+            sock.sendall(data[start:start + PIECE])
+        except (BrokenPipeError, ConnectionResetError):
+            break  # answered and closed before the whole request was sent
+        if select.select([sock], [], [], 0.2)[0]:
+            break
+    answer = b""
+    while chunk := sock.recv(65536):
+        answer += chunk
+    return answer
