@@ -268,6 +268,9 @@ class HostStatus(TypedDict):
     warm_parent: WarmParent | None
     warnings: list[HostWarning]
     watch: NotRequired[WatchCounters]  # GET /host and the control actions
+    # GET /host and the control actions: the side of the platform seam the daemon runs
+    # (docs/operations.md)
+    platform: NotRequired[Literal["linux", "portable"]]
     reaped: list[ReapedProcess]
 
 
@@ -329,6 +332,9 @@ class Health(TypedDict):
     host: HostStatus
     active_run_id: str | None
     history_degraded: bool
+    # the side of the platform seam the daemon runs: `portable` on macOS, or on Linux with
+    # LLAMON_PLAYGROUND_FORCE_PORTABLE=1
+    platform: Literal["linux", "portable"]
     history: HistorySize
 
 
