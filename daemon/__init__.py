@@ -9,11 +9,12 @@ states):
   export SQL, the history service) and `introspect` (the project's source read as text and
   AST): above `a2a` and `data`, beside each other.
 - `runs` (the run lifecycle, boot recovery): above `store` and `introspect`.
+- `suites` (suites of cases kept in history, suite runs, their reports): above `runs`.
 - `http` (the routes on the Unix socket): on top.
 
 `errors` and `sd_notify` are leaves any room may use; `app` is the composition root, the one
 module that wires the rooms together and hands each route group its services.
 
 May import: common, host_manager, daemon.a2a, daemon.data, daemon.introspect, daemon.store,
-    daemon.runs, daemon.http
+    daemon.runs, daemon.suites, daemon.http
 """

@@ -34,6 +34,7 @@ from llamon_playground.daemon.http.openapi import add_openapi_routes
 from llamon_playground.daemon.http.peercred import peer_cred_middleware
 from llamon_playground.daemon.http.routes import add_routes, errors_middleware
 from llamon_playground.daemon.http.search import add_search_routes
+from llamon_playground.daemon.http.suites import add_suite_routes
 from llamon_playground.daemon.introspect.host_checks import (
     default_command_note,
     missing_executable,
@@ -56,6 +57,7 @@ from llamon_playground.daemon.store.records import EventRow
 from llamon_playground.daemon.store.search.service import RunSearch
 from llamon_playground.daemon.store.upkeep.compaction import Compactor
 from llamon_playground.daemon.store.upkeep.trimmer import Trimmer
+from llamon_playground.daemon.suites.service import SuiteService
 from llamon_playground.host_manager.crash_policy import CrashSettings
 from llamon_playground.host_manager.environment import ENV_MARKER, ENV_TREE
 from llamon_playground.host_manager.errors import HostUnavailable
@@ -63,7 +65,7 @@ from llamon_playground.host_manager.lifeline import Lifeline
 from llamon_playground.host_manager.orphans import reap_marked, reap_orphan, tree_id
 from llamon_playground.host_manager.spawn.warm import WarmOptions, WarmPaths, WarmSpawner
 from llamon_playground.host_manager.supervisor import HostConfig, HostSupervisor
-from llamon_playground.host_manager.watch.fingerprint import WatchRules
+from llamon_playground.host_manager.watch.fingerprint import WatchRules, digest
 from llamon_playground.host_manager.watch.watcher import ProjectWatcher, QuietPeriod
 
 log = logging.getLogger(__name__)
@@ -111,6 +113,7 @@ class Daemon:
     reload: ReloadCoordinator
     compactor: Compactor
     trimmer: Trimmer
+    suites: SuiteService
 
 
 async def build_services(settings: Settings, environ: dict[str, str]) -> Daemon:
@@ -158,9 +161,16 @@ async def build_services(settings: Settings, environ: dict[str, str]) -> Daemon:
                       settings.limits)
     history = HistoryService(store, blobs, project_events, db_path=settings.db_path,
                              live=runs.live, imported=IMPORTED_ENDING, limits=settings.limits)
+
+    def revision() -> str | None:
+        gen = host.generation
+        return digest(gen.fingerprint) if gen is not None else None
+
+    suites = SuiteService(store, blobs, hub, runs, revision=revision)
+    host.add_state_listener(suites.host_changed)
     services = Daemon(settings, store, blobs, hub, host, runs, history, http,
                       project_events, ReloadCoordinator(host, runs), compactor,
-                      Trimmer(settings, store, history))
+                      Trimmer(settings, store, history), suites)
     return services
 
 
@@ -185,10 +195,12 @@ async def recover(services: Daemon) -> None:
         log.warning("%s", exc)
         return
     await reconcile_runs(services.store, Reason.DAEMON_RESTARTED)
+    await services.suites.recover()
     services.blobs.remove_temp_files()
 
 
 async def shutdown(services: Daemon) -> None:
+    await services.suites.shutdown()  # first: a suite run starts no case once runs stop
     await services.compactor.close()
     await services.trimmer.close()
     await services.runs.shutdown()
@@ -220,6 +232,7 @@ def make_app(services: Daemon) -> web.Application:
     add_capture_routes(app, store=s.store, host=s.host, runs=s.runs, limits=s.settings.limits)
     add_introspect_routes(app, settings=s.settings, host=s.host, http=s.http,
                           history=s.history, blobs=s.blobs)
+    add_suite_routes(app, settings=s.settings, store=s.store, hub=s.hub, suites=s.suites)
     add_openapi_routes(app)
     return app
 

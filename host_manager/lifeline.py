@@ -11,8 +11,10 @@ every process of ours carrying this project's tree marker, wherever it went (its
 its own session via setsid, re-parented to init). A daemon that stops cleanly stops its
 Host itself and writes STAND_DOWN first: the reaper then exits without touching anything.
 
-The core is pure pipe/EOF + signals + psutil (`watch`, `reap`): nothing Linux-only, so a
-platform without PR_SET_PDEATHSIG or pidfds (macOS) reuses it unchanged.
+The core is pure pipe/EOF + signals + psutil (`watch`, `reap`): nothing Linux-only, so the
+portable side of the platform seam (macOS: no PR_SET_PDEATHSIG, no pidfds) reuses it
+unchanged. The warm parent's control socket is its lifeline in the same way (its only other
+end is the daemon's): on EOF it ends its generations itself (spawn/preloader.py).
 
 The daemon's end is `Lifeline`: `Lifeline.start` spawns the reaper (`python -m
 llamon_playground.host_manager.lifeline RECORD_PATH`) with the pipe's read end as its stdin,

@@ -1,15 +1,14 @@
-"""One Host process: spawned in its own session, exit seen through a pidfd, stopped by a
-fixed, bounded sequence.
+"""One Host process: spawned in its own session, exit seen through the platform seam,
+stopped by a fixed, bounded sequence.
 
 Exit detection never waits for pipe EOF (a grandchild holding stdout would hide the Host's
-death for ever, CPython gh-119710): the kernel tells us through a pidfd when the process
-itself exits.
+death for ever, CPython gh-119710): the system says when the process itself exits (a pidfd
+on Linux, kqueue or a thread in waitpid on the portable side: common/platform/).
 """
 
 from __future__ import annotations
 
 import asyncio
-import ctypes
 import enum
 import os
 import signal
@@ -20,7 +19,7 @@ from typing import IO
 
 import psutil
 
-PR_SET_PDEATHSIG = 1
+from llamon_playground.common.platform import current as current_platform
 
 
 class StopStep(enum.Enum):
@@ -31,28 +30,20 @@ class StopStep(enum.Enum):
     KILLED = "killed"
 
 
-def _die_with_parent() -> None:
-    # Runs in the child between fork and exec. PDEATHSIG fires when the forking *thread*
-    # dies, so the spawn must happen on the event-loop thread (it does: no executor).
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-
-
 class HostProcess:
     """A cold spawn: `HostProcess(argv, cwd, env, on_line)`. A generation forked by the
     warm parent is adopted with `HostProcess.adopt` and behaves the same from then on."""
 
     def __init__(self, argv: list[str], cwd: Path, env: Mapping[str, str],
                  on_line: Callable[[str, str], None]) -> None:
+        platform = current_platform()
+        # On the event-loop thread: PDEATHSIG follows the thread that forks.
         popen = subprocess.Popen(
             argv, cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-            preexec_fn=_die_with_parent, close_fds=True)
-
-        async def exit_code() -> int:
-            return popen.wait()
-
-        self._attach(popen.pid, popen.stdout, popen.stderr, exit_code, on_line)
+            preexec_fn=platform.die_with_parent(), close_fds=True)
+        self._attach(popen.pid, popen.stdout, popen.stderr, platform.child_status(popen),
+                     on_line)
 
     @classmethod
     def adopt(cls, pid: int, stdout: IO[bytes], stderr: IO[bytes],
@@ -72,8 +63,10 @@ class HostProcess:
         self._collector: asyncio.Task[None] | None = None
         loop = asyncio.get_running_loop()
         self.exited: asyncio.Future[int] = loop.create_future()
-        self._pidfd = os.pidfd_open(self.pid)
-        loop.add_reader(self._pidfd, self._on_pidfd)
+        # No watch (the portable side, a process not ours): its awaited status is the sign.
+        self._unwatch = current_platform().watch_exit(self.pid, self._on_exit_seen)
+        if self._unwatch is None:
+            self._collector = asyncio.create_task(self._collect())
         self._readers = [
             asyncio.create_task(self._read_lines(stdout, "stdout", on_line)),
             asyncio.create_task(self._read_lines(stderr, "stderr", on_line)),
@@ -83,11 +76,8 @@ class HostProcess:
     def returncode(self) -> int | None:
         return self.exited.result() if self.exited.done() else None
 
-    def _on_pidfd(self) -> None:
-        loop = asyncio.get_running_loop()
-        loop.remove_reader(self._pidfd)
-        os.close(self._pidfd)
-        self._pidfd = -1
+    def _on_exit_seen(self) -> None:
+        self._unwatch = None
         self._collector = asyncio.create_task(self._collect())
 
     async def _collect(self) -> None:
@@ -161,9 +151,9 @@ class HostProcess:
             self._readers = []
         if self._collector is not None and not self._collector.done():
             await asyncio.gather(self._collector, return_exceptions=True)
-        if self._pidfd >= 0 and self.exited.done():
-            os.close(self._pidfd)
-            self._pidfd = -1
+        if self._unwatch is not None and self.exited.done():
+            self._unwatch()
+            self._unwatch = None
 
 
 def _create_time(pid: int) -> float:

@@ -2,6 +2,6 @@
 
 import sys
 
-from llamon_playground.cli.main import main
+from llamon_playground.cli.entry import main
 
 sys.exit(main())

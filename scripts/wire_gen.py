@@ -1,7 +1,7 @@
 """Writes the files generated from the wire declaration (`llamon_playground/common/wire/`).
 
-- `llamon_playground/cli/api_types.py` and `api_requests.py`: the typed client's TypedDicts
-  (the answers, the request bodies);
+- `llamon_playground/cli/api_types.py`, `api_requests.py` and `api_suites.py`: the typed
+  client's TypedDicts (the answers, the request bodies, the suites' both);
 - `api/page/wire.js`: the page's constants (the prefix, run statuses, known reasons, kinds).
 
 The OpenAPI schemas are not written here: the daemon builds them from the declaration at
@@ -25,7 +25,7 @@ from typing import Any, Literal, NotRequired, get_args, get_origin
 
 from llamon_playground.common.wire import COMPONENTS, EXTRAS, documents, history, host, requests
 from llamon_playground.common.wire import search as search_wire
-from llamon_playground.common.wire import words
+from llamon_playground.common.wire import suites, words
 from llamon_playground.common.wire.json_schema import is_typeddict, is_union
 from llamon_playground.common.wire.rules import Doc
 
@@ -38,6 +38,7 @@ MAX_LINE = 100
 # document's only; the client reads those two routes with `call`.
 ANSWER_MODULES = (history, host, documents, search_wire)
 REQUEST_MODULES = (requests,)
+SUITE_MODULES = (suites,)  # bodies and answers both: a file of their own
 
 
 # -- the client's types -------------------------------------------------------------------
@@ -161,6 +162,10 @@ def render_client_requests() -> str:
     return render_python(REQUEST_MODULES, "The bodies the typed client sends.")
 
 
+def render_client_suites() -> str:
+    return render_python(SUITE_MODULES, "Suites: bodies and answers.")
+
+
 # -- the page's constants -----------------------------------------------------------------
 
 def _js_list(values: list[str], indent: int) -> str:
@@ -211,6 +216,7 @@ def render_page_constants() -> str:
 TARGETS: dict[str, Callable[[], str]] = {
     "llamon_playground/cli/api_types.py": render_client_types,
     "llamon_playground/cli/api_requests.py": render_client_requests,
+    "llamon_playground/cli/api_suites.py": render_client_suites,
     "api/page/wire.js": render_page_constants,
 }
 

@@ -11,11 +11,12 @@ import base64
 import binascii
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from llamon_playground.common.contract import RunStatus
 from llamon_playground.common.limits import DEFAULT_LIMITS, Limits
+from llamon_playground.daemon.data.bundle_suites import check_suites
 from llamon_playground.daemon.data.edits import MAX_LABEL, MAX_NOTE
 from llamon_playground.daemon.data.json_depth import check_depth
 from llamon_playground.daemon.data.parts import SHA256_RE
@@ -29,7 +30,8 @@ MAX_TOTAL_BLOB_BYTES = 160 * 1024 * 1024
 MAX_RECORDS = 1_000_000  # sessions + runs + events
 MAX_ID_CHARS = 200
 
-TOP_KEYS = {"format", "sessions", "runs", "events", "blobs", "exported_at", "privacy_warning"}
+TOP_KEYS = {"format", "sessions", "runs", "events", "blobs", "exported_at", "privacy_warning",
+            "suites"}
 # `run_count` / `score_summary` are derived fields of the list answers: accepted, ignored.
 SESSION_KEYS = {"id", "title", "context_id", "created_at", "metadata", "run_count"}
 RUN_TEXT_COLUMNS = ("reason", "started_at", "ended_at", "task_id", "rerun_of", "resumed_by",
@@ -57,6 +59,7 @@ class ValidBundle:
     runs: list[dict[str, Any]]  # every parent before its children
     events: list[dict[str, Any]]  # in seq order
     blobs: dict[str, bytes]  # decoded and verified; only those a file part references
+    suites: list[dict[str, Any]] = field(default_factory=list)  # data/bundle_suites.py
 
 
 def bad(code: str, message: str, where: str | None = None) -> BadRequest:
@@ -92,9 +95,10 @@ def validate_bundle(doc: Any, limits: Limits = DEFAULT_LIMITS) -> ValidBundle:
             captures[event["run_id"]] = captures.get(event["run_id"], 0) + 1
             check_capture_event(event.get("payload", {}), captures[event["run_id"]],
                                 f"events[{index}].payload", limits)
-    blobs = _decode_blobs(doc["blobs"], referenced)
+    suites, in_suites = check_suites(doc.get("suites", []), sizes, _check_part, limits)
+    blobs = _decode_blobs(doc["blobs"], referenced | in_suites)
     ordered_events = sorted(events, key=lambda e: e["seq"])
-    return ValidBundle(sessions, _parents_first(runs), ordered_events, blobs)
+    return ValidBundle(sessions, _parents_first(runs), ordered_events, blobs, suites)
 
 
 def _only_keys(obj: dict[str, Any], allowed: set[str], where: str) -> None:

@@ -34,7 +34,8 @@ from llamon_playground.common.handover import (
     end_message,
     receive,
 )
-from llamon_playground.daemon.http.peercred import UCRED, Handler
+from llamon_playground.common.platform import unix_seqpacket
+from llamon_playground.daemon.http.peercred import Handler, socket_peer_uid
 
 log = logging.getLogger(__name__)
 ProtocolFactory = Callable[[], asyncio.Protocol]
@@ -143,6 +144,9 @@ class HandoverListener:
     def listen(self) -> None:
         with suppress(FileNotFoundError):
             self.path.unlink()  # a dead daemon's (we hold the daemon lock)
+        if not unix_seqpacket():  # macOS: no loans, the front relays every answer
+            log.info("no SOCK_SEQPACKET Unix sockets here: streams are relayed by the front")
+            return
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         old_umask = os.umask(0o077)
         try:
@@ -159,6 +163,8 @@ class HandoverListener:
 
     async def serve(self) -> None:
         """Accept until cancelled; the loans in progress are cancelled and awaited."""
+        if self._sock is None:  # not listening (see `listen`): nothing to accept, ever
+            await asyncio.Event().wait()
         assert self._sock is not None
         loop = asyncio.get_running_loop()
         try:
@@ -178,8 +184,7 @@ class HandoverListener:
     async def _loan(self, conn: socket.socket) -> None:
         with conn:
             conn.setblocking(False)
-            _pid, uid, _gid = UCRED.unpack(conn.getsockopt(socket.SOL_SOCKET,
-                                                           socket.SO_PEERCRED, UCRED.size))
+            uid = socket_peer_uid(conn)
             if uid != os.getuid():
                 log.warning("refused a hand-over from uid %d", uid)
                 return

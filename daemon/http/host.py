@@ -10,6 +10,7 @@ from aiohttp import web
 from llamon_playground.common.config import Settings
 from llamon_playground.common.contract import API_PREFIX
 from llamon_playground.common.http_json import json_response
+from llamon_playground.common.platform import current as current_platform
 from llamon_playground.daemon.errors import Conflict
 from llamon_playground.daemon.http.sse import KEEPALIVE, last_event_id, prepare_stream
 from llamon_playground.daemon.http.util import int_query, limit_query
@@ -35,7 +36,8 @@ class HostRoutes:
         self._project_events = project_events
 
     def full_status(self) -> dict[str, object]:
-        return {**self._host.status(), "watch": self._reload.stats()}
+        return {**self._host.status(), "watch": self._reload.stats(),
+                "platform": current_platform().name}
 
     async def host_status(self, request: web.Request) -> web.Response:
         return json_response(self.full_status())

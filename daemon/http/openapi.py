@@ -168,6 +168,33 @@ OPERATIONS: tuple[Op, ...] = (
                      description="with follow=1: resume after this line offset"))),
     Op("GET", "/events", "Project-wide events as SSE (Host state, active run); never ends",
        media=SSE),
+    # suites
+    Op("POST", "/suites", "Create a suite (inputs and baselines copied now)", 201,
+       ref("Suite"), body=ref("SuiteCreate"), errors=(400, 409), gives={"suite_id": "id"}),
+    Op("GET", "/suites", "List suites", answer=ref("SuiteList")),
+    Op("GET", "/suites/{suite_id}", "A suite with its cases", answer=ref("Suite")),
+    Op("PATCH", "/suites/{suite_id}",
+       "Rename, run on save, or make a suite run's results the baselines",
+       answer=ref("Suite"), body=ref("SuitePatch"), errors=(400, 409)),
+    Op("DELETE", "/suites/{suite_id}", "Delete a suite, its runs' reports and unused blobs",
+       answer=ref("SuiteDeleted"), errors=(409,)),
+    Op("POST", "/suites/{suite_id}/runs", "Run every case, one at a time, in the background",
+       202, ref("SuiteRunAccepted"), errors=(400, 409),
+       gives={"suite_run_id": "suite_run_id"}),
+    Op("GET", "/suites/{suite_id}/runs", "A suite's runs, newest first",
+       answer=ref("SuiteRunList")),
+    Op("GET", "/suite-runs/{suite_run_id}", "A suite run's report (counts, no verdict)",
+       answer=ref("SuiteRun")),
+    Op("DELETE", "/suite-runs/{suite_run_id}", "Cancel a suite run (the rest is skipped)",
+       answer=ref("SuiteRunAccepted"), errors=(409,)),
+    Op("GET", "/suite-runs/{suite_run_id}/events", "A suite run's progress as SSE (replay, "
+       "then live); 204 when it is over and nothing is after the cursor", media=SSE,
+       errors=(400,), extra={204: {}},
+       params=(Param("after", DIGITS, description="replay events after this seq"),
+               Param("Last-Event-ID", HEADER_CURSOR, "header"))),
+    Op("GET", "/suite-runs/{suite_run_id}/cases/{case_id}",
+       "One case of a suite run: its baseline and result compared in full",
+       answer=ref("SuiteCaseCompare"), errors=(409,)),
 )
 
 # Routes only the front serves (the daemon never sees them).

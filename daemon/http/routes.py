@@ -20,6 +20,7 @@ from llamon_playground.common.http_json import (
     json_response,
     public_reason,
 )
+from llamon_playground.common.platform import current as current_platform
 from llamon_playground.daemon.data.edits import parse_session_fields
 from llamon_playground.daemon.errors import ApiError, StoreError
 from llamon_playground.daemon.http.sse import parse_cursor, prepare_stream, stream_run
@@ -106,7 +107,8 @@ class RunRoutes:
                               "host": self._host.status(),
                               "active_run_id": active.run_id if active else None,
                               "history_degraded": store.degraded,
-                              "history": self._trimmer.summary()})
+                              "history": self._trimmer.summary(),
+                              "platform": current_platform().name})
 
     # -- sessions -----------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,15 @@ CANCEL_WAIT = 10.0
 SHUTDOWN_WAIT = 10.0
 
 
+@dataclass(frozen=True)
+class SuiteTag:
+    """Which suite run and case a run belongs to: only a run so tagged starts while that
+    suite run holds the project."""
+
+    suite_run_id: str
+    case_id: str
+
+
 class RunManager:
     """The project's runs: starts them (create, resume, rerun) one at a time, cancels them,
     shows them as clients see them, and ends what is left at shutdown. `active` is the run
@@ -53,6 +63,8 @@ class RunManager:
         self._journal = journal
         self._executor = executor
         self._active: ActiveRun | None = None  # set and checked with no await between
+        # A suite run holds the project between its cases too: no other run starts then.
+        self._suite_run_id: str | None = None
         # Every run task, until it is done (it may outlive its run's ending: a hung Host's
         # restart comes after); shutdown cancels and awaits what is left.
         self._tasks: set[asyncio.Task[None]] = set()
@@ -62,17 +74,45 @@ class RunManager:
         """The run holding the project's lock, until its ending commits."""
         return self._active
 
+    @property
+    def suite_run_id(self) -> str | None:
+        """The suite run holding the project (None when none does)."""
+        return self._suite_run_id
+
+    def hold_for_suite(self, suite_run_id: str) -> None:
+        """Claim the project for a suite run, or 409 as a run would get it."""
+        self._refuse_if_busy(None)
+        self._suite_run_id = suite_run_id
+
+    def release_suite(self, suite_run_id: str) -> None:
+        """The suite run is over: the project is free again (a no-op for another id)."""
+        if self._suite_run_id == suite_run_id:
+            self._suite_run_id = None
+
+    def _refuse_if_busy(self, suite: SuiteTag | None) -> None:
+        held = self._suite_run_id
+        if self._active is not None:
+            # A suite run's case: both ids, so a client can cancel either.
+            extra: dict[str, Any] = {"suite_run_id": held} if held is not None else {}
+            raise Conflict("another run is active in this project", code="active_run_conflict",
+                           active_run_id=self._active.run_id, **extra)
+        if held is not None and (suite is None or suite.suite_run_id != held):
+            raise Conflict("a suite run is running in this project",
+                           code="active_run_conflict", active_run_id=None, suite_run_id=held)
+
     def _release(self, run: ActiveRun) -> None:
         if self._active is run:
             self._active = None
 
     def live(self) -> LiveRun | None:
         """The active run and the blobs its input holds, for deletes to keep clear of."""
-        run = self.active
+        run, held = self.active, self._suite_run_id
         if run is None:
-            return None
+            # Between two cases a suite run still holds the project: delete-all waits too.
+            return LiveRun(None, None, frozenset(), held) if held is not None else None
         return LiveRun(run.run_id, run.session_id,
-                       frozenset(p["sha256"] for p in run.request.parts if p.get("sha256")))
+                       frozenset(p["sha256"] for p in run.request.parts if p.get("sha256")),
+                       held)
 
     async def view(self, run_id: str) -> dict[str, Any]:
         """A run as history has it; while it is active and history is behind (degraded
@@ -99,10 +139,29 @@ class RunManager:
             raise NotFound(f"no session {session_id}", code="session_not_found")
         return await self._start(session_id, session["context_id"], request)
 
+    async def start_case(self, suite: SuiteTag, session_id: str, context_id: str,
+                         stored: dict[str, Any]) -> ActiveRun:
+        """One turn of a suite case: a stored input (as Rerun clones it) as a new run in
+        `context_id`, while the suite run holds the project; the run itself, so the suite
+        can wait for its task."""
+        await self._start(session_id, context_id, _stored_request(stored), suite=suite)
+        assert self._active is not None  # just claimed, no await since
+        return self._active
+
+    async def resume_case(self, suite: SuiteTag, run_id: str,
+                          stored: dict[str, Any]) -> ActiveRun:
+        """A suite case's stored answer to its previous turn, which asked for input."""
+        await self._resume(run_id, _stored_request(stored), suite)
+        assert self._active is not None
+        return self._active
+
     async def resume(self, run_id: str, body: Any) -> RunAccepted:
         """A child run that answers a run left in input_required, on the Host's same task."""
         refuse_ways_out(self._project_dir, body)
-        request = parse_run_request(body, limits=self._limits)
+        return await self._resume(run_id, parse_run_request(body, limits=self._limits), None)
+
+    async def _resume(self, run_id: str, request: RunRequest,
+                      suite: SuiteTag | None) -> RunAccepted:
         parent = await get_run(self._store, run_id)
         if parent is None:
             raise NotFound(f"no run {run_id}", code="run_not_found")
@@ -114,7 +173,7 @@ class RunManager:
             raise Conflict("the Host gave this run no task id to resume",
                            code="run_not_resumable")
         return await self._start(parent["session_id"], parent["context_id"], request,
-                                 task_id=parent["task_id"], parent_run_id=run_id)
+                                 task_id=parent["task_id"], parent_run_id=run_id, suite=suite)
 
     async def rerun(self, run_id: str, body: Any) -> RunAccepted:
         """A new run of a stored input; what the body gives replaces the stored field
@@ -134,10 +193,9 @@ class RunManager:
     async def _start(self, session_id: str, context_id: str, request: RunRequest, *,
                      task_id: str | None = None, parent_run_id: str | None = None,
                      rerun_of: str | None = None, label: str | None = None,
-                     edited_fields: list[str] | None = None) -> RunAccepted:
-        if self._active is not None:
-            raise Conflict("another run is active in this project", code="active_run_conflict",
-                           active_run_id=self._active.run_id)
+                     edited_fields: list[str] | None = None,
+                     suite: SuiteTag | None = None) -> RunAccepted:
+        self._refuse_if_busy(suite)
         run = ActiveRun(new_run_id(), session_id, context_id, request, journal=self._journal,
                         on_end=self._release, task_id=task_id, parent_run_id=parent_run_id)
         self._active = run  # claimed: no await between the check and this line
@@ -155,7 +213,9 @@ class RunManager:
             row = {"id": run.run_id, "session_id": session_id, "status": RunStatus.QUEUED.value,
                    "created_at": utcnow(), "context_id": context_id, "task_id": task_id,
                    "parent_run_id": parent_run_id, "rerun_of": rerun_of,
-                   "input": stored_input, "label": label, "edited_fields": edited_fields}
+                   "input": stored_input, "label": label, "edited_fields": edited_fields,
+                   "suite_run_id": suite.suite_run_id if suite else None,
+                   "case_id": suite.case_id if suite else None}
             # The row and its first event commit together: the 202 leaves once both are
             # durable, and a run never exists without its queued status.
             await insert_run(self._store, row, shas, resumed_parent=parent_run_id,
@@ -200,6 +260,12 @@ class RunManager:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+def _stored_request(stored: dict[str, Any]) -> RunRequest:
+    """A stored input as a request again: parts (files by hash), metadata, revision."""
+    return RunRequest(parts=stored["parts"], metadata=stored.get("metadata") or {},
+                      changed_files=[], revision=stored.get("revision"))
 
 
 def refuse_ways_out(project_dir: Path, body: Any) -> None:

@@ -19,6 +19,7 @@ import asyncio
 import base64
 import hashlib
 import sqlite3
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +31,7 @@ from llamon_playground.common.contract import ACTIVE_STATUSES, RunStatus
 from llamon_playground.common.limits import DEFAULT_LIMITS, Limits
 from llamon_playground.daemon.data.big_documents import dismantle
 from llamon_playground.daemon.data.bundle_json import bundle_of, file_parts
+from llamon_playground.daemon.data.bundle_suites import case_file_shas, remap_baseline, suite_doc
 from llamon_playground.daemon.data.bundle_validate import (
     BUNDLE_FORMAT,
     MAX_BLOB_BYTES,
@@ -91,17 +93,31 @@ def _export_sync(db_path: Path, blobs: BlobStore, session_ids: list[str] | None,
         wanted_sessions = None if session_ids is None and run_ids is None else sorted(
             {*(session_ids or []), *(r["session_id"] for r in runs)})
         sessions = _rows(conn, "sessions", "id", wanted_sessions)
+        # Suites travel with a whole-history export (their cases name runs anywhere in it).
+        suites = _suite_docs(conn) if session_ids is None and run_ids is None else []
         events = stored_events(conn, [r["id"] for r in runs])
         conn.execute("COMMIT")
     finally:
         conn.close()
     run_docs = [_run_doc(r) for r in runs]
-    return {"format": BUNDLE_FORMAT, "exported_at": utcnow(), "privacy_warning": PRIVACY_WARNING,
-            "sessions": [_session_doc(s) for s in sessions], "runs": run_docs,
-            "events": [{"seq": seq, "run_id": run_id, "kind": kind,
-                        "payload": frame_payload(frame), "ts": ts}
-                       for seq, run_id, kind, ts, frame in events],
-            "blobs": _export_blobs(blobs, run_docs)}
+    in_suites = {sha for suite in suites for case in suite["cases"]
+                 for sha in case_file_shas(case)}
+    doc = {"format": BUNDLE_FORMAT, "exported_at": utcnow(), "privacy_warning": PRIVACY_WARNING,
+           "sessions": [_session_doc(s) for s in sessions], "runs": run_docs,
+           "events": [{"seq": seq, "run_id": run_id, "kind": kind,
+                       "payload": frame_payload(frame), "ts": ts}
+                      for seq, run_id, kind, ts, frame in events],
+           "blobs": _export_blobs(blobs, run_docs, in_suites)}
+    if suites:
+        doc["suites"] = suites
+    return doc
+
+
+def _suite_docs(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+    return [suite_doc(suite, list(conn.execute(
+                "SELECT * FROM suite_cases WHERE suite_id = ? ORDER BY position",
+                (suite["id"],))))
+            for suite in conn.execute("SELECT * FROM suites ORDER BY rowid")]
 
 
 def _selected_runs(conn: sqlite3.Connection, session_ids: list[str] | None,
@@ -170,9 +186,10 @@ def _run_doc(row: sqlite3.Row) -> dict[str, Any]:
     return doc
 
 
-def _export_blobs(blobs: BlobStore, runs: list[dict[str, Any]]) -> dict[str, Any]:
+def _export_blobs(blobs: BlobStore, runs: list[dict[str, Any]],
+                  also: set[str]) -> dict[str, Any]:
     """Each referenced blob once; refused when an import of it would be refused."""
-    shas = sorted({part["sha256"] for run in runs for part in file_parts(run)})
+    shas = sorted({part["sha256"] for run in runs for part in file_parts(run)} | also)
     sizes = {}
     for sha in shas:
         try:
@@ -208,6 +225,8 @@ class ImportPlan:
     events: list[tuple[str, str, bytes, str]] = field(default_factory=list)
     session_ids: dict[str, str] = field(default_factory=dict)
     run_ids: dict[str, str] = field(default_factory=dict)
+    suites: list[dict[str, Any]] = field(default_factory=list)  # with their cases, new ids
+    suite_ids: dict[str, str] = field(default_factory=dict)
 
 
 async def import_bundle(store: Store, blobs: BlobStore, body: Any, interrupted: Ending,
@@ -230,7 +249,7 @@ async def import_bundle(store: Store, blobs: BlobStore, body: Any, interrupted: 
             for sha in created:
                 blobs.unlink(sha)
             raise
-        return {"sessions": plan.session_ids, "runs": plan.run_ids}
+        return {"sessions": plan.session_ids, "runs": plan.run_ids, "suites": plan.suite_ids}
     finally:
         # Millions of objects: freed a slice at a time, off the loop's thread.
         await asyncio.to_thread(dismantle, plan, valid, bundle)
@@ -266,11 +285,52 @@ def plan_import(valid: ValidBundle, interrupted: Ending) -> ImportPlan:
         # by the hundred thousand made an import's plan 50 times its events' size.
         plan.events.append((plan.run_ids[event["run_id"]], event["kind"],
                             bytes(memoryview(orjson.dumps(payload))), event.get("ts") or now))
+    _plan_suites(valid, plan, now)
     for run_id, previous in was_active.items():
         plan.events.append((run_id, "run.status", orjson.dumps({
             "status": interrupted.status.value, "previous": previous,
             "reason": interrupted.reason}), now))
     return plan
+
+
+def _plan_suites(valid: ValidBundle, plan: ImportPlan, now: str) -> None:
+    """New suite and case ids; baselines name the imported runs by their new ids."""
+    for suite in valid.suites:
+        new_id = plan.suite_ids[suite["id"]] = f"sui_{uuid.uuid4().hex}"
+        cases = [{"id": f"case_{uuid.uuid4().hex}", "position": n, "kind": case["kind"],
+                  "source_run_id": plan.run_ids.get(case.get("source_run_id") or "",
+                                                    case.get("source_run_id")),
+                  "source_session_id": plan.session_ids.get(case.get("source_session_id") or "",
+                                                            case.get("source_session_id")),
+                  "turns": orjson.dumps(case["turns"]).decode(),
+                  "baseline": orjson.dumps(remap_baseline(case["baseline"],
+                                                          plan.run_ids)).decode(),
+                  "shas": sorted(case_file_shas(case))}
+                 for n, case in enumerate(suite["cases"])]
+        plan.suites.append({"id": new_id, "name": suite["name"],
+                            "created_at": suite.get("created_at") or now,
+                            "run_on_save": int(bool(suite.get("run_on_save"))),
+                            "cases": cases})
+
+
+def _write_suites(conn: sqlite3.Connection, suites: list[dict[str, Any]]) -> None:
+    for suite in suites:
+        name, n = suite["name"], 1
+        # Names are unique here: an imported suite whose name is taken gets a number.
+        while conn.execute("SELECT 1 FROM suites WHERE name = ?", (name,)).fetchone():
+            n += 1
+            name = f"{suite['name'][:190]} ({n})"
+        conn.execute("INSERT INTO suites (id, name, created_at, run_on_save) "
+                     "VALUES (?, ?, ?, ?)",
+                     (suite["id"], name, suite["created_at"], suite["run_on_save"]))
+        for case in suite["cases"]:
+            conn.execute("INSERT INTO suite_cases (id, suite_id, position, kind, source_run_id, "
+                         "source_session_id, turns, baseline) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                         (case["id"], suite["id"], case["position"], case["kind"],
+                          case["source_run_id"], case["source_session_id"], case["turns"],
+                          case["baseline"]))
+            conn.executemany("INSERT INTO suite_files (case_id, sha256) VALUES (?, ?)",
+                             [(case["id"], sha) for sha in case["shas"]])
 
 
 def _run_row(run: dict[str, Any], plan: ImportPlan, now: str,
@@ -317,6 +377,7 @@ def _write_rows(store: Store, conn: sqlite3.Connection, plan: ImportPlan) -> Non
         f"INSERT INTO runs ({', '.join(RUN_COLUMNS)}) "
         f"VALUES ({', '.join(':' + c for c in RUN_COLUMNS)})", plan.runs)
     conn.executemany("INSERT INTO run_files (run_id, sha256) VALUES (?, ?)", plan.run_files)
+    _write_suites(conn, plan.suites)
     first = store.reserve_seqs(len(plan.events))
     conn.executemany(INSERT_EVENTS, [
         (first + i, run_id, kind, ts, build_frame(first + i, run_id, kind, payload))

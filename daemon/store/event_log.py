@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import orjson
 
 from llamon_playground.common.contract import TERMINAL_STATUSES
-from llamon_playground.daemon.store.frames import frame_data
+from llamon_playground.daemon.store.frames import STATUS_KINDS, frame_data
 from llamon_playground.daemon.store.records import EventRecord, EventRow
 
 TERMINAL_VALUES = frozenset(s.value for s in TERMINAL_STATUSES)
@@ -31,8 +31,9 @@ class Frame:
 
 
 def is_terminal(kind: str, frame: bytes) -> bool:
-    """Whether this is the run.status event that ends its run (read from the frame's data)."""
-    return kind == "run.status" and \
+    """Whether this is the status event that ends its run or suite run (read from the
+    frame's data)."""
+    return kind in STATUS_KINDS and \
         orjson.loads(frame_data(frame)).get("status") in TERMINAL_VALUES
 
 

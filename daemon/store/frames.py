@@ -82,12 +82,17 @@ def frame_payload(frame: bytes) -> dict[str, Any]:
 DATA_SQL = "CAST(substr(frame, length(seq) + length(CAST(kind AS BLOB)) + 20) AS TEXT)"
 STATUS_SQL = f"json_extract({DATA_SQL}, '$.status')"
 
+# The events whose terminal status ends a stream: a run's, and a suite run's (its progress
+# is stored as events under the suite run's id).
+STATUS_KINDS = ("run.status", "suite.status")
+STATUS_KINDS_SQL = "('run.status', 'suite.status')"
 TERMINAL_SQL = "(" + ", ".join(f"'{s.value}'" for s in sorted(TERMINAL_STATUSES)) + ")"
 # The stored frames of a page, in one query (per-row Python work is what limited replay).
 FRAMES_SQL = f"""
 SELECT CAST(group_concat(frame, '') AS BLOB), max(seq), max(terminal) FROM (
   SELECT seq, frame,
-    CASE WHEN kind = 'run.status' THEN {STATUS_SQL} IN {TERMINAL_SQL} ELSE 0 END AS terminal
+    CASE WHEN kind IN {STATUS_KINDS_SQL} THEN {STATUS_SQL} IN {TERMINAL_SQL} ELSE 0 END
+      AS terminal
   FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?)
 """
 

@@ -228,13 +228,17 @@ async def delete_all_history(store: Store) -> tuple[dict[str, int], list[str]]:
     """
     def op(conn: sqlite3.Connection) -> tuple[dict[str, int], list[str]]:
         counts: dict[str, int] = {}
-        for table in ("sessions", "runs", "events"):
+        for table in ("sessions", "runs", "events", "suites"):
             counts[table] = int(conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
         # Finished runs keep most of their events in blocks (daemon/store/frames.py).
         counts["events"] += int(conn.execute(
             "SELECT COALESCE(sum(events), 0) FROM event_blocks").fetchone()[0])
-        shas = [r[0] for r in conn.execute("SELECT DISTINCT sha256 FROM run_files")]
+        shas = [r[0] for r in conn.execute(
+            "SELECT sha256 FROM run_files UNION SELECT sha256 FROM suite_files")]
         conn.execute("DELETE FROM event_blocks")  # at once, not a trigger per run
+        # Suites are history too: their cases, runs, results and the blobs they hold.
+        for table in ("suite_results", "suite_runs", "suite_files", "suite_cases", "suites"):
+            conn.execute(f"DELETE FROM {table}")
         conn.execute("DELETE FROM events")
         conn.execute("DELETE FROM run_files")
         conn.execute("UPDATE runs SET parent_run_id = NULL")  # the foreign key
@@ -245,11 +249,13 @@ async def delete_all_history(store: Store) -> tuple[dict[str, int], list[str]]:
 
 
 async def unreferenced(store: Store, shas: list[str]) -> list[str]:
-    """Those of `shas` that no run references (re-checked just before unlinking blobs)."""
+    """Those of `shas` that no run and no suite case references (re-checked just before
+    unlinking blobs)."""
     left = []
     for sha in shas:
-        if await store.fetch_one("SELECT 1 FROM run_files WHERE sha256 = ? LIMIT 1",
-                                 (sha,)) is None:
+        if await store.fetch_one("SELECT 1 FROM run_files WHERE sha256 = ? UNION ALL "
+                                 "SELECT 1 FROM suite_files WHERE sha256 = ? LIMIT 1",
+                                 (sha, sha)) is None:
             left.append(sha)
     return left
 

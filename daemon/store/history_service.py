@@ -36,9 +36,10 @@ from llamon_playground.daemon.store.project_events import ProjectEvents
 class LiveRun:
     """The active run, as far as deletion must know it."""
 
-    run_id: str
-    session_id: str
+    run_id: str | None  # None between two cases of a suite run
+    session_id: str | None
     file_shas: frozenset[str]  # its input's blobs, some perhaps not recorded yet
+    suite_run_id: str | None = None  # the suite run holding the project, if one does
 
 
 class HistoryService:
@@ -181,8 +182,11 @@ class HistoryService:
         async with self._blob_changes:
             active = self._live()  # checked with no await before the delete is queued
             if active is not None:
+                extra: dict[str, Any] = (
+                    {"suite_run_id": active.suite_run_id} if active.suite_run_id else {})
                 raise Conflict("a run is active; cancel it or wait for it to end",
-                               code="active_run_conflict", active_run_id=active.run_id)
+                               code="active_run_conflict", active_run_id=active.run_id,
+                               **extra)
             counts, shas = await history.delete_all_history(self._store)
             removed = await self._unlink_unreferenced(shas)
         return {"deleted": counts, "blobs_removed": removed}

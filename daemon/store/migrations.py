@@ -216,6 +216,59 @@ MIGRATIONS: list[str] = [
         DELETE FROM event_blocks WHERE run_id = old.id;
     END;
     """,
+    # Suites: named, ordered lists of cases with their inputs and baselines copied in (a
+    # deleted source still runs), suite runs and each case's result in one, the blobs the
+    # cases hold (kept while a case names them), and which suite run and case a run was.
+    """
+    CREATE TABLE suites (
+        id           TEXT PRIMARY KEY,
+        name         TEXT NOT NULL UNIQUE,
+        created_at   TEXT NOT NULL,
+        run_on_save  INTEGER NOT NULL DEFAULT 0,
+        last_revision TEXT
+    );
+    CREATE TABLE suite_cases (
+        id             TEXT PRIMARY KEY,
+        suite_id       TEXT NOT NULL,
+        position       INTEGER NOT NULL,
+        kind           TEXT NOT NULL,
+        source_run_id  TEXT,
+        source_session_id TEXT,
+        turns          TEXT NOT NULL,
+        baseline       TEXT NOT NULL
+    );
+    CREATE INDEX suite_cases_by_suite ON suite_cases(suite_id, position);
+    CREATE TABLE suite_files (
+        case_id  TEXT NOT NULL,
+        sha256   TEXT NOT NULL,
+        PRIMARY KEY (case_id, sha256)
+    ) WITHOUT ROWID;
+    CREATE INDEX suite_files_by_sha ON suite_files(sha256);
+    CREATE TABLE suite_runs (
+        id               TEXT PRIMARY KEY,
+        suite_id         TEXT NOT NULL,
+        session_id       TEXT,
+        status           TEXT NOT NULL,
+        reason           TEXT,
+        trigger          TEXT NOT NULL,
+        created_at       TEXT NOT NULL,
+        ended_at         TEXT,
+        code_fingerprint TEXT
+    );
+    CREATE INDEX suite_runs_by_suite ON suite_runs(suite_id, created_at);
+    CREATE TABLE suite_results (
+        suite_run_id  TEXT NOT NULL,
+        case_id       TEXT NOT NULL,
+        position      INTEGER NOT NULL,
+        state         TEXT NOT NULL,
+        run_ids       TEXT NOT NULL DEFAULT '[]',
+        result        TEXT,
+        row           TEXT,
+        PRIMARY KEY (suite_run_id, case_id)
+    ) WITHOUT ROWID;
+    ALTER TABLE runs ADD COLUMN suite_run_id TEXT;
+    ALTER TABLE runs ADD COLUMN case_id TEXT;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

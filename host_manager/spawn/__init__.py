@@ -5,5 +5,6 @@
 (the warm parent, daemon side) and `preloader` (the warm parent itself: a stdlib-only script
 the project's interpreter runs by path).
 
-May import: host_manager.capture, host_manager.environment, host_manager.process
+May import: common.platform, host_manager.capture, host_manager.environment,
+host_manager.process
 """

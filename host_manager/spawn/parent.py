@@ -2,7 +2,8 @@
 its children's exit codes.
 
 The parent is `preloader.py` run by the project's interpreter, in its own session, killed
-with the daemon (PDEATHSIG). The daemon talks to it over one end of a socketpair handed to
+with the daemon (PDEATHSIG on Linux; on the portable side it ends itself and its
+generations when its control socket, the daemon's lifeline to it, reads EOF). The daemon talks to it over one end of a socketpair handed to
 it at spawn (SOCK_SEQPACKET: one message per request, descriptors ride along), so no other
 process can ask it for a fork. The parent's own output goes to a log file of its own.
 """
@@ -20,12 +21,12 @@ from typing import IO, Any
 
 import orjson
 
-from llamon_playground.host_manager.process import _die_with_parent
+from llamon_playground.common.platform import current as current_platform
 
 PRELOADER = Path(__file__).with_name("preloader.py")
 MAX_MESSAGE = 1 << 20
 REPLY_TIMEOUT = 10.0  # a fork or a start answer; a preload answers when its imports are done
-EXIT_CODE_WAIT = 5.0  # after the pidfd fired, for the parent's report of the status
+EXIT_CODE_WAIT = 5.0  # after the exit was seen, for the parent's report of the status
 
 
 class ParentGone(Exception):
@@ -60,10 +61,12 @@ class WarmParent:
             fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
             try:
                 # On the event-loop thread: PDEATHSIG follows the thread that forks.
+                platform = current_platform()
                 popen = subprocess.Popen(
-                    [python, str(PRELOADER), str(theirs.fileno())], cwd=cwd, env=dict(env),
-                    stdin=subprocess.DEVNULL, stdout=fd, stderr=fd, start_new_session=True,
-                    preexec_fn=_die_with_parent, pass_fds=(theirs.fileno(),))
+                    [python, str(PRELOADER), str(theirs.fileno()), platform.name],
+                    cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, stdout=fd, stderr=fd,
+                    start_new_session=True, preexec_fn=platform.die_with_parent(),
+                    pass_fds=(theirs.fileno(),))
             finally:
                 os.close(fd)
         except OSError:
@@ -94,16 +97,18 @@ class WarmParent:
         self._send({"op": "fork", **request}, (stdout_fd, stderr_fd))
         return int((await self._reply("forked"))["pid"])
 
-    async def exit_code(self, pid: int) -> int:
+    async def exit_code(self, pid: int, *, patient: bool = False) -> int:
         """The status the parent reaped for its child `pid` (a SIGKILL when it cannot say:
-        a parent that died took its children along)."""
+        a parent that died took its children along). `patient`: the report is the only
+        sign of the exit (nothing saw it first), so no time limit."""
         if pid in self._codes:
             return self._codes.pop(pid)
         if self.gone:
             return -signal.SIGKILL
         waiter = self._code_waiters.setdefault(pid, asyncio.get_running_loop().create_future())
         try:
-            return await asyncio.wait_for(asyncio.shield(waiter), EXIT_CODE_WAIT)
+            return await asyncio.wait_for(asyncio.shield(waiter),
+                                          None if patient else EXIT_CODE_WAIT)
         except TimeoutError:
             return -signal.SIGKILL
         finally:
@@ -184,9 +189,19 @@ class WarmParent:
         asyncio.get_running_loop().remove_reader(self._control.fileno())
         self._control.close()
         self._replies.put_nowait(None)
-        for waiter in self._code_waiters.values():
+        for pid, waiter in self._code_waiters.items():
             if not waiter.done():
+                # Said dead, so made dead: without PDEATHSIG (the portable side) a
+                # generation could outlive a parent that went alone.
+                _kill_group(pid)
                 waiter.set_result(-signal.SIGKILL)
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def pipe_reader(fd: int) -> IO[bytes]:

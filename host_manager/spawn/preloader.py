@@ -2,7 +2,12 @@
 
 The daemon starts it with the project's own interpreter:
 
-    <python> preloader.py <control-fd> <project-dir>
+    <python> preloader.py <control-fd> <platform>
+
+`<platform>` is the side of the platform seam the daemon runs (`linux`: this parent and its
+generations die with their parent through PR_SET_PDEATHSIG; `portable`: no such call, so
+when the control socket reads EOF, the daemon gone however it went, this parent SIGKILLs
+each generation's process group before it exits).
 
 It imports only the standard library and the third-party modules it is asked to preload
 (never the project's own code), then waits on the control socket (one end of a socketpair
@@ -18,7 +23,8 @@ the daemon kept the other end of: nobody else can ask it for anything) for reque
   runs the Host entry point, importing the project's code fresh from disk.
 
 Each generation's exit is reported as `{"op": "exited", "pid": N, "code": C}` (the daemon
-sees the exit itself through a pidfd, but only a parent can read the status).
+sees the exit itself through a pidfd or kqueue where it can, but only a parent can read the
+status; on the portable side on Linux this report is the only sign of the exit).
 
 This file is run by a project interpreter that need not have llamon Playground installed:
 it imports nothing but the standard library.
@@ -48,9 +54,24 @@ MAX_MESSAGE = 1 << 20
 REPORT_AFTER = (1.0, 5.0, 30.0)
 
 
-def _die_with_parent() -> None:
+def _die_with_parent(platform: str) -> None:
+    if platform != "linux":
+        return  # no death signal here: the control socket's EOF does the job (serve)
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def _end_generations(children: set[int]) -> None:
+    """The daemon is gone: its lifeline to us, the control socket, read EOF. Nothing else
+    ends the generations where no death signal exists."""
+    for pid in children:
+        # The process itself too: a generation forked a moment ago may not have its own
+        # group yet (its setsid comes first thing, but after our fork returned).
+        for kill in (os.killpg, os.kill):
+            try:
+                kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
 
 
 def _send(sock: socket.socket, message: dict[str, Any]) -> None:
@@ -113,6 +134,7 @@ def serve(control: socket.socket) -> Job | None:
                 continue
             data, fds, _, _ = socket.recv_fds(control, MAX_MESSAGE, 2)
             if not data:
+                _end_generations(children)
                 return None  # the daemon is gone
             request = json.loads(data)
             if request["op"] == "retire":
@@ -147,9 +169,9 @@ def serve(control: socket.socket) -> Job | None:
 
 
 def _become_generation(request: dict[str, Any], fds: list[int], control: socket.socket,
-                       parent: int) -> None:
+                       parent: int, platform: str) -> None:
     os.setsid()  # its own session and process group, like a cold spawn
-    _die_with_parent()  # the parent dies with the daemon; a generation dies with the parent
+    _die_with_parent(platform)  # the parent dies with the daemon; a generation dies with the parent
     if os.getppid() != parent:
         os._exit(1)
     control.close()
@@ -189,8 +211,8 @@ def _report_modules(project: str, path: str) -> None:
 
 
 def run_generation(request: dict[str, Any], fds: list[int], control: socket.socket,
-                   parent: int) -> None:
-    _become_generation(request, fds, control, parent)
+                   parent: int, platform: str) -> None:
+    _become_generation(request, fds, control, parent, platform)
     if request.get("report"):
         threading.Thread(target=_report_modules, args=(request["cwd"], request["report"]),
                          daemon=True, name="llamon-module-report").start()
@@ -204,7 +226,8 @@ def run_generation(request: dict[str, Any], fds: list[int], control: socket.sock
 
 
 def main() -> None:
-    _die_with_parent()  # the daemon's SIGKILL takes this parent along
+    platform = sys.argv[2] if len(sys.argv) > 2 else "linux"
+    _die_with_parent(platform)  # the daemon's SIGKILL takes this parent along
     control = socket.socket(fileno=int(sys.argv[1]))
     parent = os.getpid()
     job = serve(control)
@@ -212,7 +235,7 @@ def main() -> None:
         return
     request, fds, control = job
     try:
-        run_generation(request, fds, control, parent)
+        run_generation(request, fds, control, parent, platform)
     except SystemExit:
         raise
     except BaseException:

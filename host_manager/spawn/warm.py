@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from llamon_playground.common.platform import current as current_platform
 from llamon_playground.host_manager.capture import ENV_TOKEN
 from llamon_playground.host_manager.environment import ENV_MARKER
 from llamon_playground.host_manager.process import HostProcess
@@ -179,8 +180,11 @@ class WarmSpawner:
         finally:
             os.close(out_w)
             os.close(err_w)
+        # Without a watch of its own on the generation (the portable side on Linux), the
+        # parent's report is the exit's only sign: awaited without a time limit.
+        patient = not current_platform().sees_other_exits
         return HostProcess.adopt(pid, pipe_reader(out_r), pipe_reader(err_r),
-                                 lambda: parent.exit_code(pid), on_line)
+                                 lambda: parent.exit_code(pid, patient=patient), on_line)
 
     def _parent_env(self, env: Mapping[str, str]) -> dict[str, str]:
         parent_env = {k: v for k, v in env.items() if k not in GENERATION_ONLY}

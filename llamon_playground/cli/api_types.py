@@ -127,6 +127,8 @@ class Run(TypedDict):
     edited_fields: list[str]
     code_fingerprint: str | None  # sha256 over the watched files its Host generation ran
     a2a_version: str | None  # the A2A protocol version it spoke
+    suite_run_id: NotRequired[str | None]  # the suite run it was a case of
+    case_id: NotRequired[str | None]  # the suite case it ran
     # history lags the daemon (degraded writes): the status is the daemon's
     history_behind: NotRequired[bool]
 
@@ -192,6 +194,7 @@ class DeletedCounts(TypedDict):
     sessions: NotRequired[int]
     runs: NotRequired[int]
     events: NotRequired[int]
+    suites: NotRequired[int]
 
 
 class HistoryDeleted(TypedDict):
@@ -265,6 +268,9 @@ class HostStatus(TypedDict):
     warm_parent: WarmParent | None
     warnings: list[HostWarning]
     watch: NotRequired[WatchCounters]  # GET /host and the control actions
+    # GET /host and the control actions: the side of the platform seam the daemon runs
+    # (docs/operations.md)
+    platform: NotRequired[Literal["linux", "portable"]]
     reaped: list[ReapedProcess]
 
 
@@ -326,6 +332,9 @@ class Health(TypedDict):
     host: HostStatus
     active_run_id: str | None
     history_degraded: bool
+    # the side of the platform seam the daemon runs: `portable` on macOS, or on Linux with
+    # LLAMON_PLAYGROUND_FORCE_PORTABLE=1
+    platform: Literal["linux", "portable"]
     history: HistorySize
 
 
@@ -382,6 +391,7 @@ class Bundle(TypedDict):
     runs: NotRequired[list[dict[str, Any]]]
     events: NotRequired[list[dict[str, Any]]]
     blobs: NotRequired[dict[str, BundleBlob]]
+    suites: NotRequired[list[dict[str, Any]]]
 
 
 class BundleImported(TypedDict):
@@ -389,6 +399,7 @@ class BundleImported(TypedDict):
 
     sessions: dict[str, Any]
     runs: dict[str, Any]
+    suites: NotRequired[dict[str, Any]]
 
 
 class ComposerSchema(TypedDict):

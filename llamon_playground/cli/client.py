@@ -58,6 +58,7 @@ from llamon_playground.cli.errors import (
     api_error,
 )
 from llamon_playground.cli.events import Event, text_part
+from llamon_playground.cli.suites_client import SuiteClient
 from llamon_playground.common.config import Settings, build_settings
 from llamon_playground.common.contract import API_PREFIX
 from llamon_playground.common.sse import aiter_sse
@@ -97,6 +98,11 @@ class PlaygroundClient:
         if self._http is not None:
             await self._http.close()
             self._http = None
+
+    @property
+    def suites(self) -> SuiteClient:
+        """Suites and suite runs (cli/suites_client.py)."""
+        return SuiteClient(self)
 
     @property
     def http(self) -> aiohttp.ClientSession:

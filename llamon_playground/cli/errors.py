@@ -51,6 +51,12 @@ class ActiveRunConflict(ApiError):
         value = self.detail.get("active_run_id")
         return str(value) if value is not None else None
 
+    @property
+    def suite_run_id(self) -> str | None:
+        """The suite run holding the project, when one does."""
+        value = self.detail.get("suite_run_id")
+        return str(value) if value is not None else None
+
 
 def api_error(status: int, doc: Any) -> ApiError:
     """The error for an answer with status >= 400 and body `doc` (parsed JSON, or None)."""

@@ -17,7 +17,11 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from llamon_playground.cli.bundled_example import bundled_example
-from llamon_playground.cli.terminal.commands import PROJECT_HELP, add_control_commands
+from llamon_playground.cli.terminal.commands import (
+    PROJECT_HELP,
+    add_control_commands,
+    add_suite_commands,
+)
 from llamon_playground.cli.terminal.control import (
     EXIT_CONFLICT,
     EXIT_ERROR,
@@ -185,6 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_control_commands(sub, _settings)
     add_more_commands(sub, _settings)
     add_search_command(sub, _settings)
+    add_suite_commands(sub, _settings)
     return parser
 
 

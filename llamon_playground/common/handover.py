@@ -92,7 +92,10 @@ class Loan:
         """Offer the connection `fd` (with the request `head`) to the daemon at `path`.
         The Loan comes back with TAKEN only: its owner must close it."""
         loop = asyncio.get_running_loop()
-        ctl = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            ctl = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        except OSError:  # a system without them (macOS): never lent, relayed
+            return Outcome.NOT_SENT, None
         ctl.setblocking(False)
         loan = cls(ctl)
         try:

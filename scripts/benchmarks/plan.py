@@ -29,6 +29,7 @@ from scripts.benchmarks.sections import (
     load_slow,
     page,
     search,
+    suite,
 )
 
 SECTION_TIMEOUT_S = 300  # each section after the live trio, at most
@@ -68,6 +69,7 @@ AFTER_LIVE = (
     Section("page", page.bench_page, ("page",)),
     Section("hostile_inputs", hostile_inputs.bench_hostile_inputs, ("hostile_inputs",), 600),
     Section("search_100k", search.bench_search, ("search_100k",)),
+    Section("suite", suite.bench_suite, ("suite",), 900),
 )
 
 

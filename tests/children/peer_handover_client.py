@@ -12,13 +12,9 @@ ctl.settimeout(10)
 ctl.connect(sys.argv[1])
 try:
     socket.send_fds(ctl, [b"GET /health HTTP/1.1\r\nHost: d\r\n\r\n"], [offered.fileno()])
-except BrokenPipeError:  # refused before the offer was read: nothing was handed over
-    sent = False
-else:
-    sent = True
-offered.close()
-try:
-    reply = ctl.recv(1) if sent else b""
-except ConnectionResetError:  # closed with the message unread
+    offered.close()
+    reply = ctl.recv(1)
+except (ConnectionResetError, BrokenPipeError):  # refused before (or after) the message
+    offered.close()
     reply = b""
 print(repr(reply), repr(mine.recv(1)))

@@ -60,7 +60,7 @@ async def test_delete_all_history_refuses_while_a_run_is_active_then_removes_eve
 
     events = stored_events(daemon)  # rows and compacted blocks alike
     done = await api.ok("DELETE", "sessions")
-    assert done["deleted"] == {"sessions": 2, "runs": 3, "events": events}
+    assert done["deleted"] == {"sessions": 2, "runs": 3, "events": events, "suites": 0}
     assert done["blobs_removed"] == 2
     assert db_rows(daemon) == {"sessions": [], "runs": [], "events": [], "run_files": []}
     assert blob_names(daemon.settings.files_dir) == set()

@@ -4,7 +4,7 @@ When history is over either limit, whole sessions go, oldest first (insertion or
 in its own small write transaction that checks again, inside it, that the session may go:
 
 - a session with a labelled run is kept (a label is how a person says "keep this");
-- a session with a run in a suite is kept (`in_suite`, the hook for when suites exist);
+- a session with a run in a suite (a suite run's case, a case's baseline) is kept;
 - a session with the active run (queued, preparing, running) is kept;
 - a session created, or with a run created, within the last day is kept.
 
@@ -31,6 +31,13 @@ ACTIVE_SQL = "(" + ", ".join(f"'{s.value}'" for s in sorted(ACTIVE_STATUSES)) + 
 KEPT_SQL = f"""(s.created_at >= :recent OR EXISTS (
     SELECT 1 FROM runs r WHERE r.session_id = s.id AND (
         COALESCE(r.label, '') != '' OR r.status IN {ACTIVE_SQL} OR r.created_at >= :recent)))"""
+IN_SUITE_SQL = """
+SELECT 1 FROM runs WHERE session_id = :id AND suite_run_id IS NOT NULL
+UNION ALL
+SELECT 1 FROM suite_cases AS c, json_each(c.baseline, '$.run_ids') AS b
+  JOIN runs AS r ON r.id = b.value
+ WHERE r.session_id = :id
+LIMIT 1"""
 LAST_ACTIVITY_SQL = """max(s.created_at, COALESCE(
     (SELECT max(r.created_at) FROM runs r WHERE r.session_id = s.id), ''))"""
 
@@ -56,12 +63,10 @@ class Policy:
 
 
 def in_suite(conn: sqlite3.Connection, session_id: str) -> bool:
-    """Whether a run of this session belongs to a suite, whose runs the policy keeps.
-
-    Suites are not stored yet: nothing is in one. When they are, answer from their table
-    here (one query, inside the trim's transaction).
-    """
-    return False
+    """Whether a run of this session is a suite run's case or a suite case's baseline: the
+    policy keeps those, a suite's report reads them (one query, inside the trim's
+    transaction; a suite case's own inputs are copied, so only these runs are needed)."""
+    return conn.execute(IN_SUITE_SQL, {"id": session_id}).fetchone() is not None
 
 
 def iso(moment: datetime) -> str:
@@ -179,7 +184,8 @@ def remove_session(conn: sqlite3.Connection, session_id: str, recent: str) -> li
     conn.execute("DELETE FROM runs WHERE session_id = ?", (session_id,))  # blocks: trigger
     conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
     return [sha for sha in shas if conn.execute(
-        "SELECT 1 FROM run_files WHERE sha256 = ? LIMIT 1", (sha,)).fetchone() is None]
+        "SELECT 1 FROM run_files WHERE sha256 = ? UNION ALL "
+        "SELECT 1 FROM suite_files WHERE sha256 = ? LIMIT 1", (sha, sha)).fetchone() is None]
 
 
 def incremental(conn: sqlite3.Connection) -> bool:

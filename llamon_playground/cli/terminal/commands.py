@@ -6,6 +6,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
+from llamon_playground.cli.terminal import suite_commands as suites
 from llamon_playground.cli.terminal.control import (
     EXIT_USAGE,
     Command,
@@ -147,3 +148,39 @@ def add_control_commands(sub: Any, project_of: Callable[[str | None], Any]) -> N
     token.add_argument("--rotate", action="store_true",
                        help="replace the token (running fronts adopt it; old ones get 401)")
     token.set_defaults(func=lambda args: print_token(project_of(args.project), args))
+
+
+def add_suite_commands(sub: Any, project_of: Callable[[str | None], Any]) -> None:
+    """`suite create|list|run|report|cancel|baseline|delete` (their code: suite_commands.py);
+    `--project` names the project (the positional words are run ids and names here)."""
+    suite = sub.add_parser("suite", help="suites: pinned inputs rerun against the code on disk")
+    suite_sub = suite.add_subparsers(dest="action", required=True)
+
+    def command(name: str, help_text: str, func: Command) -> argparse.ArgumentParser:
+        p: argparse.ArgumentParser = suite_sub.add_parser(name, help=help_text)
+        p.add_argument("--project", help=PROJECT_HELP)
+        json_arg(p)
+        p.set_defaults(func=lambda args: run_command(project_of(args.project), args, func))
+        return p
+
+    p = command("create", "a suite from stored runs and/or sessions", suites.create)
+    p.add_argument("name", help="the suite's name (unique)")
+    p.add_argument("runs", nargs="*", metavar="RUN", help="run ids (a resume chain whole)")
+    p.add_argument("--session", action="append", metavar="ID", help="a whole session")
+    p.add_argument("--run-on-save", action="store_true",
+                   help="run it once for each new revision the Host restarts on")
+    command("list", "the suites", suites.list_suites)
+    p = command("run", "run a suite's cases against the code on disk", suites.run)
+    p.add_argument("name", help="the suite to run")
+    p.add_argument("--follow", action="store_true",
+                   help="a line per case, then the summary; exit 5 when a status moved")
+    p = command("report", "a suite run's report", suites.report)
+    p.add_argument("suite_run_id", help="the suite run (`suite run` prints its id)")
+    p = command("cancel", "cancel a suite run (the rest is skipped)", suites.cancel)
+    p.add_argument("suite_run_id", help="the suite run to cancel")
+    p = command("baseline", "make a suite run's results the cases' baselines",
+                suites.baseline)
+    p.add_argument("name", help="the suite whose baselines to replace")
+    p.add_argument("suite_run_id", help="the suite run whose results become the baselines")
+    p = command("delete", "delete a suite and its reports", suites.delete)
+    p.add_argument("name", help="the suite to delete")

@@ -61,6 +61,18 @@ from llamon_playground.common.wire.requests import (
     SessionCreate,
     SessionPatch,
 )
+from llamon_playground.common.wire.suites import (
+    Suite,
+    SuiteCaseCompare,
+    SuiteCaseSpec,
+    SuiteCreate,
+    SuiteDeleted,
+    SuiteList,
+    SuitePatch,
+    SuiteRun,
+    SuiteRunAccepted,
+    SuiteRunList,
+)
 from llamon_playground.common.wire.upkeep import HistoryReport, HistoryTrimmed
 
 __all__ = ["COMPONENTS", "EXTRAS", "Bundle", "BundleImported", "Compare", "ComposerSchema",
@@ -71,6 +83,8 @@ __all__ = ["COMPONENTS", "EXTRAS", "Bundle", "BundleImported", "Compare", "Compo
            "Session", "SessionCreate", "SessionDeleted", "SessionList", "SessionPatch",
            "Snippets", "SourceTarget"]
 __all__ += ["SearchExcerpt", "SearchHit", "SearchResults"]
+__all__ += ["Suite", "SuiteCaseCompare", "SuiteCaseSpec", "SuiteCreate", "SuiteDeleted",
+            "SuiteList", "SuitePatch", "SuiteRun", "SuiteRunAccepted", "SuiteRunList"]
 
 # The shapes `openapi.json` names under `components.schemas`, in its order. A tuple is a
 # tagged union (`X | Y`) of inline variants.
@@ -109,6 +123,16 @@ COMPONENTS: dict[str, Any] = {
     "Snippets": Snippets,
     "Landing": Landing,
     "OpenApiDocument": OpenApiDocument,
+    "SuiteCaseSpec": SuiteCaseSpec,
+    "SuiteCreate": SuiteCreate,
+    "SuitePatch": SuitePatch,
+    "Suite": Suite,
+    "SuiteList": SuiteList,
+    "SuiteDeleted": SuiteDeleted,
+    "SuiteRunAccepted": SuiteRunAccepted,
+    "SuiteRun": SuiteRun,
+    "SuiteRunList": SuiteRunList,
+    "SuiteCaseCompare": SuiteCaseCompare,
 }
 # Declared for the client and the page, not named in the OpenAPI document (an SSE event's
 # `data` is a JSON string there).

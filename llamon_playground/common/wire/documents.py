@@ -59,6 +59,7 @@ class Bundle(TypedDict):
     runs: NotRequired[list[JsonObject]]
     events: NotRequired[list[JsonObject]]
     blobs: NotRequired[dict[str, BundleBlob]]
+    suites: NotRequired[list[JsonObject]]
 
 
 class BundleImported(TypedDict):
@@ -66,6 +67,7 @@ class BundleImported(TypedDict):
 
     sessions: JsonObject
     runs: JsonObject
+    suites: NotRequired[JsonObject]
 
 
 class ComposerSchema(TypedDict):

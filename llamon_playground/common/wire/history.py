@@ -112,6 +112,8 @@ class Run(TypedDict):
     code_fingerprint: Annotated[
         str | None, Doc("sha256 over the watched files its Host generation ran")]
     a2a_version: Annotated[str | None, Doc("the A2A protocol version it spoke")]
+    suite_run_id: NotRequired[Annotated[str | None, Doc("the suite run it was a case of")]]
+    case_id: NotRequired[Annotated[str | None, Doc("the suite case it ran")]]
     history_behind: NotRequired[Annotated[
         bool, Doc("history lags the daemon (degraded writes): the status is the daemon's")]]
 
@@ -177,6 +179,7 @@ class DeletedCounts(TypedDict):
     sessions: NotRequired[int]
     runs: NotRequired[int]
     events: NotRequired[int]
+    suites: NotRequired[int]
 
 
 class HistoryDeleted(TypedDict):

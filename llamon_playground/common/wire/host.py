@@ -63,6 +63,10 @@ class HostStatus(TypedDict):
     warm_parent: WarmParent | None
     warnings: list[HostWarning]
     watch: NotRequired[Annotated[WatchCounters, Doc("GET /host and the control actions")]]
+    platform: NotRequired[Annotated[
+        Literal["linux", "portable"],
+        Doc("GET /host and the control actions: the side of the platform seam the daemon "
+            "runs (docs/operations.md)")]]
     reaped: list[ReapedProcess]
 
 
@@ -120,4 +124,7 @@ class Health(TypedDict):
     host: HostStatus
     active_run_id: str | None
     history_degraded: bool
+    platform: Annotated[Literal["linux", "portable"],
+                        Doc("the side of the platform seam the daemon runs: `portable` on "
+                            "macOS, or on Linux with LLAMON_PLAYGROUND_FORCE_PORTABLE=1")]
     history: HistorySize

@@ -141,7 +141,7 @@ async def test_newer_database_refused_untouched(tmp_path: Path) -> None:
     db = tmp_path / ".llamon/playground/playground.sqlite3"
     db.parent.mkdir(parents=True)
     conn = sqlite3.connect(db)
-    conn.execute("PRAGMA user_version = 7")
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     conn.execute("CREATE TABLE t (x)")
     conn.commit()
     conn.close()
@@ -149,7 +149,7 @@ async def test_newer_database_refused_untouched(tmp_path: Path) -> None:
     store = make_store(tmp_path)
     with pytest.raises(UnsupportedDatabaseVersion):
         await store.open()
-    assert db.read_bytes() == before and store.unsupported_version == 7
+    assert db.read_bytes() == before and store.unsupported_version == SCHEMA_VERSION + 1
     with pytest.raises(StoreError):
         await store.write(_noop)
 

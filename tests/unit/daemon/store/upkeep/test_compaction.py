@@ -148,3 +148,32 @@ async def test_the_sweep_stops_at_the_active_run_and_resumes_from_its_mark(
         conn.close()
     finally:
         await store.close()
+
+
+async def test_a_suite_runs_progress_stays_readable_beside_its_compacted_case_runs(
+        tmp_path: Path) -> None:
+    # A suite run's progress is stored under its own id with no run row: the sweep, which
+    # walks runs, leaves it in rows, and its replay ends at its terminal suite.status.
+    store = make_store(tmp_path)
+    await store.open()
+    try:
+        session = await create_session(store, "s", {})
+        store.append_event("srun_1", "suite.status", {"status": "running"})
+        await finished_run(store, session["id"], "run_case", 50)
+        store.append_event("srun_1", "suite.case", {"case_id": "c", "state": "done"})
+        store.append_event("srun_1", "suite.status", {"status": "completed"})
+        await store.flush()
+        before = await replay(store, "srun_1")
+        await sweep(store)
+        conn = db_conn(tmp_path)
+        try:
+            assert conn.execute("SELECT COUNT(*) FROM events WHERE run_id = 'srun_1'"
+                                ).fetchone()[0] == 3
+            assert conn.execute("SELECT COUNT(*) FROM event_blocks WHERE run_id = 'run_case'"
+                                ).fetchone()[0] >= 1
+        finally:
+            conn.close()
+        assert await replay(store, "srun_1") == before and len(before) == 1
+        assert b"suite.case" in before[0]
+    finally:
+        await store.close()

@@ -163,3 +163,42 @@ async def test_a_file_from_before_incremental_vacuum_is_switched_after_a_trim(
         assert len(ids) == 6
     finally:
         await store.close()
+
+
+async def test_sessions_a_suite_reads_stay_with_the_suites_blobs_and_progress(
+        tmp_path: Path) -> None:
+    # A suite's report reads its cases' baseline runs and each suite run's case runs: the
+    # sessions holding either stay; a blob only a suite case holds stays; a suite run's
+    # progress (events under its own id, no run row) is neither a session's nor compacted.
+    store = make_store(tmp_path)
+    await store.open()
+    try:
+        blobs = BlobStore(store._settings.files_dir)
+        in_case = await blobs.put(b"an input a suite case copied")
+        gone = await old_session(store, "gone", sha=in_case)
+        baseline = await old_session(store, "baseline")
+        case = await old_session(store, "case")
+
+        def suite(conn: sqlite3.Connection) -> None:
+            conn.execute("INSERT INTO suites (id, name, created_at) VALUES ('s', 's', ?)",
+                         (LONG_AGO,))
+            conn.execute("INSERT INTO suite_cases (id, suite_id, position, kind, turns, "
+                         "baseline) VALUES ('c', 's', 0, 'run', '[]', ?)",
+                         ('{"run_ids": ["run_baseline_1"], "run_id": "run_baseline_1"}',))
+            conn.execute("INSERT INTO suite_files (case_id, sha256) VALUES ('c', ?)",
+                         (in_case,))
+            conn.execute("UPDATE runs SET suite_run_id = 'srun_1', case_id = 'c' "
+                         "WHERE id = 'run_case_0'")
+        await store.write(suite)
+        store.append_event("srun_1", "suite.status", {"status": "completed"})
+        await store.flush()
+        done = await trimmer_for(store, tmp_path, history_max_age_days=30.0).trim()
+        assert done["removed"] == {"sessions": 1, "runs": 2}
+        assert session_ids(tmp_path) == {baseline, case}
+        assert gone not in session_ids(tmp_path) and blobs.exists(in_case)
+        conn = sqlite3.connect(tmp_path / ".llamon/playground/playground.sqlite3")
+        assert conn.execute("SELECT COUNT(*) FROM events WHERE run_id = 'srun_1'"
+                            ).fetchone()[0] == 1
+        conn.close()
+    finally:
+        await store.close()

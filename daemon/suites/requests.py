@@ -1,0 +1,106 @@
+"""What a suite's create and patch bodies may say. Validation only; nothing is written here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from llamon_playground.daemon.errors import BadRequest
+
+MAX_NAME = 200
+MAX_CASES = 1000
+CREATE_KEYS = ("name", "cases", "run_on_save")
+PATCH_KEYS = ("name", "run_on_save", "baseline_suite_run_id")
+CASE_KEYS = ("run_id", "session_id", "kind")
+RUN_KINDS = ("run", "chain")
+
+
+@dataclass(frozen=True)
+class CaseSpec:
+    """One case as asked: a run (its input, or its resume chain) or a whole session."""
+
+    run_id: str | None
+    session_id: str | None
+    kind: str | None  # "run" or "chain" for a run; None: chosen from the run's lineage
+
+
+@dataclass(frozen=True)
+class SuiteCreate:
+    """A checked `POST /suites` body."""
+
+    name: str
+    cases: list[CaseSpec]
+    run_on_save: bool
+
+
+def _object(body: Any, allowed: tuple[str, ...], where: str = "the request body") -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise BadRequest(f"{where} must be a JSON object", code="invalid_request")
+    unknown = set(body) - set(allowed)
+    if unknown:
+        raise BadRequest(f"unknown field(s) in {where}: {', '.join(sorted(unknown))}; "
+                         f"allowed: {', '.join(allowed)}", code="unknown_field")
+    return body
+
+
+def parse_name(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip() or len(value) > MAX_NAME:
+        raise BadRequest(f"`name` must be a non-blank string of at most {MAX_NAME} characters",
+                         code="invalid_name", limit=MAX_NAME)
+    return value
+
+
+def _flag(value: Any, key: str) -> bool:
+    if not isinstance(value, bool):
+        raise BadRequest(f"`{key}` must be true or false", code=f"invalid_{key}")
+    return value
+
+
+def _case(raw: Any, index: int) -> CaseSpec:
+    where = f"cases[{index}]"
+    doc = _object(raw, CASE_KEYS, where)
+    run_id, session_id, kind = doc.get("run_id"), doc.get("session_id"), doc.get("kind")
+    if (run_id is None) == (session_id is None):
+        raise BadRequest(f"{where} names exactly one of `run_id` and `session_id`",
+                         code="invalid_case", index=index)
+    for value, key in ((run_id, "run_id"), (session_id, "session_id")):
+        if value is not None and (not isinstance(value, str) or not value):
+            raise BadRequest(f"{where}.{key} must be a non-empty string", code="invalid_case",
+                             index=index)
+    if kind is not None and (run_id is None or kind not in RUN_KINDS):
+        raise BadRequest(f"{where}.kind is `run` or `chain`, and only with `run_id`",
+                         code="invalid_case", index=index)
+    return CaseSpec(run_id, session_id, kind)
+
+
+def parse_create(body: Any) -> SuiteCreate:
+    doc = _object(body, CREATE_KEYS)
+    if "name" not in doc:
+        raise BadRequest("a suite needs a `name`", code="invalid_name", limit=MAX_NAME)
+    name = parse_name(doc["name"])
+    cases = doc.get("cases")
+    if not isinstance(cases, list) or not cases:
+        raise BadRequest("`cases` must be a non-empty list", code="empty_suite")
+    if len(cases) > MAX_CASES:
+        raise BadRequest(f"a suite holds at most {MAX_CASES} cases", code="too_many_cases",
+                         limit=MAX_CASES)
+    return SuiteCreate(name, [_case(c, i) for i, c in enumerate(cases)],
+                       _flag(doc.get("run_on_save", False), "run_on_save"))
+
+
+def parse_patch(body: Any) -> dict[str, Any]:
+    """The fields given: `name`, `run_on_save`, `baseline_suite_run_id` (make that suite
+    run's results the cases' baselines)."""
+    doc = _object(body, PATCH_KEYS)
+    fields: dict[str, Any] = {}
+    if "name" in doc:
+        fields["name"] = parse_name(doc["name"])
+    if "run_on_save" in doc:
+        fields["run_on_save"] = _flag(doc["run_on_save"], "run_on_save")
+    if "baseline_suite_run_id" in doc:
+        value = doc["baseline_suite_run_id"]
+        if not isinstance(value, str) or not value:
+            raise BadRequest("`baseline_suite_run_id` must be a suite run's id",
+                             code="invalid_baseline")
+        fields["baseline_suite_run_id"] = value
+    return fields

@@ -1,0 +1,210 @@
+"""Suites: named, ordered cases kept in history, their runs and the report (counts only)."""
+
+from typing import Annotated, Any, Literal, NotRequired, TypedDict
+
+from llamon_playground.common.wire.rules import NONEMPTY, Doc, Json, JsonObject, closed
+
+MAX_SUITE_NAME = 200
+MAX_SUITE_CASES = 1000
+SuiteName = Annotated[str, Json(minLength=1, maxLength=MAX_SUITE_NAME, pattern="\\S")]
+SuiteRunStatus = Literal["running", "completed", "cancelled", "failed", "interrupted"]
+CaseState = Literal["pending", "running", "done", "skipped"]
+
+
+@closed
+class RunCaseSpec(TypedDict):
+    """A stored run: `run` replays its input, `chain` it and its answers (default in one)."""
+
+    run_id: Annotated[str, NONEMPTY]
+    kind: NotRequired[Literal["run", "chain"]]
+
+
+@closed
+class SessionCaseSpec(TypedDict):
+    """A whole session as a case: its turns in order, in one new context."""
+
+    session_id: Annotated[str, NONEMPTY]
+
+
+SuiteCaseSpec = RunCaseSpec | SessionCaseSpec
+
+
+@closed
+class SuiteCreate(TypedDict):
+    """`POST /suites`: inputs and baselines are copied now (a deleted source still runs)."""
+
+    name: SuiteName
+    cases: Annotated[list[SuiteCaseSpec], Json(minItems=1, maxItems=MAX_SUITE_CASES)]
+    run_on_save: NotRequired[bool]
+
+
+@closed
+class SuitePatch(TypedDict):
+    """`PATCH /suites/{id}`: rename, run on save, or make a suite run's results the baselines."""
+
+    name: NotRequired[SuiteName]
+    run_on_save: NotRequired[bool]
+    baseline_suite_run_id: NotRequired[Annotated[str, NONEMPTY]]
+
+
+class CaseBaseline(TypedDict):
+    """What a case is compared with: a stored run's result, or a suite run's."""
+
+    run_id: str | None
+    run_ids: list[str]
+    status: str | None
+    code_fingerprint: str | None
+    deleted: Annotated[bool, Doc("its run(s) were deleted from history (the copy stays)")]
+    suite_run_id: NotRequired[str | None]
+    source: NotRequired[Annotated[str | None, Doc("`history` (a stored run) or `suite_run`")]]
+
+
+class SuiteCase(TypedDict):
+    """A suite case: its copied turns (counted here) and the baseline it is compared with."""
+
+    id: str
+    position: int
+    kind: Literal["run", "chain", "session"]
+    source_run_id: str | None
+    source_session_id: str | None
+    turns: int
+    baseline: CaseBaseline
+
+
+class Suite(TypedDict):
+    """A suite: named, ordered cases kept in history."""
+
+    id: str
+    name: str
+    created_at: str
+    run_on_save: bool
+    last_revision: Annotated[str | None, Doc("the revision run on save ran last")]
+    case_count: int
+    last_suite_run_id: str | None
+    cases: NotRequired[list[SuiteCase]]
+
+
+class SuiteList(TypedDict):
+    """`GET /suites`: every suite."""
+
+    suites: list[Suite]
+    runs_on_save: Annotated[int, Doc("suite runs run on save started by this daemon")]
+
+
+class SuiteDeleted(TypedDict):
+    """`DELETE /suites/{id}`: what went with it."""
+
+    deleted: str
+    blobs_removed: int
+
+
+class SuiteRunAccepted(TypedDict):
+    """The answer to start and cancel."""
+
+    suite_run_id: str
+    status: SuiteRunStatus
+
+
+class ScoreMove(TypedDict):
+    """One evaluator score before and after, in a case's row."""
+
+    evaluator: Any
+    scope: Any
+    node: Any
+    before: float | None
+    after: float | None
+    delta: float | None
+    pass_before: Any
+    pass_after: Any
+
+
+class CaseRow(TypedDict):
+    """A case's line in the report; the move fields only once it is done."""
+
+    case_id: str
+    position: int
+    kind: str | None
+    state: CaseState
+    run_ids: list[str]
+    skipped_for: str | None
+    baseline: CaseBaseline
+    status_before: NotRequired[str | None]
+    status_after: NotRequired[str | None]
+    reason_after: NotRequired[str | None]
+    status_moved: NotRequired[bool]
+    changed: NotRequired[bool]
+    duration_delta_ms: NotRequired[float | None]
+    text_changed: NotRequired[bool]
+    text_diff_lines: NotRequired[int]
+    data_changes: NotRequired[Annotated[list[str], Doc("JSON pointers")]]
+    files_changed: NotRequired[int]
+    scores: NotRequired[list[ScoreMove]]
+
+
+class StatusMove(TypedDict):
+    """How many cases moved from one status to another."""
+
+    before: str | None
+    after: str | None
+    count: int
+
+
+class EvaluatorMove(TypedDict):
+    """One evaluator across the suite run: means and pass/fail flips."""
+
+    evaluator: str
+    mean_before: float | None
+    mean_after: float | None
+    pass_to_fail: int
+    fail_to_pass: int
+
+
+class SuiteSummary(TypedDict):
+    """A report's counts (no verdict)."""
+
+    cases: int
+    done: int
+    skipped: int
+    pending: int
+    changed: int
+    status_moved_cases: int
+    statuses_moved: list[StatusMove]
+    evaluators: list[EvaluatorMove]
+
+
+class SuiteRunRow(TypedDict):
+    """A suite run as listed."""
+
+    id: str
+    suite_id: str
+    session_id: str | None
+    status: SuiteRunStatus
+    reason: str | None
+    trigger: Literal["manual", "save"]
+    created_at: str
+    ended_at: str | None
+    code_fingerprint: Annotated[str | None, Doc("the revision every case ran against")]
+
+
+class SuiteRun(SuiteRunRow):
+    """`GET /suite-runs/{id}`: the report, as far as the run got. No verdict."""
+
+    suite_name: str | None
+    cases: list[CaseRow]
+    summary: SuiteSummary
+    baseline_fingerprints: list[str]
+    automatic_verdict: None
+
+
+class SuiteRunList(TypedDict):
+    """`GET /suites/{id}/runs`: a suite's runs, newest first."""
+
+    suite_runs: list[SuiteRunRow]
+
+
+class SuiteCaseCompare(TypedDict):
+    """`GET /suite-runs/{id}/cases/{case_id}`: the case's row and its Compare in full."""
+
+    case_id: str
+    row: JsonObject
+    compare: JsonObject
