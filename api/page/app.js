@@ -49,7 +49,7 @@ const app = {
     this.sessions = await all('/sessions', 'sessions');
     $('sessions-empty').hidden = this.sessions.length > 0;
     $('session-list').replaceChildren(...this.sessions.map((s) => el('li', {},
-      button(`${s.title || 'untitled'} (${s.run_count ?? 0})`, () => this.selectSession(s.id), {
+      button(`${s.title || 'untitled'} (${s.run_count ?? 0})`, () => this.pickSession(s.id), {
         class: 'session-item', 'aria-current': s.id === this.sessionId ? 'true' : null,
         dataset: { sessionId: s.id },
       }))));
@@ -58,6 +58,16 @@ const app = {
     if (current && document.activeElement !== $('session-title')) {
       $('session-title').value = current.title || '';
     }
+  },
+
+  // A session picked in the list: the open one (or the one being opened) is only shown, not
+  // read again; its thread follows history live.
+  async pickSession(sessionId) {
+    if (sessionId === this.sessionId && this.runList.sessionId === sessionId) {
+      showPanel('thread');
+      return;
+    }
+    await this.selectSession(sessionId);
   },
 
   async selectSession(sessionId, panel = 'thread') {

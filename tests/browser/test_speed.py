@@ -46,7 +46,11 @@ def test_a_thousand_runs_are_read_a_page_at_a_time_as_the_list_scrolls(
     expect(cards.last).to_be_in_viewport(ratio=0.9)
     labels = cards.locator(".label").all_inner_texts()
     assert [int(x.split()[1]) for x in labels] == sorted(int(x.split()[1]) for x in labels)
-    assert len(reads) == 1 and "order=newest" in reads[0] and "after=" not in reads[0], reads
+    # The first page: read when the session opens, and at most once more when the page's
+    # event stream first goes live (it reads the lists again then, closing the gap between
+    # the page's first reads and the stream's start).
+    assert 1 <= len(reads) <= 2, reads
+    assert all("order=newest" in url and "after=" not in url for url in reads), reads
     assert cards.count() < MAX_CARDS, cards.count()
 
     scrolled = page.evaluate(SCROLL_TO_OLDEST, 60_000)

@@ -23,7 +23,13 @@ from llamon_playground.common.sse import aiter_sse
 from tests.support.api import TERMINAL, Api, SseEvent
 from tests.support.door import Front, P, start_front
 from tests.support.procs import Stack
-from tests.support.transports import FAST, both_transports, handover_only, unix_sockets
+from tests.support.transports import (
+    FAST,
+    both_transports,
+    effective_transport,
+    handover_only,
+    unix_sockets,
+)
 from tests.support.waiting import wait_for
 
 CAP = 8  # the smallest cap there is (fd_budget.MIN_CAP)
@@ -44,7 +50,7 @@ class Carriers:
 
     def __init__(self, stack: Stack, front: Front, transport: str | None) -> None:
         self.stack, self.front = stack, front
-        self.lent = transport in (None, FAST)
+        self.lent = effective_transport(transport) == FAST
         self._own = unix_sockets(front.proc.pid)  # before the front's first request
 
     def __call__(self) -> int:

@@ -213,6 +213,7 @@ async def test_a_missing_module_is_named_with_its_install_command(
         assert "'uvicorn'" in status.stdout and command in status.stdout, status.stdout
 
 
+@pytest.mark.clone
 @pytest.mark.timeout(900)
 async def test_a_fresh_clone_runs_the_readmes_up(home: Path, tmp_path: Path) -> None:
     """The README's first command from a new clone, as a newcomer runs it: `scripts/up`

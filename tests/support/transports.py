@@ -2,9 +2,12 @@
 
 A front reaches the daemon either way: `fast` (its own pooled client, streams lent to the
 daemon) or `plain` (aiohttp's client, every answer relayed). The `front_transport` fixture
-(tests/conftest.py) names the one a test's stack gives its fronts; `both_transports`
-runs a test (or, as `pytestmark`, a module) once with each, and `handover_only` marks a
-test about lending itself: its plain case is skipped, saying why.
+(tests/conftest.py) names the one a test's stack gives its fronts. `both_transports` marks
+the relay, stream and door tests: the suite runs them on the transport the environment
+names (`LLAMON_PLAYGROUND_FRONT_TRANSPORT`, the default `fast` when unset), and CI runs
+them once more with `plain` (`.ci/plain-tests`), which keeps the whole suite's time down;
+`LLAMON_TEST_BOTH_TRANSPORTS=1` runs each both ways in one run instead. `handover_only`
+marks a test about lending itself: with `plain` it is skipped, saying why.
 """
 
 from __future__ import annotations
@@ -19,11 +22,25 @@ from llamon_playground.common.config import FRONT_TRANSPORTS
 ENV_FRONT_TRANSPORT = "LLAMON_PLAYGROUND_FRONT_TRANSPORT"
 FAST, PLAIN = FRONT_TRANSPORTS
 
-both_transports = pytest.mark.parametrize("front_transport", FRONT_TRANSPORTS, indirect=True)
+ENV_BOTH = "LLAMON_TEST_BOTH_TRANSPORTS"
+NO_LENDING = "about lending a stream's connection to the daemon: a plain front lends none"
+
+
+def effective_transport(transport: str | None) -> str:
+    """The transport a stack's fronts run: the one given, else the environment's."""
+    return transport or os.environ.get(ENV_FRONT_TRANSPORT) or FAST
+
+
+def _transports() -> list[str | None]:
+    """Each run's transports: both when asked, else the environment's (None)."""
+    return list(FRONT_TRANSPORTS) if os.environ.get(ENV_BOTH) else [None]
+
+
+both_transports = pytest.mark.parametrize("front_transport", _transports(), indirect=True)
 handover_only = pytest.mark.parametrize("front_transport", [
-    FAST, pytest.param(PLAIN, marks=pytest.mark.skip(
-        reason="about lending a stream's connection to the daemon: a plain front lends none"))],
-    indirect=True)
+    pytest.param(t, marks=pytest.mark.skip(reason=NO_LENDING))
+    if effective_transport(t) == PLAIN else t
+    for t in _transports()], indirect=True)
 
 
 def transport_env(transport: str | None) -> dict[str, str]:
