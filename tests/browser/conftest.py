@@ -87,3 +87,21 @@ def page(browser: Any, page_stack: tuple[Stack, str]) -> Iterator[Any]:
     yield tab
     context.close()
     assert not errors, errors  # an uncaught exception in the page fails the test
+
+
+@pytest.fixture(params=["light", "dark"])
+def scheme_page(request: pytest.FixtureRequest, browser: Any,
+                page_stack: tuple[Stack, str]) -> Iterator[Any]:
+    """A logged-in page in a context that lets axe-core in (bypass_csp) and in one scheme,
+    once live: the accessibility checks of every view run on it."""
+    from tests.browser.helpers import expect  # playwright: imported once a browser is there
+
+    stack, url = page_stack
+    context = browser.new_context(viewport={"width": 1280, "height": 720}, bypass_csp=True,
+                                  color_scheme=request.param)
+    context.set_default_timeout(20_000)
+    tab = context.new_page()
+    tab.goto(f"{url}/?token={stack.token}")
+    expect(tab.locator("#connection")).to_have_attribute("data-state", "live")
+    yield tab
+    context.close()

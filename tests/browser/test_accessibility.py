@@ -4,29 +4,10 @@ the Host logs panel, the Host panel, and the thread and sessions panels at 800 p
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
-
-import pytest
 
 from tests.browser.accessibility import blocking_violations
 from tests.browser.helpers import button, expect, finished, slow_run_streaming
-from tests.support.procs import Stack
-
-
-@pytest.fixture(params=["light", "dark"])
-def scheme_page(request: pytest.FixtureRequest, browser: Any,
-                page_stack: tuple[Stack, str]) -> Iterator[Any]:
-    """A logged-in page in a context that lets axe-core in (bypass_csp) and in one scheme."""
-    stack, url = page_stack
-    context = browser.new_context(viewport={"width": 1280, "height": 720}, bypass_csp=True,
-                                  color_scheme=request.param)
-    context.set_default_timeout(20_000)
-    tab = context.new_page()
-    tab.goto(f"{url}/?token={stack.token}")
-    expect(tab.locator("#connection")).to_have_attribute("data-state", "live")
-    yield tab
-    context.close()
 
 
 def clean(page: Any, view: str) -> None:

@@ -9,7 +9,7 @@ import re
 import signal
 from typing import Any
 
-from tests.browser.helpers import button, expect, finished, send, slow_run_streaming
+from tests.browser.helpers import button, expect, finished, slow_run_streaming
 from tests.support.procs import Stack
 
 # The connection indicator's promise is "lost within 2 s" of a daemon dying.

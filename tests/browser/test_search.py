@@ -7,16 +7,12 @@ violation light and dark."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Any
-
-import pytest
 
 from llamon_playground.common.contract import API_PREFIX
 from llamon_playground.harness.browser import copies
 from tests.browser.accessibility import blocking_violations
 from tests.browser.helpers import button, expect, finished, send
-from tests.support.procs import Stack
 
 MAX_HITS = 40  # the rows in view and eight either side, whatever the result's size
 
@@ -174,21 +170,6 @@ def test_in_the_narrow_panels_a_hit_opens_the_run_panel(page: Any) -> None:
     expect(page.get_by_role("region", name="Run view")).to_be_visible()
     expect(page.locator("article.run-view")).to_have_attribute("data-run-id", run_id)
     expect(page.get_by_role("navigation", name="Sessions")).to_be_hidden()
-
-
-@pytest.fixture(params=["light", "dark"])
-def scheme_page(request: pytest.FixtureRequest, browser: Any,
-                page_stack: tuple[Stack, str]) -> Iterator[Any]:
-    """A logged-in page in a context that lets axe-core in (bypass_csp) and in one scheme."""
-    stack, url = page_stack
-    context = browser.new_context(viewport={"width": 1280, "height": 720}, bypass_csp=True,
-                                  color_scheme=request.param)
-    context.set_default_timeout(20_000)
-    tab = context.new_page()
-    tab.goto(f"{url}/?token={stack.token}")
-    expect(tab.locator("#connection")).to_have_attribute("data-state", "live")
-    yield tab
-    context.close()
 
 
 def test_the_search_views_have_no_serious_violation(scheme_page: Any) -> None:

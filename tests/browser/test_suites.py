@@ -4,14 +4,10 @@ its new run; and no serious axe-core violation light and dark."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
-
-import pytest
 
 from tests.browser.accessibility import blocking_violations
 from tests.browser.helpers import button, expect, finished, slow_run_streaming
-from tests.support.procs import Stack
 
 
 def save_picked(page: Any, runs: list[str], name: str) -> None:
@@ -87,21 +83,6 @@ def test_a_running_suite_shows_its_progress_and_cancels(page: Any) -> None:
     expect(rows.nth(1)).to_contain_text("skipped (user_cancelled)")
     expect(report).to_contain_text("2 of 2 cases finished (2 skipped)")
     expect(button(page, "Cancel suite run")).to_have_count(0)
-
-
-@pytest.fixture(params=["light", "dark"])
-def scheme_page(request: pytest.FixtureRequest, browser: Any,
-                page_stack: tuple[Stack, str]) -> Iterator[Any]:
-    """A logged-in page in a context that lets axe-core in (bypass_csp) and in one scheme."""
-    stack, url = page_stack
-    context = browser.new_context(viewport={"width": 1280, "height": 720}, bypass_csp=True,
-                                  color_scheme=request.param)
-    context.set_default_timeout(20_000)
-    tab = context.new_page()
-    tab.goto(f"{url}/?token={stack.token}")
-    expect(tab.locator("#connection")).to_have_attribute("data-state", "live")
-    yield tab
-    context.close()
 
 
 def test_the_suite_views_have_no_serious_violation(scheme_page: Any, request: Any) -> None:
