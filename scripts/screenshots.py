@@ -1,7 +1,7 @@
 """Screenshots of the Playground page (scripts/screenshots): the first-entry notice, the
 thread, the narrow panels, the run view, its trace timeline, a failed run, a comparison,
-search, a suite run's report and a Flow's graph with a run's path, each in light and dark,
-at 1280×720 (and 800×700), into docs/screenshots/.
+search, the suites, a suite run's report and a Flow's graph with a run's path, each in light
+and dark, at 1280×720 (and 800×700), into docs/screenshots/.
 
 The pictures show nothing of the machine they were taken on: everything runs in a temporary
 folder, and the failed run is one the agent fails itself with a message of its own
@@ -149,6 +149,11 @@ def shoot(browser: Any, login: str, url: str, runs: dict[str, str], scheme: str)
     page.get_by_role("searchbox", name="Search runs").press("Escape")
     # A suite of the tour's runs, run against the code on disk: its report.
     page.get_by_role("button", name="Suites", exact=True).click()
+    expect(page.get_by_role("article", name="Suites")).to_be_visible()
+    page.screenshot(path=OUT / f"suites-{scheme}.png")
+    page.set_viewport_size({"width": 800, "height": 700})
+    page.screenshot(path=OUT / f"suites-narrow-{scheme}.png")
+    page.set_viewport_size({"width": 1280, "height": 720})
     page.get_by_role("button", name="Run tour of the page", exact=True).click()
     report = page.get_by_role("article", name="Suite report")
     expect(report).to_have_attribute("data-status", "completed")

@@ -5,7 +5,7 @@
 // Compare of its baseline and its new run. Counts only: the page gives no verdict, as the
 // API gives none.
 import { API, call } from './api.js';
-import { button, el, ms } from './dom.js';
+import { append, button, el, ms } from './dom.js';
 
 const OVER = new Set(['completed', 'cancelled', 'failed', 'interrupted']);
 const REREAD_MS = 150;  // progress events come in bursts: the report is read once for them
@@ -56,19 +56,53 @@ export class Suites {
   async list() {
     this.close();
     const { suites } = await call('GET', '/suites');
-    const items = suites.map((suite) => el('li', { class: 'suite-item', dataset: { suiteId: suite.id } },
-      el('span', { class: 'suite-name' }, suite.name),
-      el('span', { class: 'hint' }, `${suite.case_count} case${suite.case_count === 1 ? '' : 's'}`,
-        suite.run_on_save ? ' · runs on save' : ''),
-      button('Run', () => this.run(suite).catch((e) => this.hooks.failed(e)),
-        { 'aria-label': `Run ${suite.name}` }),
-      suite.last_suite_run_id ? button('Last report', () => this.report(suite.last_suite_run_id)
-        .catch((e) => this.hooks.failed(e)), { 'aria-label': `Last report of ${suite.name}` }) : null));
+    const items = suites.map((suite) => this.item(suite));
     this.display(el('article', { class: 'suites-view', 'aria-label': 'Suites' },
       el('h2', {}, 'Suites'),
       items.length ? el('ul', { class: 'suite-list' }, items)
         : el('p', { class: 'hint empty' },
           'No suites yet: tick runs in the thread, then "Save as suite". A suite reruns them all against the code on disk.')));
+  }
+
+  // One suite in the list: Run, its last report, run on save (a PATCH as the box is
+  // ticked), and Delete, which asks once in place (its reports go with it).
+  item(suite) {
+    const guarded = (work) => () => work().catch((e) => this.hooks.failed(e));
+    const onSave = el('input', { type: 'checkbox', checked: suite.run_on_save,
+      'aria-label': `Run ${suite.name} on each save`,
+      onchange: (event) => {
+        const box = event.target;
+        box.disabled = true;
+        call('PATCH', `/suites/${encodeURIComponent(suite.id)}`, { run_on_save: box.checked })
+          .then((doc) => { box.checked = doc.run_on_save; })
+          .catch((error) => { box.checked = !box.checked; this.hooks.failed(error); })
+          .finally(() => { box.disabled = false; });
+      } });
+    const actions = el('span', { class: 'suite-actions' });
+    const plain = () => {
+      actions.replaceChildren();
+      append(actions, [
+        button('Run', guarded(() => this.run(suite)), { 'aria-label': `Run ${suite.name}` }),
+        suite.last_suite_run_id ? button('Last report', guarded(() => this.report(suite.last_suite_run_id)),
+          { 'aria-label': `Last report of ${suite.name}` }) : null,
+        button('Delete', () => asking(), { 'aria-label': `Delete ${suite.name}` })]);
+    };
+    const asking = () => {
+      actions.replaceChildren(
+        el('span', { class: 'confirm', role: 'status' }, `Delete "${suite.name}" and its reports?`),
+        button('Yes, delete', guarded(async () => {
+          await call('DELETE', `/suites/${encodeURIComponent(suite.id)}`);
+          await this.list();
+        }), { class: 'danger', 'aria-label': `Yes, delete ${suite.name}` }),
+        button('Keep', () => { plain(); actions.querySelector('button').focus(); }));
+      actions.querySelector('.danger').focus();
+    };
+    plain();
+    return el('li', { class: 'suite-item', dataset: { suiteId: suite.id } },
+      el('span', { class: 'suite-name' }, suite.name),
+      el('span', { class: 'hint' }, `${suite.case_count} case${suite.case_count === 1 ? '' : 's'}`),
+      el('label', { class: 'suite-on-save' }, onSave, 'run on save'),
+      actions);
   }
 
   async run(suite) {
@@ -138,6 +172,7 @@ export class Suites {
     el('div', { class: 'actions' },
       running ? button('Cancel suite run', () => call('DELETE', `/suite-runs/${encodeURIComponent(doc.id)}`)
         .catch((e) => this.hooks.failed(e))) : null,
+      !running && s.done ? this.baselineButton(doc) : null,
       button('All suites', () => this.list().catch((e) => this.hooks.failed(e)))),
     el('p', { class: 'suite-summary' },
       `${s.changed} of ${s.cases} cases changed · ${s.status_moved_cases} moved status`,
@@ -154,6 +189,26 @@ export class Suites {
     (doc.baseline_fingerprints || []).length
       ? ` · baselines from ${doc.baseline_fingerprints.map(short).join(', ')}` : ''),
     el('p', { class: 'hint' }, 'Counts only: whether a change is a regression is yours to say.'));
+  }
+
+  // "Make these results the baselines": the next runs of the suite compare with this one's
+  // results (cases it skipped keep theirs).
+  baselineButton(doc) {
+    const already = doc.cases.some((row) => row.state === 'done')
+      && doc.cases.every((row) => row.state !== 'done' || (row.baseline || {}).suite_run_id === doc.id);
+    if (already) return el('span', { class: 'hint baseline-now' }, 'These results are the baselines.');
+    const press = button('Make these results the baselines', async () => {
+      press.disabled = true;
+      try {
+        await call('PATCH', `/suites/${encodeURIComponent(doc.suite_id)}`, { baseline_suite_run_id: doc.id });
+        press.replaceWith(el('span', { class: 'hint baseline-now', role: 'status' },
+          'These results are the baselines: the next runs compare with them.'));
+      } catch (error) {
+        press.disabled = false;
+        this.hooks.failed(error);
+      }
+    });
+    return press;
   }
 
   caseTable(cases) {

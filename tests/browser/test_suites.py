@@ -1,6 +1,7 @@
 """Suites on the page: picked runs saved as a suite, the Suites view, Run, the report filling
 in from the suite run's progress events, each done row opening Compare of its baseline and
-its new run; and no serious axe-core violation light and dark."""
+its new run; run on save, a report made the baselines, a suite deleted; and no serious
+axe-core violation light and dark."""
 
 from __future__ import annotations
 
@@ -83,6 +84,43 @@ def test_a_running_suite_shows_its_progress_and_cancels(page: Any) -> None:
     expect(rows.nth(1)).to_contain_text("skipped (user_cancelled)")
     expect(report).to_contain_text("2 of 2 cases finished (2 skipped)")
     expect(button(page, "Cancel suite run")).to_have_count(0)
+
+
+def test_a_suite_is_set_to_run_on_save_made_the_baseline_and_deleted(page: Any) -> None:
+    _, run_id = finished(page, "stream epsilon hello")
+    save_picked(page, [run_id], "controls")
+    suites = page.get_by_role("article", name="Suites")
+    item = suites.locator(".suite-item", has_text="controls")
+    # Never run yet: Run and Delete, no "Last report" (and no stray text in its place).
+    expect(item.get_by_role("button")).to_have_text(["Run", "Delete"])
+    expect(item).not_to_contain_text("null")
+    on_save = suites.get_by_role("checkbox", name="Run controls on each save")
+    expect(on_save).not_to_be_checked()
+    on_save.check()
+    expect(on_save).to_be_enabled()  # the PATCH answered
+    button(page, "Suites").click()  # read again: the daemon kept it
+    expect(page.get_by_role("checkbox", name="Run controls on each save")).to_be_checked()
+
+    page.get_by_role("button", name="Run controls", exact=True).click()
+    report = page.get_by_role("article", name="Suite report")
+    expect(report).to_have_attribute("data-status", "completed")
+    report.get_by_role("button", name="Make these results the baselines").click()
+    expect(report.locator(".baseline-now")).to_contain_text("the next runs compare with them")
+    button(page, "Suites").click()
+    page.get_by_role("button", name="Last report of controls").click()
+    expect(page.get_by_role("article", name="Suite report").locator(".baseline-now")).to_have_text(
+        "These results are the baselines.")
+
+    # Delete asks once, in place; Keep leaves the suite, Yes removes it.
+    button(page, "Suites").click()
+    suites = page.get_by_role("article", name="Suites")
+    suites.get_by_role("button", name="Delete controls").click()
+    expect(suites).to_contain_text('Delete "controls" and its reports?')
+    suites.get_by_role("button", name="Keep").click()
+    expect(suites.get_by_role("button", name="Run controls", exact=True)).to_be_visible()
+    suites.get_by_role("button", name="Delete controls").click()
+    suites.get_by_role("button", name="Yes, delete controls").click()
+    expect(page.get_by_role("article", name="Suites").locator(".suite-item", has_text="controls")).to_have_count(0)
 
 
 def test_the_suite_views_have_no_serious_violation(scheme_page: Any, request: Any) -> None:
