@@ -53,6 +53,7 @@ const app = {
         class: 'session-item', 'aria-current': s.id === this.sessionId ? 'true' : null,
         dataset: { sessionId: s.id },
       }))));
+    $('session-list').dataset.loaded = String(this.sessions.length);
     const current = this.sessions.find((s) => s.id === this.sessionId);
     $('session-head').hidden = !current;
     if (current && document.activeElement !== $('session-title')) {

@@ -14,6 +14,17 @@ from llamon_playground.daemon.store.database import Store, utcnow
 from llamon_playground.daemon.store.ids import new_context_id, new_session_id
 
 RUN_JSON_COLUMNS = ("input", "output", "error", "scores", "edited_fields")
+# Boot recovery's mark in `upkeep` (daemon/runs/reconcile.py): the runs up to this rowid
+# were checked when a boot last finished recovery.
+RECOVERED_MARK = "recovered_through_run_rowid"
+
+
+def recheck_next_runs(conn: sqlite3.Connection) -> None:
+    """Before rows are added to `runs` that boot recovery must check (an import's): lower
+    its mark below them. They take rowids after the largest now, which may be at or below
+    the mark when the newest runs were deleted."""
+    conn.execute("UPDATE upkeep SET value = min(value, (SELECT coalesce(max(rowid), 0) "
+                 "FROM runs)) WHERE key = ?", (RECOVERED_MARK,))
 
 
 def session_to_dict(row: sqlite3.Row) -> dict[str, Any]:
