@@ -14,9 +14,9 @@ its same-run baseline.
                               report's SQL in process
   history_year.replay         median ms to replay a finished 10,000-delta run (whole stream,
                               daemon socket)  vs  the same run imported into an empty history
-  history_year.boot           the slowest boot to ready (spawn to `/health` 200), the first
-                              one recovering a run a SIGKILL interrupted  vs  the same on a
-                              history of one session
+  history_year.boot           the slowest of 4 boots to ready (spawn to `/health` 200), the
+                              first one recovering a run a SIGKILL interrupted  vs  the same
+                              on a history of one session, the two taking turns
   history_year.page_sessions  the page's session list shown (ms from navigation, through the
                               front; the median of the loads)  vs  the same on an empty history
   history_year.page_first_paint  its first-contentful-paint  vs  the same on an empty history
@@ -239,24 +239,31 @@ async def interrupt(stack: Stack, http: aiohttp.ClientSession, session_id: str) 
     return run_id
 
 
-async def boots(owned: Owned, stack: Stack, session_id: str) -> tuple[list[float], str]:
-    """BOOTS boots of the stack's daemon: the first after a SIGKILL mid-run (ms each)."""
-    async with direct_session(stack) as http:
-        run_id = await interrupt(stack, http, session_id)
-    samples = []
+async def boots(owned: Owned, stacks: list[tuple[Stack, str]]) -> list[list[float]]:
+    """BOOTS boots of each stack's daemon (ms), the stacks taking turns (a busy second
+    costs each alike): the first after a SIGKILL mid-run, the rest after a clean stop."""
+    killed = []
+    for stack, session_id in stacks:
+        async with direct_session(stack) as http:
+            killed.append(await interrupt(stack, http, session_id))
+    samples: list[list[float]] = [[] for _ in stacks]
     for n in range(BOOTS):
-        if n:
-            assert stack.daemon is not None
-            await asyncio.to_thread(stack.daemon.stop)
-        t = time.perf_counter()
-        await asyncio.to_thread(stack.start_daemon)
-        samples.append((time.perf_counter() - t) * 1000)
-    owned.note(stack)
-    async with direct_session(stack) as http:
-        run = await call(http, "GET", f"runs/{run_id}")
-    if run["status"] != "interrupted":
-        raise RuntimeError(f"the killed run was not recovered: {run['status']}")
-    return samples, run_id
+        order = list(range(len(stacks)))
+        for i in order if n % 2 == 0 else order[::-1]:
+            stack = stacks[i][0]
+            if n:
+                assert stack.daemon is not None
+                await asyncio.to_thread(stack.daemon.stop)
+            t = time.perf_counter()
+            await asyncio.to_thread(stack.start_daemon)
+            samples[i].append((time.perf_counter() - t) * 1000)
+    for (stack, _), run_id in zip(stacks, killed, strict=True):
+        owned.note(stack)
+        async with direct_session(stack) as http:
+            run = await call(http, "GET", f"runs/{run_id}")
+        if run["status"] != "interrupted":
+            raise RuntimeError(f"the killed run was not recovered: {run['status']}")
+    return samples
 
 
 LISTED = """() => new Promise((resolve) => {
@@ -353,8 +360,8 @@ async def bench_history_year(quick: bool, owned: Owned) -> list[Figure]:
             empty_session = (await call(http_empty, "POST", "sessions", {"title": "boot"},
                                         want=201))["id"]
         figures += await page_figures(year, empty, LOADS[size])
-        year_boots, _ = await boots(owned, year, built.info["big_sessions"][0])
-        empty_boots, _ = await boots(owned, empty, empty_session)
+        year_boots, empty_boots = await boots(owned, [(year, built.info["big_sessions"][0]),
+                                                      (empty, empty_session)])
         log(f"history_year: boots {[round(b) for b in year_boots]} ms (empty history "
             f"{[round(b) for b in empty_boots]} ms)")
         figures.append(Figure("history_year.boot", max(year_boots), "ms", max(empty_boots),
