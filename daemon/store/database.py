@@ -25,9 +25,10 @@ from llamon_playground.common.config import Settings
 from llamon_playground.daemon.errors import StoreError, UnsupportedDatabaseVersion
 from llamon_playground.daemon.store.batch import Batches, Item, OpResult, PendingOp, WriteOp
 from llamon_playground.daemon.store.frames import BLOCK_AFTER_SQL, FRAMES_SQL, block_page
-from llamon_playground.daemon.store.migrations import SCHEMA_VERSION, migrate, peek_user_version
+from llamon_playground.daemon.store.migrations import SCHEMA_VERSION, peek_user_version
 from llamon_playground.daemon.store.private import prepare_state
 from llamon_playground.daemon.store.records import EventRecord, EventRow, compact_json
+from llamon_playground.daemon.store.wal import WalKeeper, open_writer
 
 log = logging.getLogger(__name__)
 
@@ -36,11 +37,9 @@ T = TypeVar("T")
 MAX_BATCH = 50_000  # bounds one transaction's latency under a flood
 RETRY_MIN = 0.05
 RETRY_MAX = 2.0
-# The WAL stays small: SQLite checkpoints at this many pages by itself, the writer after
-# IDLE_CHECKPOINT s without writes (and after each run), and a checkpoint truncates the file,
-# so a small disk is not eaten by frames that were copied back long ago.
-WAL_AUTOCHECKPOINT_PAGES = 256
-WAL_SIZE_LIMIT = 1 << 20
+# The WAL stays small (wal.py): the keeper checkpoints beside the writer as it grows,
+# and the writer after IDLE_CHECKPOINT s without writes, truncating the file. Nothing
+# checkpoints per run.
 IDLE_CHECKPOINT = 1.0
 # A stream of events commits at most once per COMMIT_INTERVAL: a Host streaming faster than
 # one commit's round trip would otherwise get a transaction, an fsync and two thread
@@ -77,6 +76,17 @@ class Store:
         self.batches_committed = 0
         self._wal_dirty = False  # commits since the last checkpoint
         self._checkpoint_now = False
+        self._keeper: WalKeeper | None = None
+        self._last_commit = -COMMIT_INTERVAL  # loop time the latest batch began committing
+
+    @property
+    def background_checkpoints(self) -> int:
+        """WAL checkpoints the keeper ran beside the writer since open."""
+        return self._keeper.checkpoints if self._keeper is not None else 0
+
+    def quiet_for(self) -> float:
+        """Seconds since the writer last began a commit (upkeep waits for a quiet spell)."""
+        return asyncio.get_running_loop().time() - self._last_commit
 
     @property
     def is_open(self) -> bool:
@@ -106,6 +116,8 @@ class Store:
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="store-writer")
         try:
             self._batches.next_seq = await self._on_writer(self._open_writer, db)
+            self._keeper = WalKeeper(db, int(settings.db_busy_timeout_ms))
+            await asyncio.to_thread(self._keeper.open)
             reader = await aiosqlite.connect(db, isolation_level=None)
             await reader.execute("PRAGMA busy_timeout=5000")
             reader.row_factory = sqlite3.Row
@@ -116,26 +128,7 @@ class Store:
         self._writer_task = asyncio.create_task(self._write_loop(), name="store-writer")
 
     def _open_writer(self, db: str) -> int:
-        conn = sqlite3.connect(db, isolation_level=None)
-        try:
-            if int(conn.execute("PRAGMA page_count").fetchone()[0]) == 0:
-                # A new file: free pages can go back to the filesystem (retention); only
-                # settable before the first table (docs/storage.md, "Retention").
-                conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute(f"PRAGMA wal_autocheckpoint={WAL_AUTOCHECKPOINT_PAGES}")
-            conn.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")
-            # FULL: a committed event survives power loss too; group commit pays for it.
-            conn.execute("PRAGMA synchronous=FULL")
-            conn.execute("PRAGMA foreign_keys=ON")
-            conn.execute(f"PRAGMA busy_timeout={int(self._settings.db_busy_timeout_ms)}")
-            migrate(conn)
-            next_seq = int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM events")
-                           .fetchone()[0]) + 1
-        except BaseException:
-            conn.close()
-            raise
-        self._conn = conn
+        self._conn, next_seq = open_writer(db, int(self._settings.db_busy_timeout_ms))
         return next_seq
 
     async def _on_writer(self, fn: Callable[..., T], *args: Any) -> T:
@@ -155,6 +148,9 @@ class Store:
         await self._close_writer()
 
     async def _close_writer(self) -> None:
+        if self._keeper is not None:
+            await asyncio.to_thread(self._keeper.close)
+            self._keeper = None
         if self._executor is None:
             return
         if self._conn is not None:
@@ -254,14 +250,13 @@ class Store:
         retry: list[Item] = []
         delay = RETRY_MIN
         loop = asyncio.get_running_loop()
-        last_commit = -COMMIT_INTERVAL
         while True:
             if not retry:
                 await self._wait_for_work()
-                linger = last_commit + COMMIT_INTERVAL - loop.time()
+                linger = self._last_commit + COMMIT_INTERVAL - loop.time()
                 if linger > 0 and not self._urgent.is_set():
                     await _woken(self._urgent, linger)
-            last_commit = loop.time()
+            self._last_commit = loop.time()
             self._wake.clear()
             self._urgent.clear()
             batch, self._items = retry + self._items[:MAX_BATCH], self._items[MAX_BATCH:]
@@ -327,7 +322,10 @@ class Store:
     def _commit_on_thread(self, batch: list[Item], ts: str
                           ) -> tuple[list[EventRow], list[OpResult]]:
         assert self._conn is not None
-        return self._batches.commit(self._conn, batch, ts)
+        done = self._batches.commit(self._conn, batch, ts)
+        if self._keeper is not None:
+            self._keeper.after_commit()
+        return done
 
     def insert_events(self, conn: sqlite3.Connection, events: list[tuple[str, str, bytes]],
                       ts: str) -> list[EventRow]:
