@@ -84,6 +84,10 @@ class Store:
         """WAL checkpoints the keeper ran beside the writer since open."""
         return self._keeper.checkpoints if self._keeper is not None else 0
 
+    def wal_frames_waiting(self) -> int | None:
+        """WAL frames not yet copied back into the database (None: not open, or unknown)."""
+        return self._keeper.waiting_frames() if self._keeper is not None else None
+
     def quiet_for(self) -> float:
         """Seconds since the writer last began a commit (upkeep waits for a quiet spell)."""
         return asyncio.get_running_loop().time() - self._last_commit

@@ -110,7 +110,7 @@ class WalKeeper:
         """On the writer thread, right after a commit: start a checkpoint if one is due."""
         if self._running or self._executor is None:
             return
-        waiting = self._waiting_frames()
+        waiting = self.waiting_frames()
         if waiting is None:
             due = time.monotonic() - self._last >= FALLBACK_INTERVAL
         else:
@@ -123,8 +123,9 @@ class WalKeeper:
             except RuntimeError:  # shutting down: the close checkpoints anyway
                 self._running = False
 
-    def _waiting_frames(self) -> int | None:
-        """WAL frames not yet copied back into the database; None when unknown."""
+    def waiting_frames(self) -> int | None:
+        """WAL frames not yet copied back into the database; None when unknown (any
+        thread: the writer's after each commit, a test's)."""
         try:
             if self._shm is None:
                 self._shm = os.open(self._db + "-shm", os.O_RDONLY)
@@ -133,7 +134,9 @@ class WalKeeper:
             return None
         if len(head) < 100 or _U32.unpack_from(head, 0)[0] != WAL_INDEX_VERSION:
             return None
-        return max(0, _U32.unpack_from(head, 16)[0] - _U32.unpack_from(head, 96)[0])
+        frames: int = _U32.unpack_from(head, 16)[0]
+        copied: int = _U32.unpack_from(head, 96)[0]
+        return max(0, frames - copied)
 
     def _checkpoint(self) -> None:
         try:
