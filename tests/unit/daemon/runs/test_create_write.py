@@ -25,7 +25,9 @@ from llamon_playground.daemon.store.blobs import BlobStore
 from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.event_log import EventHub
 from llamon_playground.daemon.store.history import create_session, get_run
+from llamon_playground.daemon.store.upkeep.compaction import Compactor
 from llamon_playground.daemon.store.wal import CHECKPOINT_FRAMES
+from tests.support.waiting import eventually
 
 
 class HeldExecutor:
@@ -66,13 +68,17 @@ class Rig:
     executor: HeldExecutor
     session_id: str
     traces: Traces
+    compactor: Compactor
 
 
 @pytest.fixture
 async def rig(tmp_path: Path) -> AsyncIterator[Rig]:
     settings = build_settings(tmp_path, {"LLAMON_PLAYGROUND_RUNTIME_DIR": str(tmp_path / "rt")})
-    store = Store(settings)
+    compactor: list[Compactor] = []  # as the daemon wires it: told of every commit
+    store = Store(settings, on_commit=lambda rows: [c.noticed(rows) for c in compactor])
     await store.open()
+    compactor.append(Compactor(store))
+    compactor[0].start()
     blobs = BlobStore(settings.files_dir)
     executor = HeldExecutor()
     runs = RunManager(tmp_path, store, blobs, EventHub(64), RunJournal(store, blobs),
@@ -83,9 +89,10 @@ async def rig(tmp_path: Path) -> AsyncIterator[Rig]:
     await store.reader.set_trace_callback(traces.reader.append)
     try:
         session = await create_session(store, "s", {})
-        yield Rig(store, runs, executor, session["id"], traces)
+        yield Rig(store, runs, executor, session["id"], traces, compactor[0])
     finally:
         await runs.shutdown()
+        await compactor[0].close()
         await store.close()
 
 
@@ -186,3 +193,20 @@ async def test_the_wal_stays_bounded_under_runs_back_to_back(rig: Rig) -> None:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     finally:
         conn.close()
+
+
+async def test_the_next_create_commits_before_the_ended_runs_compaction(rig: Rig) -> None:
+    """A run ends and the next is created at once: the create does not queue behind the
+    compaction of the run that just ended, which follows once the writer is quiet."""
+    first = await run_to_end(rig)
+    rig.traces.clear()
+    # The scenario, not a synchronisation: a client's next POST comes a moment after it
+    # read the end (a compaction started at once would commit within it).
+    await asyncio.sleep(0.02)
+    second = await rig.runs.create(rig.session_id, BODY)
+    inserts = [s for s in rig.traces.writer if "INTO runs" in s or "INTO event_blocks" in s]
+    assert inserts and "INTO runs" in inserts[0] and second["run_id"] in inserts[0], inserts
+    await eventually(lambda: rig.compactor.events_compacted, lambda n: n > 0,
+                     what="the ended run compacted", timeout=20)
+    blocks = await rig.store.fetch_all("SELECT run_id FROM event_blocks")
+    assert [b[0] for b in blocks] == [first]
