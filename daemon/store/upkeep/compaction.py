@@ -37,7 +37,7 @@ PAUSE = 0.005  # between steps: other writes get the writer first
 IDLE_CHECK = 30.0  # a look for runs that ended without telling us (imports)
 # A sweep waits for the writer to be quiet this long (at most SETTLE_MAX): a run that just
 # ended is often followed at once by the next create, whose commit must not queue behind a
-# compaction step (docs/storage.md, "The write path").
+# compaction step (docs/storage.md, "History").
 SETTLE = 0.25
 SETTLE_MAX = 5.0
 MARK = "compacted_through_run_rowid"
