@@ -165,6 +165,8 @@ async def bench_run_create(cfg: CoreConfig, live: Live) -> list[Figure]:
     body = orjson.dumps(payload)
     headers = {"Content-Type": "application/json"}
     samples: dict[str, list[float]] = {"front": [], "direct": [], "in_process": []}
+    # A control: the same client's round trip to an answer that touches no SQLite.
+    health: dict[str, list[float]] = {"front": [], "direct": []}
     conflicts = {"front": 0, "direct": 0}
     floor = CreateFloor(live.owned.tmpdir("lpfl"))
 
@@ -201,6 +203,10 @@ async def bench_run_create(cfg: CoreConfig, live: Live) -> list[Figure]:
             order = ("front", "direct") if i % 2 == 0 else ("direct", "front")
             for way in order:
                 await one(way, True)
+                t0 = time.perf_counter()
+                async with live.http(way).get("/health") as resp:
+                    await resp.read()
+                health[way].append((time.perf_counter() - t0) * 1000)
             # Right after a run ended, as the daemon's creates are.
             samples["in_process"].append(floor.one(payload))
     finally:
@@ -209,11 +215,15 @@ async def bench_run_create(cfg: CoreConfig, live: Live) -> list[Figure]:
     log(f"run_create_202: front p50 {pct(f, 50):.2f} p99 {pct(f, 99):.2f} ms; "
         f"direct p50 {pct(d, 50):.2f} p99 {pct(d, 99):.2f} ms; in process p50 "
         f"{pct(ip, 50):.2f} p99 {pct(ip, 99):.2f} ms; front / in process p50 "
-        f"{pct(f, 50) / pct(ip, 50):.2f}; 409 retries {conflicts}")
+        f"{pct(f, 50) / pct(ip, 50):.2f}; GET /health p50 front "
+        f"{pct(health['front'], 50):.2f} direct {pct(health['direct'], 50):.2f} ms; "
+        f"409 retries {conflicts}")
     notes = {"samples": len(f), "front_max_ms": max(f), "direct_max_ms": max(d),
              "in_process_max_ms": max(ip), "conflict_retries_409": conflicts,
              "direct_ms": {"p50": pct(d, 50), "p99": pct(d, 99)},
-             "in_process_ms": {"p50": pct(ip, 50), "p99": pct(ip, 99)}}
+             "in_process_ms": {"p50": pct(ip, 50), "p99": pct(ip, 99)},
+             "health_control_ms": {way: {"p50": pct(xs, 50), "p99": pct(xs, 99)}
+                                   for way, xs in health.items()}}
     floor_what = "the same create transaction in process (BEGIN to durable COMMIT)"
     return [
         Figure("run_create_202.p50", pct(f, 50), "ms", pct(d, 50),
