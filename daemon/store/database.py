@@ -37,9 +37,8 @@ T = TypeVar("T")
 MAX_BATCH = 50_000  # bounds one transaction's latency under a flood
 RETRY_MIN = 0.05
 RETRY_MAX = 2.0
-# The WAL stays small (wal.py): the keeper checkpoints beside the writer as it grows,
-# and the writer after IDLE_CHECKPOINT s without writes, truncating the file. Nothing
-# checkpoints per run.
+# The WAL stays small (wal.py): the keeper checkpoints beside the writer as it grows, the
+# writer after IDLE_CHECKPOINT s without writes, truncating it. Nothing checkpoints per run.
 IDLE_CHECKPOINT = 1.0
 # A stream of events commits at most once per COMMIT_INTERVAL: a Host streaming faster than
 # one commit's round trip would otherwise get a transaction, an fsync and two thread
@@ -74,19 +73,14 @@ class Store:
         self.unsupported_version: int | None = None
         self.write_failures = 0
         self.batches_committed = 0
-        self._wal_dirty = False  # commits since the last checkpoint
-        self._checkpoint_now = False
+        self._wal_dirty = self._checkpoint_now = False  # written since one; one asked for
         self._keeper: WalKeeper | None = None
         self._last_commit = -COMMIT_INTERVAL  # loop time the latest batch began committing
 
     @property
-    def background_checkpoints(self) -> int:
-        """WAL checkpoints the keeper ran beside the writer since open."""
-        return self._keeper.checkpoints if self._keeper is not None else 0
-
-    def wal_frames_waiting(self) -> int | None:
-        """WAL frames not yet copied back into the database (None: not open, or unknown)."""
-        return self._keeper.waiting_frames() if self._keeper is not None else None
+    def wal(self) -> WalKeeper | None:
+        """The WAL's keeper (it checkpoints beside the writer); None until open."""
+        return self._keeper
 
     def quiet_for(self) -> float:
         """Seconds since the writer last began a commit (upkeep waits for a quiet spell)."""
@@ -223,7 +217,7 @@ class Store:
         return await self._on_writer(fn, conn)
 
     def checkpoint_soon(self) -> None:
-        """Checkpoint as soon as the writer is idle (a run just ended)."""
+        """Checkpoint as soon as the writer is idle (the trimmer freed pages)."""
         self._checkpoint_now = True
         self._wake.set()
 
@@ -281,7 +275,8 @@ class Store:
     async def _commit(self, batch: list[Item]) -> list[Item]:
         """Commit one batch; on a write failure return its events, to be retried."""
         try:
-            rows, results = await self._on_writer(self._commit_on_thread, batch, utcnow())
+            await self._on_writer(self._commit_and_tell, batch, utcnow(),
+                                  asyncio.get_running_loop())
         except (sqlite3.Error, OSError) as exc:
             self.write_failures += 1
             error = StoreError(f"history write failed: {exc}")
@@ -295,6 +290,17 @@ class Store:
                     item.future.set_exception(error)
             # Events, row updates nobody waits for and durable writes stay, in their order.
             return [item for item in batch if not isinstance(item, PendingOp) or item.retried]
+        return []
+
+    def _commit_and_tell(self, batch: list[Item], ts: str,
+                         loop: asyncio.AbstractEventLoop) -> None:
+        """On the writer thread: commit, then tell the loop at once; the waiters (a create's
+        202) hear of it a loop turn before the writer task wakes to take the next batch."""
+        rows, results = self._commit_on_thread(batch, ts)
+        loop.call_soon_threadsafe(self._committed, rows, results)
+
+    def _committed(self, rows: list[EventRow], results: list[OpResult]) -> None:
+        """On the loop, right after a commit: the `then`s, the subscribers, the waiters."""
         if self.degraded:
             log.warning("history writes work again")
             self.degraded = False
@@ -313,14 +319,10 @@ class Store:
                     done.future.set_exception(problem)
                 else:
                     done.future.set_result(value)
-        return []
 
     def reserve_seqs(self, count: int) -> int:
-        """The first of `count` event seqs, for a write op that inserts events itself.
-
-        Only from inside a write op (on the writer thread): the seq counter belongs to the
-        transaction in progress and goes back if it rolls back.
-        """
+        """The first of `count` event seqs, for a write op that inserts events itself: only
+        from inside one (on the writer thread; they go back if it rolls back)."""
         return self._batches.reserve_seqs(count)
 
     def _commit_on_thread(self, batch: list[Item], ts: str
