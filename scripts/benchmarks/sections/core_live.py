@@ -2,7 +2,8 @@
 
   delta_latency         output.delta arrival: front minus direct (same run, same moment)
                         vs  direct minus direct (the measuring noise floor); and POST->first delta
-  run_create_202        POST /sessions/{id}/runs latency through the front  vs  direct
+  run_create_202        POST /sessions/{id}/runs latency through the front  vs  direct, and vs
+                        the same create transaction in process (the floor)
   request_relay         GET / POST /sessions requests/s through the front  vs  direct
                         (+ GET /health as a control: no SQLite on the daemon side)
 """
