@@ -69,6 +69,7 @@ class Rig:
     session_id: str
     traces: Traces
     compactor: Compactor
+    db: Path
 
 
 @pytest.fixture
@@ -89,7 +90,8 @@ async def rig(tmp_path: Path) -> AsyncIterator[Rig]:
     await store.reader.set_trace_callback(traces.reader.append)
     try:
         session = await create_session(store, "s", {})
-        yield Rig(store, runs, executor, session["id"], traces, compactor[0])
+        yield Rig(store, runs, executor, session["id"], traces, compactor[0],
+                  settings.db_path)
     finally:
         await runs.shutdown()
         await compactor[0].close()
@@ -184,7 +186,7 @@ async def test_no_wal_checkpoint_runs_for_a_run(rig: Rig) -> None:
 async def test_the_wal_stays_bounded_under_runs_back_to_back(rig: Rig) -> None:
     """Runs one after another, the writer never idle long enough for its own checkpoint:
     the keeper checkpoints beside it, and the WAL file stays within a few thresholds."""
-    wal = Path(f"{rig.store._settings.db_path}-wal")
+    wal = Path(f"{rig.db}-wal")
     biggest = 0
     for n in range(400):
         run_id = await run_to_end(rig)
@@ -198,7 +200,7 @@ async def test_the_wal_stays_bounded_under_runs_back_to_back(rig: Rig) -> None:
     # 4 KiB pages (+ frame headers): the keeper's threshold, a commit or two past it while
     # the checkpoint runs, and SQLite's own backstop never needed.
     assert biggest <= 2 * CHECKPOINT_FRAMES * 4120 + 64 * 4120, biggest
-    conn = sqlite3.connect(rig.store._settings.db_path)
+    conn = sqlite3.connect(rig.db)
     try:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     finally:
