@@ -68,6 +68,11 @@ class ActiveRun:
         self._journal = journal
         self._on_end = on_end
 
+    def in_context(self, context_id: str) -> None:
+        """The A2A context id history gave the run (a new run takes its session's, looked
+        up in the transaction that inserts it); set once, before the run's task starts."""
+        self._context_id = context_id
+
     # -- what it is (read-only) ---------------------------------------------------------------
 
     @property

@@ -102,7 +102,6 @@ class RunJournal:
         await self._store.write_with_events(
             run_update_op(run_id, changes, shas),
             [(run_id, kind, body) for kind, body in events], then=then)
-        self._store.checkpoint_soon()  # a run's frames need not wait for the next one
 
     def _degraded(self, run_id: str, exc: Exception) -> None:
         log.warning("run %s: a file output could not be stored: %s", run_id, exc)

@@ -89,6 +89,9 @@ class RunManager:
         if self._suite_run_id == suite_run_id:
             self._suite_run_id = None
 
+    def _busy(self) -> bool:
+        return self._active is not None or self._suite_run_id is not None
+
     def _refuse_if_busy(self, suite: SuiteTag | None) -> None:
         held = self._suite_run_id
         if self._active is not None:
@@ -134,10 +137,12 @@ class RunManager:
         """A new run in a session (POST .../runs): queued, its task started."""
         refuse_ways_out(self._project_dir, body)
         request = parse_run_request(body, limits=self._limits)
-        session = await get_session(self._store, session_id)
-        if session is None:
+        if self._busy() and await get_session(self._store, session_id) is None:
+            # Only on the way to a 409: a missing session still answers 404 first. A free
+            # project reads nothing here; the insert looks the session up in its own
+            # transaction (one hand-off to the writer, no read before it).
             raise NotFound(f"no session {session_id}", code="session_not_found")
-        return await self._start(session_id, session["context_id"], request)
+        return await self._start(session_id, None, request)
 
     async def start_case(self, suite: SuiteTag, session_id: str, context_id: str,
                          stored: dict[str, Any]) -> ActiveRun:
@@ -190,14 +195,16 @@ class RunManager:
                                  rerun_of=run_id, label=edits.label,
                                  edited_fields=edits.fields or None)
 
-    async def _start(self, session_id: str, context_id: str, request: RunRequest, *,
+    async def _start(self, session_id: str, context_id: str | None, request: RunRequest, *,
                      task_id: str | None = None, parent_run_id: str | None = None,
                      rerun_of: str | None = None, label: str | None = None,
                      edited_fields: list[str] | None = None,
                      suite: SuiteTag | None = None) -> RunAccepted:
         self._refuse_if_busy(suite)
-        run = ActiveRun(new_run_id(), session_id, context_id, request, journal=self._journal,
-                        on_end=self._release, task_id=task_id, parent_run_id=parent_run_id)
+        # No context id yet (a new run in a session): the insert gives the session's.
+        run = ActiveRun(new_run_id(), session_id, context_id or "", request,
+                        journal=self._journal, on_end=self._release, task_id=task_id,
+                        parent_run_id=parent_run_id)
         self._active = run  # claimed: no await between the check and this line
         try:
             # Stored metadata is redacted; the Host still gets run.request.metadata as sent.
@@ -218,9 +225,9 @@ class RunManager:
                    "case_id": suite.case_id if suite else None}
             # The row and its first event commit together: the 202 leaves once both are
             # durable, and a run never exists without its queued status.
-            await insert_run(self._store, row, shas, resumed_parent=parent_run_id,
-                             events=[(run.run_id, "run.status",
-                                      {"status": RunStatus.QUEUED.value})])
+            run.in_context(await insert_run(
+                self._store, row, shas, resumed_parent=parent_run_id,
+                events=[(run.run_id, "run.status", {"status": RunStatus.QUEUED.value})]))
         except BaseException:
             self._release(run)
             self._hub.drop(run.run_id)

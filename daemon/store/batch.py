@@ -3,7 +3,8 @@
 Event appends and write ops commit in the order they were queued; each op (with the events
 it brings) runs in its own savepoint, so its own failure rolls back only its part. The seq
 counter lives here, so ops and appends draw from it in commit order, and it goes back with
-whatever rolls back.
+whatever rolls back. Which failures are the storage's (the whole batch is retried later)
+and which an op's own is decided here too.
 """
 
 from __future__ import annotations
@@ -14,11 +15,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from llamon_playground.daemon.store.faults import is_storage_fault
 from llamon_playground.daemon.store.frames import INSERT_EVENTS, build_frame
 from llamon_playground.daemon.store.records import EventRow
 
 WriteOp = Callable[[sqlite3.Connection], Any]
+
+# SQLite's primary result codes for a full, failing, locked or read-only disk.
+STORAGE_FAULT_CODES = frozenset({5, 6, 8, 10, 13, 14})
+
+
+def is_storage_fault(exc: BaseException) -> bool:
+    """Whether an op failed because of the storage (retry later), not because of itself."""
+    if isinstance(exc, OSError):
+        return True
+    code = getattr(exc, "sqlite_errorcode", None)
+    return isinstance(exc, sqlite3.OperationalError) and code is not None \
+        and code & 0xFF in STORAGE_FAULT_CODES
 
 
 @dataclass(slots=True)

@@ -25,9 +25,10 @@ from llamon_playground.common.config import Settings
 from llamon_playground.daemon.errors import StoreError, UnsupportedDatabaseVersion
 from llamon_playground.daemon.store.batch import Batches, Item, OpResult, PendingOp, WriteOp
 from llamon_playground.daemon.store.frames import BLOCK_AFTER_SQL, FRAMES_SQL, block_page
-from llamon_playground.daemon.store.migrations import SCHEMA_VERSION, migrate, peek_user_version
+from llamon_playground.daemon.store.migrations import SCHEMA_VERSION, peek_user_version
 from llamon_playground.daemon.store.private import prepare_state
 from llamon_playground.daemon.store.records import EventRecord, EventRow, compact_json
+from llamon_playground.daemon.store.wal import WalKeeper, open_writer
 
 log = logging.getLogger(__name__)
 
@@ -36,11 +37,8 @@ T = TypeVar("T")
 MAX_BATCH = 50_000  # bounds one transaction's latency under a flood
 RETRY_MIN = 0.05
 RETRY_MAX = 2.0
-# The WAL stays small: SQLite checkpoints at this many pages by itself, the writer after
-# IDLE_CHECKPOINT s without writes (and after each run), and a checkpoint truncates the file,
-# so a small disk is not eaten by frames that were copied back long ago.
-WAL_AUTOCHECKPOINT_PAGES = 256
-WAL_SIZE_LIMIT = 1 << 20
+# The WAL stays small (wal.py): the keeper checkpoints beside the writer as it grows, the
+# writer after IDLE_CHECKPOINT s without writes, truncating it. Nothing checkpoints per run.
 IDLE_CHECKPOINT = 1.0
 # A stream of events commits at most once per COMMIT_INTERVAL: a Host streaming faster than
 # one commit's round trip would otherwise get a transaction, an fsync and two thread
@@ -75,8 +73,18 @@ class Store:
         self.unsupported_version: int | None = None
         self.write_failures = 0
         self.batches_committed = 0
-        self._wal_dirty = False  # commits since the last checkpoint
-        self._checkpoint_now = False
+        self._wal_dirty = self._checkpoint_now = False  # written since one; one asked for
+        self._keeper: WalKeeper | None = None
+        self._last_commit = -COMMIT_INTERVAL  # loop time the latest batch began committing
+
+    @property
+    def wal(self) -> WalKeeper | None:
+        """The WAL's keeper (it checkpoints beside the writer); None until open."""
+        return self._keeper
+
+    def quiet_for(self) -> float:
+        """Seconds since the writer last began a commit (upkeep waits for a quiet spell)."""
+        return asyncio.get_running_loop().time() - self._last_commit
 
     @property
     def is_open(self) -> bool:
@@ -106,6 +114,8 @@ class Store:
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="store-writer")
         try:
             self._batches.next_seq = await self._on_writer(self._open_writer, db)
+            self._keeper = WalKeeper(db, int(settings.db_busy_timeout_ms))
+            await asyncio.to_thread(self._keeper.open)
             reader = await aiosqlite.connect(db, isolation_level=None)
             await reader.execute("PRAGMA busy_timeout=5000")
             reader.row_factory = sqlite3.Row
@@ -116,26 +126,7 @@ class Store:
         self._writer_task = asyncio.create_task(self._write_loop(), name="store-writer")
 
     def _open_writer(self, db: str) -> int:
-        conn = sqlite3.connect(db, isolation_level=None)
-        try:
-            if int(conn.execute("PRAGMA page_count").fetchone()[0]) == 0:
-                # A new file: free pages can go back to the filesystem (retention); only
-                # settable before the first table (docs/storage.md, "Retention").
-                conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute(f"PRAGMA wal_autocheckpoint={WAL_AUTOCHECKPOINT_PAGES}")
-            conn.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")
-            # FULL: a committed event survives power loss too; group commit pays for it.
-            conn.execute("PRAGMA synchronous=FULL")
-            conn.execute("PRAGMA foreign_keys=ON")
-            conn.execute(f"PRAGMA busy_timeout={int(self._settings.db_busy_timeout_ms)}")
-            migrate(conn)
-            next_seq = int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM events")
-                           .fetchone()[0]) + 1
-        except BaseException:
-            conn.close()
-            raise
-        self._conn = conn
+        self._conn, next_seq = open_writer(db, int(self._settings.db_busy_timeout_ms))
         return next_seq
 
     async def _on_writer(self, fn: Callable[..., T], *args: Any) -> T:
@@ -155,6 +146,9 @@ class Store:
         await self._close_writer()
 
     async def _close_writer(self) -> None:
+        if self._keeper is not None:
+            await asyncio.to_thread(self._keeper.close)
+            self._keeper = None
         if self._executor is None:
             return
         if self._conn is not None:
@@ -223,7 +217,7 @@ class Store:
         return await self._on_writer(fn, conn)
 
     def checkpoint_soon(self) -> None:
-        """Checkpoint as soon as the writer is idle (a run just ended)."""
+        """Checkpoint as soon as the writer is idle (the trimmer freed pages)."""
         self._checkpoint_now = True
         self._wake.set()
 
@@ -254,14 +248,13 @@ class Store:
         retry: list[Item] = []
         delay = RETRY_MIN
         loop = asyncio.get_running_loop()
-        last_commit = -COMMIT_INTERVAL
         while True:
             if not retry:
                 await self._wait_for_work()
-                linger = last_commit + COMMIT_INTERVAL - loop.time()
+                linger = self._last_commit + COMMIT_INTERVAL - loop.time()
                 if linger > 0 and not self._urgent.is_set():
                     await _woken(self._urgent, linger)
-            last_commit = loop.time()
+            self._last_commit = loop.time()
             self._wake.clear()
             self._urgent.clear()
             batch, self._items = retry + self._items[:MAX_BATCH], self._items[MAX_BATCH:]
@@ -282,7 +275,8 @@ class Store:
     async def _commit(self, batch: list[Item]) -> list[Item]:
         """Commit one batch; on a write failure return its events, to be retried."""
         try:
-            rows, results = await self._on_writer(self._commit_on_thread, batch, utcnow())
+            await self._on_writer(self._commit_and_tell, batch, utcnow(),
+                                  asyncio.get_running_loop())
         except (sqlite3.Error, OSError) as exc:
             self.write_failures += 1
             error = StoreError(f"history write failed: {exc}")
@@ -296,6 +290,17 @@ class Store:
                     item.future.set_exception(error)
             # Events, row updates nobody waits for and durable writes stay, in their order.
             return [item for item in batch if not isinstance(item, PendingOp) or item.retried]
+        return []
+
+    def _commit_and_tell(self, batch: list[Item], ts: str,
+                         loop: asyncio.AbstractEventLoop) -> None:
+        """On the writer thread: commit, then tell the loop at once; the waiters (a create's
+        202) hear of it a loop turn before the writer task wakes to take the next batch."""
+        rows, results = self._commit_on_thread(batch, ts)
+        loop.call_soon_threadsafe(self._committed, rows, results)
+
+    def _committed(self, rows: list[EventRow], results: list[OpResult]) -> None:
+        """On the loop, right after a commit: the `then`s, the subscribers, the waiters."""
         if self.degraded:
             log.warning("history writes work again")
             self.degraded = False
@@ -314,20 +319,19 @@ class Store:
                     done.future.set_exception(problem)
                 else:
                     done.future.set_result(value)
-        return []
 
     def reserve_seqs(self, count: int) -> int:
-        """The first of `count` event seqs, for a write op that inserts events itself.
-
-        Only from inside a write op (on the writer thread): the seq counter belongs to the
-        transaction in progress and goes back if it rolls back.
-        """
+        """The first of `count` event seqs, for a write op that inserts events itself: only
+        from inside one (on the writer thread; they go back if it rolls back)."""
         return self._batches.reserve_seqs(count)
 
     def _commit_on_thread(self, batch: list[Item], ts: str
                           ) -> tuple[list[EventRow], list[OpResult]]:
         assert self._conn is not None
-        return self._batches.commit(self._conn, batch, ts)
+        done = self._batches.commit(self._conn, batch, ts)
+        if self._keeper is not None:
+            self._keeper.after_commit()
+        return done
 
     def insert_events(self, conn: sqlite3.Connection, events: list[tuple[str, str, bytes]],
                       ts: str) -> list[EventRow]:

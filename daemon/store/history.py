@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 
 from llamon_playground.daemon.data.compare import latest_scores
+from llamon_playground.daemon.errors import NotFound
 from llamon_playground.daemon.store.database import Store, utcnow
 from llamon_playground.daemon.store.ids import new_context_id, new_session_id
 
@@ -152,28 +153,45 @@ async def list_runs(store: Store, session_id: str, after: int = 0, limit: int = 
 
 async def insert_run(store: Store, run: dict[str, Any], file_shas: list[str],
                      resumed_parent: str | None = None,
-                     events: list[tuple[str, str, dict[str, Any]]] | None = None) -> None:
-    """Insert a run's row (and the `events` it starts with, in the same transaction: one
-    commit, one hand-off to the writer)."""
+                     events: list[tuple[str, str, dict[str, Any]]] | None = None) -> str:
+    """Insert a run's row (and the `events` it starts with) in one transaction, one hand-off
+    to the writer; the run's context id (see run_insert_op)."""
+    op = run_insert_op(run, file_shas, resumed_parent)
+    if events:
+        return await store.write_with_events(op, events, durable=False)
+    return await store.write(op)
+
+
+def run_insert_op(run: dict[str, Any], file_shas: list[str],
+                  resumed_parent: str | None = None) -> Callable[[sqlite3.Connection], str]:
+    """The write op that inserts a run's row; it returns the run's context id, its
+    session's when `run` gives none. The session is looked up inside the transaction, not
+    read before it: NotFound (session_not_found) when there is none, and nothing is
+    written."""
     values = dict(run)
+    values.setdefault("context_id", None)
     for key in RUN_JSON_COLUMNS:
         if key in values and values[key] is not None:
             values[key] = orjson.dumps(values[key]).decode()
     columns = ", ".join(values)
-    marks = ", ".join(f":{k}" for k in values)
+    picks = ", ".join("COALESCE(:context_id, s.context_id)" if k == "context_id" else f":{k}"
+                      for k in values)
+    sql = (f"INSERT INTO runs ({columns}) SELECT {picks} FROM sessions s "
+           "WHERE s.id = :session_id RETURNING context_id")
 
-    def op(conn: sqlite3.Connection) -> None:
-        conn.execute(f"INSERT INTO runs ({columns}) VALUES ({marks})", values)
-        conn.executemany("INSERT OR IGNORE INTO run_files (run_id, sha256) VALUES (?, ?)",
-                               [(run["id"], sha) for sha in file_shas])
+    def op(conn: sqlite3.Connection) -> str:
+        inserted = conn.execute(sql, values).fetchone()
+        if inserted is None:
+            raise NotFound(f"no session {run['session_id']}", code="session_not_found")
+        if file_shas:
+            conn.executemany("INSERT OR IGNORE INTO run_files (run_id, sha256) VALUES (?, ?)",
+                             [(run["id"], sha) for sha in file_shas])
         if resumed_parent is not None:
             # Same transaction as the child: a parent is resumed at most once.
             conn.execute("UPDATE runs SET resumed_by = ? WHERE id = ?",
-                               (run["id"], resumed_parent))
-    if events:
-        await store.write_with_events(op, events, durable=False)
-    else:
-        await store.write(op)
+                         (run["id"], resumed_parent))
+        return str(inserted[0])
+    return op
 
 
 async def update_run(store: Store, run_id: str, changes: dict[str, Any],

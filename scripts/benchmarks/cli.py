@@ -6,7 +6,8 @@ right next to it (the machines have 2 noisy cores, so absolute numbers drift bet
   store_append          Store.append_event events/s  vs  raw sqlite3 executemany (1 txn)
   sse_front_vs_direct   SSE replay of 100k events through the front  vs  the daemon socket
   delta_latency         output.delta arrival through the front  vs  on the daemon socket
-  run_create_202        POST /sessions/{id}/runs latency through the front  vs  direct
+  run_create_202        POST /sessions/{id}/runs latency through the front  vs  direct, and vs
+                        the same create transaction in process (the floor)
   request_relay         GET / POST /sessions requests/s through the front  vs  direct
   host_restart          a new Host generation Ready (API, save+run, watcher)  vs  the Host
                         command spawned directly

@@ -150,6 +150,42 @@ async def test_daemon_sigkill_mid_run_is_interrupted_on_next_start(slow_stack: S
         await api.close()
 
 
+async def test_an_acknowledged_run_survives_a_sigkill_right_after_its_202(daemon: Stack) -> None:
+    """The 202 leaves once the run's row and its queued status are durable: a SIGKILL the
+    moment it arrives loses neither, round after round, and the next start ends the run."""
+    accepted: list[tuple[str, str]] = []
+    for _ in range(3):
+        api = Api.for_socket(str(daemon.settings.socket_path))
+        try:
+            session = await api.session()
+            text = f"stream acknowledged {len(accepted)}"
+            run_id = await api.start_run(session, text)
+        finally:
+            await api.close()
+        assert daemon.daemon is not None
+        daemon.remember_hosts()
+        daemon.daemon.signal(signal.SIGKILL)  # no await since the 202 was read
+        daemon.daemon.wait(10)
+        accepted.append((run_id, text))
+        row = db_rows(daemon, f"SELECT input FROM runs WHERE id='{run_id}'")
+        assert row and text in row[0][0], "the acknowledged run is in history"
+        first = db_rows(daemon, f"SELECT kind, frame FROM events WHERE run_id='{run_id}' "
+                                "ORDER BY seq LIMIT 1")
+        assert first and first[0][0] == "run.status" and b'"queued"' in first[0][1]
+        daemon.start_daemon()
+    api = Api.for_socket(str(daemon.settings.socket_path))
+    try:
+        for run_id, text in accepted:
+            run = await api.run(run_id)
+            assert run["input"]["parts"] == [{"kind": "text", "text": text}]
+            assert run["status"] == "interrupted" and run["reason"] == "daemon_restarted"
+            events = await api.events(run_id)
+            assert events[0].event == "run.status" and events[0].data["status"] == "queued"
+            assert events[-1].data["status"] == "interrupted"
+    finally:
+        await api.close()
+
+
 def test_health_alone_creates_no_state_folder(daemon: Stack) -> None:
     import socket
     with socket.socket(socket.AF_UNIX) as sock:

@@ -35,6 +35,11 @@ STEP_EVENTS = 4096  # events moved per transaction: ~10-30 ms of the writer's ti
 STEP_RUNS = 64
 PAUSE = 0.005  # between steps: other writes get the writer first
 IDLE_CHECK = 30.0  # a look for runs that ended without telling us (imports)
+# A sweep waits for the writer to be quiet this long (at most SETTLE_MAX): a run that just
+# ended is often followed at once by the next create, whose commit must not queue behind a
+# compaction step (docs/storage.md, "History").
+SETTLE = 0.25
+SETTLE_MAX = 5.0
 MARK = "compacted_through_run_rowid"
 
 END_SQL = (f"SELECT max(seq) FROM events WHERE run_id = ? AND kind = 'run.status' "
@@ -158,7 +163,15 @@ class Compactor:
             self._wake.clear()
             if not self._store.is_open:
                 continue
+            await self._settle()
             await self.sweep()
+
+    async def _settle(self) -> None:
+        """Wait for SETTLE s without commits, or SETTLE_MAX s at most."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + SETTLE_MAX
+        while (wait := SETTLE - self._store.quiet_for()) > 0 and loop.time() < deadline:
+            await asyncio.sleep(min(wait, deadline - loop.time()))
 
     async def sweep(self) -> None:
         """Step until the sweep has nothing more to do now (or a write fails: later)."""

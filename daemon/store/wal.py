@@ -1,0 +1,149 @@
+"""History's write connection in WAL mode, and the keeper that keeps its WAL small.
+
+`open_writer` is how the one write connection is set up (its own function, so whoever
+measures a write, scripts/bench's floor of a run's creation, opens exactly what the daemon
+opens).
+
+A checkpoint on the writer's thread (SQLite's automatic one runs inside the COMMIT that
+crosses its threshold) makes whichever write comes next wait for it: a run created just
+then answers late. So the writer only looks, after each commit, at how many WAL frames are
+not yet copied back into the database, and once there are CHECKPOINT_FRAMES a PASSIVE
+checkpoint runs on a connection and thread of the `WalKeeper`, beside the writer (WAL lets
+a checkpoint and a writer run at once). When everything is copied back, the writer's next
+transaction starts the WAL over from its beginning, and `journal_size_limit` trims the
+file. How many frames wait is read from the WAL-index (the `-shm` file: the header's
+mxFrame and the checkpoint info's nBackfill, https://www.sqlite.org/walformat.html),
+without SQLite's locks, so a value may be one commit stale: enough for a threshold. Where
+the index is not as documented, the keeper checkpoints every FALLBACK_INTERVAL instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import struct
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from llamon_playground.daemon.store.migrations import migrate
+
+log = logging.getLogger(__name__)
+
+# ~512 KiB of 4 KiB pages: well under SQLite's own threshold (WAL_AUTOCHECKPOINT_PAGES).
+CHECKPOINT_FRAMES = 128
+FALLBACK_INTERVAL = 0.5
+WAL_INDEX_VERSION = 3007000
+_U32 = struct.Struct("=I")  # the WAL-index is in the machine's own byte order
+# SQLite checkpoints by itself at this many pages: the backstop, should the keeper fall
+# behind. A reset WAL is trimmed back to WAL_SIZE_LIMIT, so a small disk is not eaten by
+# frames copied back long ago.
+WAL_AUTOCHECKPOINT_PAGES = 256
+WAL_SIZE_LIMIT = 1 << 20
+
+
+def open_writer(db: str, busy_timeout_ms: int) -> tuple[sqlite3.Connection, int]:
+    """The write connection, migrated, and the next event seq; used on one thread only."""
+    conn = sqlite3.connect(db, isolation_level=None)
+    try:
+        if int(conn.execute("PRAGMA page_count").fetchone()[0]) == 0:
+            # A new file: free pages can go back to the filesystem (retention); only
+            # settable before the first table (docs/storage.md, "Retention").
+            conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute(f"PRAGMA wal_autocheckpoint={WAL_AUTOCHECKPOINT_PAGES}")
+        conn.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")
+        # FULL: a committed event survives power loss too; group commit pays for it.
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        conn.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
+        migrate(conn)
+        next_seq = int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM events")
+                       .fetchone()[0]) + 1
+    except BaseException:
+        conn.close()
+        raise
+    return conn, next_seq
+
+
+class WalKeeper:
+    """The background checkpointer of one database; `after_commit` is called on the writer
+    thread after each commit, everything else on the loop (open, close)."""
+
+    def __init__(self, db: str, busy_timeout_ms: int) -> None:
+        self._db = db
+        self._busy_timeout_ms = busy_timeout_ms
+        self._executor: ThreadPoolExecutor | None = None
+        self._conn: sqlite3.Connection | None = None  # the keeper's; used on its thread only
+        self._shm: int | None = None
+        self._running = False  # a checkpoint is queued or running: never two at once
+        self._last = 0.0
+        self.checkpoints = 0  # how many ran since open
+
+    def open(self) -> None:
+        """Start the thread and its connection (the database exists, in WAL mode)."""
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix="store-checkpoint")
+        self._executor.submit(self._connect).result()
+
+    def _connect(self) -> None:
+        conn = sqlite3.connect(self._db, isolation_level=None)
+        conn.execute(f"PRAGMA busy_timeout={self._busy_timeout_ms}")
+        self._conn = conn
+
+    def close(self) -> None:
+        """Wait for a checkpoint in progress, then close the connection and the thread."""
+        executor, self._executor = self._executor, None
+        if executor is None:
+            return
+        executor.submit(self._disconnect)
+        executor.shutdown(wait=True)
+        if self._shm is not None:
+            os.close(self._shm)
+            self._shm = None
+
+    def _disconnect(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def after_commit(self) -> None:
+        """On the writer thread, right after a commit: start a checkpoint if one is due."""
+        if self._running or self._executor is None:
+            return
+        waiting = self.waiting_frames()
+        if waiting is None:
+            due = time.monotonic() - self._last >= FALLBACK_INTERVAL
+        else:
+            due = waiting >= CHECKPOINT_FRAMES
+        if due:
+            self._running = True
+            self._last = time.monotonic()
+            try:
+                self._executor.submit(self._checkpoint)
+            except RuntimeError:  # shutting down: the close checkpoints anyway
+                self._running = False
+
+    def waiting_frames(self) -> int | None:
+        """WAL frames not yet copied back into the database; None when unknown (any
+        thread: the writer's after each commit, a test's)."""
+        try:
+            if self._shm is None:
+                self._shm = os.open(self._db + "-shm", os.O_RDONLY)
+            head = os.pread(self._shm, 100, 0)
+        except OSError:
+            return None
+        if len(head) < 100 or _U32.unpack_from(head, 0)[0] != WAL_INDEX_VERSION:
+            return None
+        frames: int = _U32.unpack_from(head, 16)[0]
+        copied: int = _U32.unpack_from(head, 96)[0]
+        return max(0, frames - copied)
+
+    def _checkpoint(self) -> None:
+        try:
+            if self._conn is not None:
+                self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                self.checkpoints += 1
+        except (sqlite3.Error, OSError) as exc:  # a reader in the way, or the disk: later
+            log.info("background WAL checkpoint failed: %s", exc)
+        finally:
+            self._running = False
