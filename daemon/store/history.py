@@ -220,34 +220,6 @@ def scores_op(run_id: str, entries: list[dict[str, Any]]
     return op
 
 
-async def delete_all_history(store: Store) -> tuple[dict[str, int], list[str]]:
-    """Delete every session, run and event ("delete all history"), in one transaction.
-
-    Returns what was deleted and the blobs the deleted runs referenced; the caller unlinks
-    those after the commit (a crash in between leaves an unreferenced blob, never a hole).
-    """
-    def op(conn: sqlite3.Connection) -> tuple[dict[str, int], list[str]]:
-        counts: dict[str, int] = {}
-        for table in ("sessions", "runs", "events", "suites"):
-            counts[table] = int(conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
-        # Finished runs keep most of their events in blocks (daemon/store/frames.py).
-        counts["events"] += int(conn.execute(
-            "SELECT COALESCE(sum(events), 0) FROM event_blocks").fetchone()[0])
-        shas = [r[0] for r in conn.execute(
-            "SELECT sha256 FROM run_files UNION SELECT sha256 FROM suite_files")]
-        conn.execute("DELETE FROM event_blocks")  # at once, not a trigger per run
-        # Suites are history too: their cases, runs, results and the blobs they hold.
-        for table in ("suite_results", "suite_runs", "suite_files", "suite_cases", "suites"):
-            conn.execute(f"DELETE FROM {table}")
-        conn.execute("DELETE FROM events")
-        conn.execute("DELETE FROM run_files")
-        conn.execute("UPDATE runs SET parent_run_id = NULL")  # the foreign key
-        conn.execute("DELETE FROM runs")
-        conn.execute("DELETE FROM sessions")
-        return counts, shas
-    return await store.write(op)
-
-
 async def unreferenced(store: Store, shas: list[str]) -> list[str]:
     """Those of `shas` that no run and no suite case references (re-checked just before
     unlinking blobs)."""
