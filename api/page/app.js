@@ -1,6 +1,6 @@
 // The page's entry: history (sessions and their runs), the composer, the run view, the Host
 // badge, and the project-wide `/events` stream that keeps them current.
-import { TERMINAL, all, call } from './api.js';
+import { TERMINAL, call } from './api.js';
 import { button, el } from './dom.js';
 import { exportBundle, importBundle } from './bundles.js';
 import { compareView } from './compare.js';
@@ -19,8 +19,12 @@ import { Suites, saveSuite } from './suites.js';
 
 const $ = (id) => document.getElementById(id);
 
+const SESSION_PAGE = 100;  // sessions read at a time
+
 const app = {
   sessions: [],
+  olderSessions: null,  // the cursor of the next, older page of sessions (null: all shown)
+  opened: null,  // the open session when it is not among those shown
   sessionId: null,
   view: null,
   picked: [],  // run ids ticked (Compare takes two, Export bundle any), oldest pick first
@@ -45,15 +49,46 @@ const app = {
     this.notices.fail(error);
   },
 
+  // The newest sessions, a page at a time (a year of history is thousands of them): the
+  // pages already shown are read again, older ones only when "Older sessions" is pressed.
   async loadSessions() {
-    this.sessions = await all('/sessions', 'sessions');
+    const want = Math.min(1000, Math.max(SESSION_PAGE, this.sessions.length));
+    const doc = await call('GET', `/sessions?order=newest&limit=${want}`);
+    this.sessions = doc.sessions;
+    this.olderSessions = doc.next_after;
+    await this.showSessions();
+  },
+
+  async moreSessions() {
+    if (!this.olderSessions) return;
+    const doc = await call('GET', `/sessions?order=newest&limit=${SESSION_PAGE}&after=${encodeURIComponent(this.olderSessions)}`);
+    const shown = new Set(this.sessions.map((s) => s.id));
+    this.sessions.push(...doc.sessions.filter((s) => !shown.has(s.id)));
+    this.olderSessions = doc.next_after;
+    await this.showSessions();
+  },
+
+  // The open session: from the list, else read once (one opened from search or a link
+  // can be older than the pages shown).
+  async currentSession() {
+    const listed = this.sessions.find((s) => s.id === this.sessionId);
+    if (listed || !this.sessionId) return listed || null;
+    if (!this.opened || this.opened.id !== this.sessionId) {
+      this.opened = await call('GET', `/sessions/${encodeURIComponent(this.sessionId)}`).catch(() => null);
+    }
+    return this.opened && this.opened.id === this.sessionId ? this.opened : null;
+  },
+
+  async showSessions() {
     $('sessions-empty').hidden = this.sessions.length > 0;
     $('session-list').replaceChildren(...this.sessions.map((s) => el('li', {},
       button(`${s.title || 'untitled'} (${s.run_count ?? 0})`, () => this.pickSession(s.id), {
         class: 'session-item', 'aria-current': s.id === this.sessionId ? 'true' : null,
         dataset: { sessionId: s.id },
       }))));
-    const current = this.sessions.find((s) => s.id === this.sessionId);
+    $('more-sessions').hidden = !this.olderSessions;
+    $('session-list').dataset.loaded = String(this.sessions.length);
+    const current = await this.currentSession();
     $('session-head').hidden = !current;
     if (current && document.activeElement !== $('session-title')) {
       $('session-title').value = current.title || '';
@@ -334,8 +369,11 @@ function wire() {
     else await app.loadSessions();
   }));
   $('delete-all').addEventListener('click', guard(async () => {
-    const runs = app.sessions.reduce((n, s) => n + (s.run_count || 0), 0);
-    if (!window.confirm(`Delete all history: ${app.sessions.length} sessions, ${runs} runs, their events and files? This cannot be undone.`)) return;
+    // The counts of what goes: from the list when it shows every session, else asked for.
+    const counts = app.olderSessions ? (await call('GET', '/history')).counts : {
+      sessions: app.sessions.length,
+      runs: app.sessions.reduce((n, s) => n + (s.run_count || 0), 0) };
+    if (!window.confirm(`Delete all history: ${counts.sessions} sessions, ${counts.runs} runs, their events and files? This cannot be undone.`)) return;
     await call('DELETE', '/sessions');
     await app.forgetSession();
     app.footer.refresh().catch(() => {});
@@ -361,10 +399,12 @@ function wire() {
   $('rename-session').addEventListener('click', guard(async () => {
     await call('PATCH', `/sessions/${encodeURIComponent(app.sessionId)}`,
       { title: $('session-title').value });
+    app.opened = null;
     await app.loadSessions();
   }));
+  $('more-sessions').addEventListener('click', guard(() => app.moreSessions()));
   $('delete-session').addEventListener('click', guard(async () => {
-    const current = app.sessions.find((s) => s.id === app.sessionId);
+    const current = await app.currentSession();
     if (!current) return;
     const what = `Delete session "${current.title || 'untitled'}" and its ${current.run_count ?? 0} runs?`;
     if (!window.confirm(what)) return;

@@ -76,7 +76,7 @@ def json_error(exc: ApiError) -> web.Response:
 
 
 MAX_PAGE = 1000
-RUN_ORDERS = ("oldest", "newest")  # a session's runs: creation order, or newest first
+RUN_ORDERS = ("oldest", "newest")  # sessions, a session's runs: creation order, or newest first
 
 
 class RunRoutes:
@@ -115,8 +115,12 @@ class RunRoutes:
     async def list_sessions(self, request: web.Request) -> web.Response:
         sessions, cursor = await self._history.list_sessions(
             int_query(request, "after", 0, 2**62),
-            limit_query(request, 100, MAX_PAGE))
+            limit_query(request, 100, MAX_PAGE),
+            newest_first=choice_query(request, "order", RUN_ORDERS) == "newest")
         return json_response({"sessions": sessions, "next_after": cursor})
+
+    async def get_session(self, request: web.Request) -> web.Response:
+        return json_response(await self._history.session(request.match_info["session_id"]))
 
     async def create_session(self, request: web.Request) -> web.Response:
         body = await self._body(request)
@@ -179,6 +183,7 @@ def add_routes(app: web.Application, *, settings: Settings, store: Store, hub: E
     r.add_get("/health", routes.health)
     r.add_get(PREFIX + "/sessions", routes.list_sessions)
     r.add_post(PREFIX + "/sessions", routes.create_session)
+    r.add_get(PREFIX + "/sessions/{session_id}", routes.get_session)
     r.add_get(PREFIX + "/sessions/{session_id}/runs", routes.list_runs)
     r.add_post(PREFIX + "/sessions/{session_id}/runs", routes.create_run)
     r.add_get(PREFIX + "/runs/{run_id}", routes.get_run)

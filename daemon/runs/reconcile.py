@@ -16,7 +16,7 @@ from llamon_playground.daemon.runs.state import Reason, status_for
 from llamon_playground.daemon.store.bundles import Ending
 from llamon_playground.daemon.store.database import Store, utcnow
 from llamon_playground.daemon.store.frames import STATUS_SQL, frame_payload
-from llamon_playground.daemon.store.history import run_update_op
+from llamon_playground.daemon.store.history import RECOVERED_MARK, run_update_op
 
 log = logging.getLogger(__name__)
 
@@ -142,22 +142,41 @@ def _repair(conn: sqlite3.Connection, store: Store, run: sqlite3.Row,
     return True
 
 
+# How far boot recovery has checked: every run up to this rowid had its row and events
+# agree when a boot last finished recovery. A run that ended then cannot disagree later
+# (an ending commits its row and its events together), so the next boot checks only the
+# runs after the mark and those still active (the partial index `one_active_run`): boot
+# work does not grow with history. An import lowers the mark below the rows it adds
+# (rowids of deleted runs are given again), so they are checked at the next boot.
+ACTIVE_SQL = "status IN ('queued', 'preparing', 'running')"  # one_active_run's condition
+CANDIDATES_SQL = (
+    "SELECT r.id, r.status, r.reason, r.error, r.output, "
+    f"(SELECT {STATUS_SQL} FROM events "
+    " WHERE run_id = r.id AND kind = 'run.status' ORDER BY seq DESC LIMIT 1) AS last "
+    "FROM runs r WHERE r.rowid > :mark "
+    "UNION ALL "
+    "SELECT r.id, r.status, r.reason, r.error, r.output, "
+    f"(SELECT {STATUS_SQL} FROM events "
+    " WHERE run_id = r.id AND kind = 'run.status' ORDER BY seq DESC LIMIT 1) AS last "
+    f"FROM runs r WHERE r.{ACTIVE_SQL} AND +r.rowid <= :mark")  # + : by one_active_run
+
+
 async def reconcile_runs(store: Store, reason: str) -> list[str]:
     """Boot recovery: every run's row and its last status event agree afterwards. A run
     both say is active belongs to a daemon that died: it ends for `reason`. Returns the ids
     of the runs repaired."""
     def op(conn: sqlite3.Connection) -> list[str]:
-        runs = conn.execute(
-            "SELECT r.id, r.status, r.reason, r.error, r.output, "
-            f"(SELECT {STATUS_SQL} FROM events "
-            " WHERE run_id = r.id AND kind = 'run.status' ORDER BY seq DESC LIMIT 1) "
-            "AS last FROM runs r").fetchall()
+        row = conn.execute("SELECT value FROM upkeep WHERE key = ?", (RECOVERED_MARK,)).fetchone()
+        runs = conn.execute(CANDIDATES_SQL, {"mark": int(row[0]) if row else 0}).fetchall()
         repaired = []
         for run in runs:
             if run["status"] in TERMINAL_VALUES and run["last"] in TERMINAL_VALUES:
                 continue
             if _repair(conn, store, run, reason):
                 repaired.append(run["id"])
+        conn.execute("INSERT INTO upkeep (key, value) VALUES (?, (SELECT coalesce(max(rowid), 0) "
+                     "FROM runs)) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                     (RECOVERED_MARK,))
         return repaired
 
     def with_rows(conn: sqlite3.Connection) -> list[str]:

@@ -51,7 +51,7 @@ from llamon_playground.daemon.store.frames import (
     frame_payload,
     stored_events,
 )
-from llamon_playground.daemon.store.history import RUN_JSON_COLUMNS
+from llamon_playground.daemon.store.history import RUN_JSON_COLUMNS, recheck_next_runs
 from llamon_playground.daemon.store.ids import new_context_id, new_run_id, new_session_id
 
 PRIVACY_WARNING = (
@@ -372,6 +372,7 @@ def _write_rows(store: Store, conn: sqlite3.Connection, plan: ImportPlan) -> Non
     conn.executemany(
         f"INSERT INTO sessions ({', '.join(SESSION_COLUMNS)}) "
         f"VALUES ({', '.join(':' + c for c in SESSION_COLUMNS)})", plan.sessions)
+    recheck_next_runs(conn)  # a bundle's row and events may disagree: the next boot checks
     # plan.runs lists parents first: the parent_run_id foreign key is checked per row.
     conn.executemany(
         f"INSERT INTO runs ({', '.join(RUN_COLUMNS)}) "

@@ -14,6 +14,17 @@ from llamon_playground.daemon.store.database import Store, utcnow
 from llamon_playground.daemon.store.ids import new_context_id, new_session_id
 
 RUN_JSON_COLUMNS = ("input", "output", "error", "scores", "edited_fields")
+# Boot recovery's mark in `upkeep` (daemon/runs/reconcile.py): the runs up to this rowid
+# were checked when a boot last finished recovery.
+RECOVERED_MARK = "recovered_through_run_rowid"
+
+
+def recheck_next_runs(conn: sqlite3.Connection) -> None:
+    """Before rows are added to `runs` that boot recovery must check (an import's): lower
+    its mark below them. They take rowids after the largest now, which may be at or below
+    the mark when the newest runs were deleted."""
+    conn.execute("UPDATE upkeep SET value = min(value, (SELECT coalesce(max(rowid), 0) "
+                 "FROM runs)) WHERE key = ?", (RECOVERED_MARK,))
 
 
 def session_to_dict(row: sqlite3.Row) -> dict[str, Any]:
@@ -95,12 +106,16 @@ def _page(rows: list[sqlite3.Row], limit: int) -> tuple[list[sqlite3.Row], str |
     return rows, str(rows[-1]["_rowid"]) if more and rows else None
 
 
-async def list_sessions(store: Store, after: int = 0, limit: int = 100) -> Page:
+async def list_sessions(store: Store, after: int = 0, limit: int = 100,
+                        newest_first: bool = False) -> Page:
+    """Sessions, oldest first; `newest_first` pages backwards (the page shows the newest
+    sessions and reads older ones only when asked: a year of history is thousands)."""
+    where, order, bound = ("<", "DESC", after or 2**63 - 1) if newest_first else (">", "", after)
     rows, cursor = _page(await store.fetch_all(
         f"SELECT {SESSION_LIST_COLUMNS}, "
         "(SELECT COUNT(*) FROM runs r WHERE r.session_id = s.id) AS run_count "
-        "FROM sessions s WHERE s.rowid > ? ORDER BY s.rowid LIMIT ?", (after, limit + 1)),
-        limit)
+        f"FROM sessions s WHERE s.rowid {where} ? ORDER BY s.rowid {order} LIMIT ?",
+        (bound, limit + 1)), limit)
     return [{**session_to_dict(r), "run_count": r["run_count"],
              "metadata_truncated": bool(r["metadata_truncated"])} for r in rows], cursor
 

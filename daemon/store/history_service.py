@@ -65,9 +65,10 @@ class HistoryService:
 
     # -- sessions ---------------------------------------------------------------------------
 
-    async def list_sessions(self, after: int, limit: int) -> history.Page:
-        """One page of sessions after the cursor `after`."""
-        return await history.list_sessions(self._store, after, limit)
+    async def list_sessions(self, after: int, limit: int,
+                            newest_first: bool = False) -> history.Page:
+        """One page of sessions after the cursor `after` (in either order)."""
+        return await history.list_sessions(self._store, after, limit, newest_first)
 
     async def session(self, session_id: str) -> dict[str, Any]:
         """One session; NotFound (session_not_found) when there is none."""

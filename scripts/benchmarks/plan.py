@@ -21,6 +21,7 @@ from scripts.benchmarks.sections import (
     host_idle,
     host_restart,
     host_restart_warm,
+    history_year,
     hostile_inputs,
     import_health,
     live_stream,
@@ -70,6 +71,8 @@ AFTER_LIVE = (
     Section("hostile_inputs", hostile_inputs.bench_hostile_inputs, ("hostile_inputs",), 600),
     Section("search_100k", search.bench_search, ("search_100k",)),
     Section("suite", suite.bench_suite, ("suite",), 900),
+    # Its first run builds the year's history (minutes; cached afterwards).
+    Section("history_year", history_year.bench_history_year, ("history_year",), 2400),
 )
 
 

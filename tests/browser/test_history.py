@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from llamon_playground.common.contract import API_PREFIX
 from tests.browser.helpers import accept_dialogs, button, expect, send
 from tests.support.procs import Stack
 
@@ -28,8 +29,9 @@ def test_export_then_import_a_bundle(page: Any, tmp_path: Path) -> None:
     page.get_by_label("Import bundle").set_input_files(saved)
     expect(page.locator("#notice")).to_have_text("Imported 1 sessions and 1 runs.")
     expect(sessions).to_have_count(before + 1)
-    # The view went to the imported session: its thread shows the imported turn.
-    imported = sessions.nth(before)
+    # The view went to the imported session (the newest: first): its thread shows the
+    # imported turn.
+    imported = sessions.first
     expect(imported).to_have_attribute("aria-current", "true")
     # Told apart from the session it copies: the daemon marks the imported title.
     expect(imported).to_have_text("stream bundle me (imported) (1)")
@@ -58,6 +60,30 @@ def test_an_invalid_bundle_shows_the_apis_error(page: Any) -> None:
         "name": "bad.json", "mimeType": "application/json",
         "buffer": json.dumps({"format": "something/else"}).encode()}])
     expect(page.locator("#notice")).to_contain_text("400 unsupported_bundle_format")
+
+
+def test_the_newest_sessions_show_first_and_older_ones_when_asked(
+        page: Any, front_url: str) -> None:
+    sessions = [{"id": f"s{n}", "title": f"old {n}", "created_at": "2026-01-01T00:00:00Z"}
+                for n in range(150)]
+    answer = page.request.post(f"{front_url}{API_PREFIX}/bundles/import", data={
+        "format": "llamon.playground.bundle/1", "sessions": sessions, "runs": [],
+        "events": [], "blobs": {}})
+    assert answer.status == 201, answer.text()
+    reads: list[str] = []
+    page.on("request", lambda r: reads.append(r.url) if "/sessions?" in r.url else None)
+    page.reload()
+    items = page.locator(".session-item")
+    # One page, newest first: the last imported on top, nothing older read yet.
+    expect(page.locator("#session-list")).to_have_attribute("data-loaded", "100")
+    expect(items.first).to_have_text("old 149 (imported) (0)")
+    assert all("after=" not in url for url in reads), reads
+    oldest = page.locator(".session-item", has_text="old 0 (imported)")
+    expect(oldest).to_have_count(0)
+    button(page, "Older sessions").click()
+    expect(oldest).to_have_count(1)
+    expect(page.locator("#session-list")).not_to_have_attribute("data-loaded", "100")
+    assert any("after=" in url for url in reads), reads
 
 
 def test_delete_all_history_says_what_goes(page: Any) -> None:

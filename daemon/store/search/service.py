@@ -9,7 +9,12 @@ import orjson
 
 from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.history import score_summary
-from llamon_playground.daemon.store.search.excerpt import best_excerpt, snippet_sql
+from llamon_playground.daemon.store.search.excerpt import (
+    LONG_CHARS,
+    best_excerpt,
+    cut_excerpt,
+    snippet_sql,
+)
 from llamon_playground.daemon.store.search.query import (
     ACTIVE,
     TEXT_COLUMNS,
@@ -24,10 +29,13 @@ HIT_COLUMNS = ("id", "session_id", "status", "reason", "created_at", "started_at
                "rerun_of", "resumed_by", "code_fingerprint", "a2a_version")
 _SELECT = ", ".join(f"r.{c}" for c in HIT_COLUMNS) + \
     ", r.rowid AS _rowid, r.scores, r.edited_fields, s.title AS session_title"
-_SNIPPETS = ", ".join(f"{snippet_sql(i)} AS x{i}" for i in range(len(TEXT_COLUMNS)))
-_NO_SNIPPETS = ", ".join(f"NULL AS x{i}" for i in range(len(TEXT_COLUMNS)))
-# The index is the outer loop, read newest first and stopped at the page's end: no sort,
-# and snippets are made only for the rows on the page.
+# Input and output may be long: whole and marked then, cut in Python (excerpt.py).
+_LONG = {0: f"length(r.input) > {LONG_CHARS}", 1: f"length(r.output) > {LONG_CHARS}"}
+_SNIPPETS = ", ".join(f"{snippet_sql(i, _LONG.get(i))} AS x{i}"
+                      for i in range(len(TEXT_COLUMNS))) + \
+    ", " + ", ".join(f"{cond} AS long{i}" for i, cond in _LONG.items())
+_NO_SNIPPETS = ", ".join(f"NULL AS x{i}" for i in range(len(TEXT_COLUMNS))) + \
+    ", " + ", ".join(f"0 AS long{i}" for i in _LONG)
 _MATCH_SQL = (
     "SELECT {select}, {snippets} FROM run_search "
     "JOIN runs AS r ON r.rowid = run_search.rowid "
@@ -90,6 +98,9 @@ def hit(row: sqlite3.Row) -> dict[str, Any]:
     edited = orjson.loads(row["edited_fields"]) if row["edited_fields"] else []
     doc["edited_fields"] = edited
     doc["edited"] = bool(edited)
-    doc["excerpt"] = best_excerpt(TEXT_COLUMNS, [row[f"x{i}"]
-                                                 for i in range(len(TEXT_COLUMNS))])
+    snippets = [row[f"x{i}"] for i in range(len(TEXT_COLUMNS))]
+    for i in _LONG:
+        if row[f"long{i}"] and snippets[i] is not None:
+            snippets[i] = cut_excerpt(snippets[i])
+    doc["excerpt"] = best_excerpt(TEXT_COLUMNS, snippets)
     return doc

@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 
 from llamon_playground.daemon.store.history import score_summary
 from llamon_playground.daemon.store.migrations import migrate
-from llamon_playground.daemon.store.search.excerpt import read_marked
+from llamon_playground.daemon.store.search.excerpt import SNIPPET_TOKENS, cut_excerpt, read_marked
 from llamon_playground.daemon.store.search.query import parse_query, parse_terms
-from llamon_playground.daemon.store.search.service import statement
+from llamon_playground.daemon.store.search.service import hit, statement
 
 COLUMNS = "input, output, label, note, title, facts"
 
@@ -166,3 +166,38 @@ def test_words_phrases_and_prefixes() -> None:
 def test_marked_snippets_become_text_and_offsets() -> None:
     assert read_marked("…a \x02bc\x03 d \x02é\x03") == ("…a bc d é", [[3, 5], [8, 9]])
     assert read_marked("plain") == ("plain", [])
+
+
+def test_a_long_answer_is_marked_whole_and_cut_around_its_first_match() -> None:
+    words = " ".join(f"w{n}" for n in range(3000))
+    marked = words.replace("w1500 ", "\x02w1500\x03 ").replace("w1502 ", "\x02w1502\x03 ")
+    assert cut_excerpt(marked) == \
+        "…w1496 w1497 w1498 w1499 \x02w1500\x03 w1501 \x02w1502\x03 w1503 w1504 w1505 " \
+        "w1506 w1507…"
+    assert cut_excerpt("\x02start\x03 of it") == "\x02start\x03 of it"
+    assert cut_excerpt("a b c-\x02d\x03e f") == "a b c-\x02d\x03e f"  # the word kept whole
+    assert cut_excerpt("no match here") == ""
+    cut = cut_excerpt(" ".join(["\x02x\x03"] * 40))
+    assert cut.count("\x02") == cut.count("\x03") == SNIPPET_TOKENS
+
+
+def test_a_search_hit_in_a_long_output_has_a_short_excerpt(conn: sqlite3.Connection) -> None:
+    # A common word thousands of times in a long answer: snippet() would score every
+    # match against every other; the hit's excerpt is cut from the marked text instead.
+    answer = " ".join(["common"] * 2000 + ["needle"] + ["common"] * 2000)
+    add_run(conn, "r1", "the question", output=orjson.dumps(
+        [{"kind": "text", "text": answer}]).decode())
+    add_run(conn, "r2", "short question", output=orjson.dumps(
+        [{"kind": "text", "text": "a needle here"}]).decode())
+    for q, want in (("needle", {"r1": "…common common common common \x02needle\x03 common "
+                                      "common common common common common common…",
+                                "r2": "a \x02needle\x03 here"}),):
+        sql, args = statement(parse_query(q, statuses=[], reasons=[], labelled=False,
+                                          evaluator_failed=False, session_id=None), 0, 10)
+        conn.row_factory = sqlite3.Row
+        hits = {row["id"]: hit(row) for row in conn.execute(sql, args)}
+        conn.row_factory = None
+        assert {k: h["excerpt"]["field"] for k, h in hits.items()} == {"r1": "output",
+                                                                      "r2": "output"}
+        assert {k: h["excerpt"]["text"] for k, h in hits.items()} == {
+            k: read_marked(v)[0] for k, v in want.items()}
