@@ -10,9 +10,9 @@ short write transaction queued behind whatever waits for the writer:
   created afterwards (a run started meanwhile, an import) is not in them and stays; row
   ids cannot say that, SQLite hands a deleted row's id out again. It deletes the suites
   (their cases, runs, reports and progress events) at once: they are few.
-- Each `step` deletes whole sessions, oldest first. A session larger than one step goes a
-  few runs at a time, newest first (so what is left of it is that session as it was
-  earlier), and its row with its last run. A run always goes whole: its row, its events
+- Each `step` deletes whole sessions, oldest first, for about STEP_SECONDS. A session of
+  more than CHUNK_RUNS runs goes that many runs at a time, newest first (so what is left
+  of it is that session as it was earlier), and its row with its last run. A run always goes whole: its row, its events
   and blocks, its file references, its search entry, in one transaction.
 
 A kill between two steps leaves some sessions whole and the rest gone: nothing half
@@ -26,9 +26,8 @@ import sqlite3
 import time
 from dataclasses import dataclass, field
 
-STEP_ROWS = 2000  # rows deleted per step, about ...
-STEP_SECONDS = 0.02  # ... this long on the writer thread; at least one run per step
-CHUNK_RUNS = 200  # runs looked at at once
+STEP_SECONDS = 0.025  # a step's time on the writer thread, about (one chunk at least)
+CHUNK_RUNS = 16  # runs deleted at once (a session of up to this many goes whole)
 PAUSE = 0.002  # between two steps
 
 CREATE_TEMP = (
@@ -81,12 +80,11 @@ def begin(conn: sqlite3.Connection) -> Tally:
 
 
 def step(conn: sqlite3.Connection) -> Tally:
-    """Delete the next few sessions (or runs of a large one); `more` says whether anything
-    noted by `begin` is left. The last step drops the notes."""
+    """Delete the next few sessions (or runs of a large one), for about STEP_SECONDS;
+    `more` says whether anything noted by `begin` is left. The last step drops the notes."""
     tally = Tally()
     deadline = time.monotonic() + STEP_SECONDS
-    spent = 0
-    while spent < STEP_ROWS and (spent == 0 or time.monotonic() < deadline):
+    while True:
         row = conn.execute(
             "SELECT pos, id FROM temp.doomed_sessions ORDER BY pos LIMIT 1").fetchone()
         if row is None:
@@ -95,27 +93,19 @@ def step(conn: sqlite3.Connection) -> Tally:
             tally.more = False
             return tally
         pos, session_id = row
-        runs = conn.execute(
-            "SELECT r.id, (SELECT COUNT(*) FROM events WHERE run_id = r.id) "
-            "+ (SELECT COUNT(*) FROM event_blocks WHERE run_id = r.id) "
-            "FROM runs AS r WHERE r.session_id = ? AND r.id IN temp.doomed_runs "
-            "ORDER BY r.rowid DESC LIMIT ?", (session_id, CHUNK_RUNS + 1)).fetchall()
-        chosen: list[str] = []
-        for run_id, rows in runs[:CHUNK_RUNS]:
-            if chosen and spent + 1 + rows > STEP_ROWS:
-                break
-            chosen.append(run_id)
-            spent += 1 + rows
-        if chosen:
-            delete_runs(conn, chosen, tally)
-        if len(chosen) == len(runs):  # none of its noted runs left: the session goes too
+        runs = [r[0] for r in conn.execute(
+            "SELECT id FROM runs WHERE session_id = ? AND id IN temp.doomed_runs "
+            "ORDER BY rowid DESC LIMIT ?", (session_id, CHUNK_RUNS + 1))]
+        if runs:
+            delete_runs(conn, runs[:CHUNK_RUNS], tally)
+        if len(runs) <= CHUNK_RUNS:  # none of its noted runs left: the session goes too
             # ... unless a run was started in it meanwhile: then it stays, with that run.
             tally.sessions += conn.execute(
                 "DELETE FROM sessions WHERE id = ? AND NOT EXISTS "
                 "(SELECT 1 FROM runs WHERE session_id = ?)", (session_id, session_id)).rowcount
             conn.execute("DELETE FROM temp.doomed_sessions WHERE pos = ?", (pos,))
-            spent += 1
-    return tally
+        if time.monotonic() >= deadline:
+            return tally
 
 
 def delete_runs(conn: sqlite3.Connection, run_ids: list[str], tally: Tally) -> None:

@@ -4,7 +4,8 @@ A deleted row's pages stay in the file as free pages until something gives them 
 database created by this version is `auto_vacuum=INCREMENTAL` from its first page, so
 `PRAGMA incremental_vacuum` can cut free pages off the end of the file a few at a time,
 each step a short write transaction queued behind the others (docs/storage.md,
-"Retention"). An older file needs one `VACUUM` to switch, done only when it is cheap.
+"Retention"). When little is left (after "delete all") one `VACUUM` does it at once; an
+older file needs one to switch, done only when it is cheap enough.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ log = logging.getLogger(__name__)
 VACUUM_PAGES = 4096  # at most this many pages per write (16 MiB of 4 KiB pages) ...
 VACUUM_SECONDS = 0.02  # ... and for at most about this long, so other writes wait little
 PAUSE = 0.005  # between two steps: other writes get the writer first
+CHEAP_VACUUM_BYTES = 16 << 20  # live data a VACUUM copies in about a tenth of a second
 
 
 def incremental(conn: sqlite3.Connection) -> bool:
@@ -55,36 +57,45 @@ def _free_pages(conn: sqlite3.Connection) -> int:
 
 
 async def give_back(store: Store, state_dir: Path) -> None:
-    """Every free page back to the filesystem, a step per write, then a checkpoint that
-    truncates the WAL. A file from before incremental vacuum is switched first, once, when
-    that is cheap (`switch_to_incremental`); else its free pages stay for the next writes."""
-    def switch(conn: sqlite3.Connection) -> bool:
-        return switch_to_incremental(conn, state_dir)
-    if not await store.outside_transaction(switch):
+    """Every free page back to the filesystem: one `VACUUM` when that is cheap (or the only
+    way: `vacuum_if_cheap`), else a step per write; then a checkpoint that truncates the
+    WAL. A file from before incremental vacuum whose VACUUM is not cheap yet keeps its
+    free pages for the next writes."""
+    def vacuum(conn: sqlite3.Connection) -> bool:
+        return vacuum_if_cheap(conn, state_dir)
+    if not await store.outside_transaction(vacuum):
         return
     while await store.write(vacuum_step):
         await asyncio.sleep(PAUSE)
     store.checkpoint_soon()
 
 
-def switch_to_incremental(conn: sqlite3.Connection, state_dir: Path) -> bool:
-    """On the writer thread, between transactions. Switching an existing file needs one
-    VACUUM, which writes a copy of the pages in use (to a temp file, then through the WAL):
-    up to twice the live data on top of the file. So only when the live data is at most
-    half the file (a deletion just freed at least as much as the copy needs) and the disk
-    has room for twice the live data; otherwise the pages stay free inside the file, reused
-    by the next writes, and the switch waits for a later deletion."""
-    if incremental(conn):
-        return True
+def vacuum_if_cheap(conn: sqlite3.Connection, state_dir: Path) -> bool:
+    """On the writer thread, between transactions: a `VACUUM` now if it is cheap; whether
+    incremental vacuum can give back what is still free.
+
+    A VACUUM writes a copy of the pages in use (to a temp file, then through the WAL): up
+    to twice the live data on top of the file, and new writes wait while it copies. It is
+    cheap when little is left (at most CHEAP_VACUUM_BYTES, a quarter of the file or less:
+    after "delete all", a fraction of a second where the steps took seconds). A file from
+    before incremental vacuum needs one to switch, so it is also done when the live data
+    is at most half the file (the deletion freed at least what the copy needs); otherwise
+    the switch waits for a later deletion. Never without room on the disk for twice the
+    live data."""
+    on = incremental(conn)
     pages = int(conn.execute("PRAGMA page_count").fetchone()[0])
     live = used_bytes(conn)
     total = pages * int(conn.execute("PRAGMA page_size").fetchone()[0])
-    room = shutil.disk_usage(state_dir).free
-    if live * 2 > total or room < live * 2:
-        log.info("incremental vacuum not switched on yet: %d live of %d bytes, %d free",
-                 live, total, room)
-        return False
-    conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
+    cheap = live <= CHEAP_VACUUM_BYTES and live * 4 <= total
+    if not cheap and (on or live * 2 > total):
+        if not on:
+            log.info("incremental vacuum not switched on yet: %d live of %d bytes", live, total)
+        return on
+    if shutil.disk_usage(state_dir).free < live * 2:
+        log.info("no VACUUM: %d live bytes, too little free disk", live)
+        return on
+    if not on:
+        conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
     conn.execute("VACUUM")
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     return True
