@@ -133,6 +133,8 @@ async def test_a_deletion_step_and_a_session_export_read_by_index(world: World) 
         conn.set_trace_callback(statements.append)
         deletion.step(conn)
         conn.set_trace_callback(None)
+        for sql in deletion.CREATE_TEMP:  # the last step dropped its notes: back, to explain
+            conn.execute(sql)
         plans = {sql: " / ".join(r["detail"] for r in conn.execute(f"EXPLAIN QUERY PLAN {sql}"))
                  for sql in statements if sql.lstrip().upper().startswith(
                      ("SELECT", "DELETE", "UPDATE", "INSERT"))}
@@ -140,6 +142,9 @@ async def test_a_deletion_step_and_a_session_export_read_by_index(world: World) 
     finally:
         conn.close()
     assert any("runs_by_parent" in plan for plan in plans.values())
-    scans = {sql: plan for sql, plan in plans.items() if SCAN.search(plan)}
+    # The last step counts what is left, a thousand rows at most, to rebuild the search
+    # index from: the one read that is not by index, and bounded.
+    scans = {sql: plan for sql, plan in plans.items()
+             if SCAN.search(plan) and sql != deletion.LEFT_SQL}
     assert scans == {}
     assert len(plans) > 10
