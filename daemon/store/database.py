@@ -222,6 +222,10 @@ class Store:
             raise StoreError("store is not open")
         return await self._on_writer(fn, conn)
 
+    def writes_waiting(self) -> bool:
+        """Whether writes wait for the next transaction (asked from the writer thread too)."""
+        return bool(self._items)
+
     def checkpoint_soon(self) -> None:
         """Checkpoint as soon as the writer is idle (a run just ended)."""
         self._checkpoint_now = True

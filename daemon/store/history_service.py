@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -200,7 +201,8 @@ class HistoryService:
             while more:
                 await asyncio.sleep(deletion.PAUSE)  # the loop and other writers first
                 async with self._blob_changes:  # an import may go between two steps
-                    done = await self._store.write(deletion.step)
+                    done = await self._store.write(
+                        partial(deletion.step, others_waiting=self._store.writes_waiting))
                     removed += await self._unlink_unreferenced(sorted(done.shas))
                 tally.add(done)
                 more = done.more

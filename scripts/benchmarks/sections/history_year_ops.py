@@ -43,7 +43,7 @@ from scripts.benchmarks.year_history import Built, install
 
 PROBE_EVERY = 0.05  # 20 probes a second
 IDLE_S = 5.0
-EXPORTS = 7
+EXPORTS = 9
 BUNDLE_SESSIONS = 100
 ONE_TRANSACTION = (  # what DELETE /sessions did before it went a step at a time
     "DELETE FROM event_blocks", "DELETE FROM suite_results", "DELETE FROM suite_runs",
@@ -90,13 +90,10 @@ async def idle_probes(front: aiohttp.ClientSession) -> list[float]:
     return xs
 
 
-async def export_ms(http: aiohttp.ClientSession, session_id: str) -> list[float]:
-    samples = []
-    for _ in range(EXPORTS + 1):
-        t = time.perf_counter()
-        await call(http, "POST", "bundles/export", {"session_ids": [session_id]})
-        samples.append((time.perf_counter() - t) * 1000)
-    return samples[1:]  # the first warms the daemon's caches
+async def export_ms(http: aiohttp.ClientSession, session_id: str) -> float:
+    t = time.perf_counter()
+    await call(http, "POST", "bundles/export", {"session_ids": [session_id]})
+    return (time.perf_counter() - t) * 1000
 
 
 class WalWatch:
@@ -174,11 +171,16 @@ async def bench_ops(built: Built, owned: Owned, quick: bool) -> list[Figure]:
 async def export_figure(http: aiohttp.ClientSession, http_empty: aiohttp.ClientSession,
                         empty: Any, built: Built) -> Figure:
     session = built.info["big_sessions"][len(built.info["big_sessions"]) // 2]
-    here = await export_ms(http, session)
     doc = await call(http, "POST", "bundles/export", {"session_ids": [session]})
     answer = await call(http_empty, "POST", "bundles/import", {"bundle": doc}, want=201)
+    copy = answer["sessions"][session]
     await wait_compacted(empty.settings.db_path, None, timeout=120)
-    there = await export_ms(http_empty, answer["sessions"][session])
+    here: list[float] = []
+    there: list[float] = []
+    await export_ms(http_empty, copy)  # the first export of each warms its daemon
+    for n in range(EXPORTS):  # interleaved: a busy moment of the machine costs both alike
+        for side in ((http, session, here), (http_empty, copy, there))[::1 if n % 2 else -1]:
+            side[2].append(await export_ms(side[0], side[1]))
     log(f"history_year: export of a session of {len(doc['runs'])} runs, "
         f"{len(doc['events'])} events: median {statistics.median(here):.0f} ms here, "
         f"{statistics.median(there):.0f} ms from an empty history")
