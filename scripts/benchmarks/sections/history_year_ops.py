@@ -29,6 +29,7 @@ import sqlite3
 import statistics
 import time
 from collections.abc import Awaitable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,7 @@ from scripts.benchmarks.sections.load_history import wait_compacted
 from scripts.benchmarks.year_history import Built, install
 
 PROBE_EVERY = 0.05  # 20 probes a second
+WRITE_EVERY = 0.25  # a session created four times a second
 IDLE_S = 5.0
 EXPORTS = 9
 BUNDLE_SESSIONS = 100
@@ -52,42 +54,63 @@ ONE_TRANSACTION = (  # what DELETE /sessions did before it went a step at a time
     "DELETE FROM runs", "DELETE FROM sessions")
 
 
-async def probed(front: aiohttp.ClientSession, work: Awaitable[Any]
-                 ) -> tuple[list[float], float, Any]:
-    """Run `work` while /health is probed on schedule: (probe ms, work s, its answer)."""
-    probes: list[asyncio.Task[float]] = []
-    done = asyncio.Event()
+@dataclass
+class Probes:
+    """What the probes saw while the work ran."""
 
-    async def schedule() -> None:
-        start = time.perf_counter()
+    health: list[float]  # ms of each /health, in the order sent
+    slow: list[tuple[float, float]]  # (s into the work, ms) of each /health over 50 ms
+    writes: list[float]  # ms of each POST /sessions
+
+
+async def probed(front: aiohttp.ClientSession, work: Awaitable[Any], writes: bool = False
+                 ) -> tuple[Probes, float, Any]:
+    """Run `work` while /health is probed on schedule (and, with `writes`, a session is
+    created every WRITE_EVERY s): (what the probes saw, the work's s, its answer)."""
+    health: list[asyncio.Task[tuple[float, float]]] = []
+    made: list[asyncio.Task[tuple[float, float]]] = []
+    done = asyncio.Event()
+    t = time.perf_counter()
+
+    async def schedule(tasks: list[Any], every: float, fn: Any) -> None:
         n = 0
         while not done.is_set():
-            probes.append(asyncio.create_task(probe(front)))
+            tasks.append(asyncio.create_task(fn(front, t)))
             n += 1
-            await asyncio.sleep(max(0.0, start + n * PROBE_EVERY - time.perf_counter()))
-    scheduler = asyncio.create_task(schedule())
-    t = time.perf_counter()
+            await asyncio.sleep(max(0.0, t + n * every - time.perf_counter()))
+    schedulers = [asyncio.create_task(schedule(health, PROBE_EVERY, probe))]
+    if writes:
+        schedulers.append(asyncio.create_task(schedule(made, WRITE_EVERY, write_probe)))
     try:
         answer = await work
     finally:
         took = time.perf_counter() - t
         done.set()
-        await scheduler
-    return list(await asyncio.gather(*probes)), took, answer
+        await asyncio.gather(*schedulers)
+    seen = await asyncio.gather(*health)
+    return Probes([ms for _, ms in seen], [(round(at, 2), round(ms)) for at, ms in seen
+                                           if ms > 50],
+                  [ms for _, ms in await asyncio.gather(*made)]), took, answer
 
 
-async def probe(front: aiohttp.ClientSession) -> float:
+async def probe(front: aiohttp.ClientSession, t0: float) -> tuple[float, float]:
     t = time.perf_counter()
     async with front.get("/health") as resp:
         await resp.read()
         if resp.status != 200:
             raise RuntimeError(f"/health answered {resp.status}")
-    return (time.perf_counter() - t) * 1000
+    return t - t0, (time.perf_counter() - t) * 1000
+
+
+async def write_probe(front: aiohttp.ClientSession, t0: float) -> tuple[float, float]:
+    t = time.perf_counter()
+    await call(front, "POST", "sessions", {"title": "made while it ran"}, want=201)
+    return t - t0, (time.perf_counter() - t) * 1000
 
 
 async def idle_probes(front: aiohttp.ClientSession) -> list[float]:
-    xs, _, _ = await probed(front, asyncio.sleep(IDLE_S))
-    return xs
+    seen, _, _ = await probed(front, asyncio.sleep(IDLE_S))
+    return seen.health
 
 
 async def export_ms(http: aiohttp.ClientSession, session_id: str) -> float:
@@ -206,8 +229,9 @@ async def import_figure(http: aiohttp.ClientSession, http_empty: aiohttp.ClientS
     t = time.perf_counter()
     await call(http_empty, "POST", "bundles/import", body, want=201, timeout=300)
     empty_s = time.perf_counter() - t
-    busy, took, _ = await probed(front, call(front, "POST", "bundles/import", body, want=201,
-                                             timeout=300))
+    seen, took, _ = await probed(front, call(front, "POST", "bundles/import", body, want=201,
+                                             timeout=300), writes=True)
+    busy = seen.health
     log(f"history_year: import of {len(ids)} sessions ({len(doc['runs'])} runs, "
         f"{len(doc['events'])} events) in {took:.1f} s (into an empty history "
         f"{empty_s:.1f} s); /health p99 {pct(busy, 99):.1f} ms, max {max(busy):.0f} ms over "
@@ -218,15 +242,17 @@ async def import_figure(http: aiohttp.ClientSession, http_empty: aiohttp.ClientS
                   {"sessions": len(ids), "runs": len(doc["runs"]), "events": len(doc["events"]),
                    "import_s": round(took, 2), "empty_import_s": round(empty_s, 2),
                    "probes": len(busy), "max_ms": round(max(busy), 1),
-                   "median_ms": round(statistics.median(busy), 2)})
+                   "median_ms": round(statistics.median(busy), 2), "slow_probes": seen.slow,
+                   **write_notes(seen)})
 
 
 async def delete_figures(front: aiohttp.ClientSession, db: Path, idle: list[float],
                          built: Built, project: Path) -> list[Figure]:
     before = db.stat().st_size
     with WalWatch(db) as wal:
-        busy, took, answer = await probed(front, call(
-            front, "DELETE", "sessions", {}, timeout=900))
+        seen, took, answer = await probed(front, call(
+            front, "DELETE", "sessions", {}, timeout=900), writes=True)
+    busy = seen.health
     after = db.stat().st_size
     base = await asyncio.to_thread(one_transaction, built.db, project.parent)
     deleted = answer["deleted"]
@@ -244,4 +270,11 @@ async def delete_figures(front: aiohttp.ClientSession, db: Path, idle: list[floa
                    "the same /health probes with nothing else going on",
                    Target("value", "<=", 100.0),
                    {"probes": len(busy), "max_ms": round(max(busy), 1),
-                    "median_ms": round(statistics.median(busy), 2)})]
+                    "median_ms": round(statistics.median(busy), 2), "slow_probes": seen.slow,
+                    **write_notes(seen)})]
+
+
+def write_notes(seen: Probes) -> dict[str, Any]:
+    """A session created meanwhile: how long the writer kept it waiting."""
+    return {"writes": len(seen.writes), "write_p50_ms": round(statistics.median(seen.writes), 1),
+            "write_max_ms": round(max(seen.writes), 1)}
