@@ -28,6 +28,7 @@ import asyncio
 import datetime as dt
 import fcntl
 import hashlib
+import inspect
 import io
 import os
 import random
@@ -249,6 +250,9 @@ def _suites(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+CACHE_MARK = "# -- the cache --"  # the code above it makes the history (cache_key)
+
+
 # -- the cache ---------------------------------------------------------------------------------
 
 def cache_root() -> Path:
@@ -257,9 +261,13 @@ def cache_root() -> Path:
 
 
 def cache_key(p: YearParams) -> str:
+    """A hash of what decides the history's content: the parameters, the code that makes
+    the bundles and imports them, and the schema version (not the cache's own code)."""
     h = hashlib.sha256()
     h.update(orjson.dumps(asdict(p)))
-    h.update(Path(__file__).read_bytes())
+    h.update(Path(__file__).read_text().split(CACHE_MARK)[0].encode())
+    for fn in (_import_all, _wait_compacted):
+        h.update(inspect.getsource(fn).encode())
     h.update(f"schema {SCHEMA_VERSION}".encode())
     return h.hexdigest()[:16]
 
@@ -321,7 +329,8 @@ async def _build(p: YearParams, final: Path, owned: Owned | None) -> None:
         shutil.move(str(history), staging / "history")
         (staging / "built.json").write_bytes(orjson.dumps(info, option=orjson.OPT_INDENT_2))
         os.replace(staging, final)
-        log(f"year history built in {info['build_s']:.0f} s: {info}")
+        log(f"year history built in {info['build_s']:.0f} s: " + ", ".join(
+            f"{k} {v}" for k, v in info.items() if isinstance(v, int | float)))
     finally:
         if mine:
             owner.close_all()

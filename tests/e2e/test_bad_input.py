@@ -130,6 +130,17 @@ async def test_lists_are_paged_in_creation_order(api: Api) -> None:
     assert [s["id"] for s in first["sessions"]] == ids[:2] and first["next_after"]
     rest = await api.ok("GET", f"sessions?limit=10&after={first['next_after']}")
     assert [s["id"] for s in rest["sessions"]] == ids[2:] and rest["next_after"] is None
+    # Newest first, paged backwards from the newest session (what the page shows first).
+    newest = await api.ok("GET", "sessions?limit=2&order=newest")
+    assert [s["id"] for s in newest["sessions"]] == ids[:2:-1] and newest["next_after"]
+    older = await api.ok("GET", f"sessions?order=newest&after={newest['next_after']}")
+    assert [s["id"] for s in older["sessions"]] == ids[2::-1] and older["next_after"] is None
+    code, doc = await api.call("GET", "sessions?order=sideways")
+    assert code == 400 and doc["detail"]["error"] == "invalid_query"
+    one = await api.ok("GET", f"sessions/{ids[3]}")
+    assert one["id"] == ids[3] and one["title"] == newest["sessions"][1]["title"]
+    code, doc = await api.call("GET", "sessions/ses_none")
+    assert code == 404 and doc["detail"]["error"] == "session_not_found"
     for bad in ("limit=0", "limit=x", "after=-1", "limit=%C2%B2"):  # "²" is a digit to Python
         code, doc = await api.call("GET", f"sessions?{bad}")
         assert code == 400 and doc["detail"]["error"] == "invalid_query", bad

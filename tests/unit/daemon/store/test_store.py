@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -13,7 +14,12 @@ from llamon_playground.common.config import build_settings
 from llamon_playground.daemon.errors import StoreError, UnsupportedDatabaseVersion
 from llamon_playground.daemon.runs.reconcile import reconcile_runs
 from llamon_playground.daemon.store.database import Store
-from llamon_playground.daemon.store.history import create_session, insert_run, list_runs
+from llamon_playground.daemon.store.history import (
+    create_session,
+    insert_run,
+    list_runs,
+    list_sessions,
+)
 from llamon_playground.daemon.store.migrations import SCHEMA_VERSION
 from llamon_playground.daemon.store.records import EventRecord
 from tests.support.waiting import eventually
@@ -394,3 +400,40 @@ async def test_the_wal_is_checkpointed_and_truncated_once_the_writer_idles(
         assert len(await store.events_after("r", 0, 1000)) == 300
     finally:
         await store.close()
+
+
+async def test_the_list_queries_read_by_index_not_by_scanning(tmp_path: Path) -> None:
+    """A year of history is 100,000 runs: no list page may read a table whole."""
+    store = make_store(tmp_path)
+    await store.open()
+    seen: list[tuple[str, tuple[object, ...]]] = []
+    real = store.fetch_all
+
+    async def capture(sql: str, params: Any = ()) -> list[sqlite3.Row]:
+        seen.append((sql, tuple(params)))
+        return await real(sql, params)
+
+    store.fetch_all = capture  # type: ignore[method-assign]
+    try:
+        session = await create_session(store, "s", {})
+        await insert_run(store, {"id": "run_1", "session_id": session["id"],
+                                 "status": "completed", "created_at": "now",
+                                 "context_id": "c", "input": {"parts": []}}, [])
+        for newest_first in (False, True):
+            await list_sessions(store, 0, 10, newest_first)
+            await list_runs(store, session["id"], 0, 10, newest_first)
+    finally:
+        store.fetch_all = real  # type: ignore[method-assign]
+        await store.close()
+    conn = sqlite3.connect(tmp_path / ".llamon/playground/playground.sqlite3")
+    try:
+        plans = {sql: [row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}", params)]
+                 for sql, params in seen if "pragma_table_info" not in sql}
+    finally:
+        conn.close()
+    assert len(plans) == 4
+    for sql, plan in plans.items():
+        scans = [step for step in plan if step.startswith("SCAN")
+                 and "VIRTUAL TABLE" not in step and "USING" not in step]
+        assert not scans, (sql, plan)
+        assert any("runs_by_session" in step for step in plan), (sql, plan)
