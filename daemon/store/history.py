@@ -17,6 +17,17 @@ RUN_JSON_COLUMNS = ("input", "output", "error", "scores", "edited_fields")
 # Boot recovery's mark in `upkeep` (daemon/runs/reconcile.py): the runs up to this rowid
 # were checked when a boot last finished recovery.
 RECOVERED_MARK = "recovered_through_run_rowid"
+# The compactor's (daemon/store/upkeep/compaction.py): the runs up to this rowid are blocks.
+COMPACTED_MARK = "compacted_through_run_rowid"
+
+
+def runs_deleted(conn: sqlite3.Connection) -> None:
+    """After runs are deleted: the marks that name a run's rowid come down to the largest
+    rowid left. SQLite numbers the next run the largest rowid plus one, so once the newest
+    runs are gone it gives their rowids out again; above the marks, a new run is compacted
+    and checked at boot like any other (after "delete all", none ever was)."""
+    conn.execute("UPDATE upkeep SET value = min(value, (SELECT coalesce(max(rowid), 0) "
+                 "FROM runs)) WHERE key IN (?, ?)", (RECOVERED_MARK, COMPACTED_MARK))
 
 
 def recheck_next_runs(conn: sqlite3.Connection) -> None:
@@ -214,6 +225,7 @@ async def delete_session(store: Store, session_id: str) -> list[str]:
         conn.execute("UPDATE runs SET parent_run_id = NULL WHERE session_id = ?", (session_id,))
         conn.execute("DELETE FROM runs WHERE session_id = ?", (session_id,))
         conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+        runs_deleted(conn)
         orphans = []
         for sha in shas:
             used = conn.execute(

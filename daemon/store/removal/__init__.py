@@ -3,5 +3,5 @@ write transaction (`deletion`), and the pages a deletion freed given back to the
 filesystem by incremental vacuum (`space`, which the retention policy uses too)
 (docs/storage.md, "Deletion" and "Retention").
 
-May import: common, daemon.errors, daemon.store.database
+May import: common, daemon.errors, daemon.store.database, daemon.store.history
 """

@@ -28,6 +28,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from llamon_playground.daemon.store.history import runs_deleted
+
 # A step's time on the writer thread, about (one chunk at least): the shorter while other
 # writes wait for the writer, the longer while none does (measured on a year's history:
 # 9,100 runs a second in 250 ms steps, 6,000 in 25 ms ones; a commit costs the same).
@@ -140,3 +142,4 @@ def delete_runs(conn: sqlite3.Connection, run_ids: list[str], tally: Tally) -> N
     conn.execute(f"UPDATE runs SET parent_run_id = NULL WHERE parent_run_id IN ({marks})",
                  run_ids)
     tally.runs += conn.execute(f"DELETE FROM runs WHERE id IN ({marks})", run_ids).rowcount
+    runs_deleted(conn)

@@ -24,6 +24,7 @@ from typing import Any
 
 from llamon_playground.common.config import Settings
 from llamon_playground.common.contract import ACTIVE_STATUSES
+from llamon_playground.daemon.store.history import runs_deleted
 from llamon_playground.daemon.store.removal.space import used_bytes
 
 KEEP_NEWER_THAN = timedelta(days=1)
@@ -177,6 +178,7 @@ def remove_session(conn: sqlite3.Connection, session_id: str, recent: str) -> li
                  "(SELECT id FROM runs WHERE session_id = ?)", (session_id,))
     conn.execute("DELETE FROM runs WHERE session_id = ?", (session_id,))  # blocks: trigger
     conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+    runs_deleted(conn)
     return [sha for sha in shas if conn.execute(
         "SELECT 1 FROM run_files WHERE sha256 = ? UNION ALL "
         "SELECT 1 FROM suite_files WHERE sha256 = ? LIMIT 1", (sha, sha)).fetchone() is None]
