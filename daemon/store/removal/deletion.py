@@ -6,14 +6,14 @@ and wrote a WAL as large as the data. So deletion goes a step at a time, each st
 short write transaction queued behind whatever waits for the writer:
 
 - `begin` notes what "all" is: the sessions and runs there are now, in two temporary
-  tables of the writer's connection (never on disk, gone with the connection). Whatever is
+  tables of the writer's connection (its own, gone with it). Whatever is
   created afterwards (a run started meanwhile, an import) is not in them and stays; row
   ids cannot say that, SQLite hands a deleted row's id out again. It deletes the suites
   (their cases, runs, reports and progress events) at once: they are few.
 - Each `step` deletes whole sessions, oldest first, for about STEP_SECONDS (longer while
-  no other write waits for the writer). A session of
-  more than CHUNK_RUNS runs goes that many runs at a time, newest first (so what is left
-  of it is that session as it was earlier), and its row with its last run. A run always goes whole: its row, its events
+  no other write waits for the writer). A session of more than CHUNK_RUNS runs goes that
+  many runs at a time, newest first (so what is left of it is that session as it was
+  earlier), and its row with its last run. A run always goes whole: its row, its events
   and blocks, its file references, its search entry, in one transaction.
 
 A kill between two steps leaves some sessions whole and the rest gone: nothing half

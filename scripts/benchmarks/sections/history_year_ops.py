@@ -36,7 +36,7 @@ from typing import Any
 import aiohttp
 
 from llamon_playground.daemon.store.migrations import migrate
-from scripts.benchmarks.client import P, call, direct_session, start_checked_front
+from scripts.benchmarks.client import call, direct_session, start_checked_front
 from scripts.benchmarks.figures import Figure, Target, log, pct
 from scripts.benchmarks.owned import Owned
 from scripts.benchmarks.sections.load_history import wait_compacted
@@ -170,6 +170,8 @@ def one_transaction(src: Path, work: Path) -> dict[str, float]:
 
 
 async def bench_ops(built: Built, owned: Owned, quick: bool) -> list[Figure]:
+    """The four figures on a copy of `built` (`quick` sized it already: nothing here
+    depends on it)."""
     project = owned.project("lpyo")
     db = await asyncio.to_thread(install, built.path, project)
     year = owned.start(project)
