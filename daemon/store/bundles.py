@@ -53,6 +53,7 @@ from llamon_playground.daemon.store.frames import (
 )
 from llamon_playground.daemon.store.history import RUN_JSON_COLUMNS, recheck_next_runs
 from llamon_playground.daemon.store.ids import new_context_id, new_run_id, new_session_id
+from llamon_playground.daemon.store.records import EventRow
 
 PRIVACY_WARNING = (
     "This bundle includes user content: the text, data and files of every run are exported "
@@ -89,13 +90,7 @@ def _export_sync(db_path: Path, blobs: BlobStore, session_ids: list[str] | None,
     conn.row_factory = sqlite3.Row
     try:
         conn.execute("BEGIN")
-        runs = _selected_runs(conn, session_ids, run_ids)
-        wanted_sessions = None if session_ids is None and run_ids is None else sorted(
-            {*(session_ids or []), *(r["session_id"] for r in runs)})
-        sessions = _rows(conn, "sessions", "id", wanted_sessions)
-        # Suites travel with a whole-history export (their cases name runs anywhere in it).
-        suites = _suite_docs(conn) if session_ids is None and run_ids is None else []
-        events = stored_events(conn, [r["id"] for r in runs])
+        runs, sessions, suites, events = read_selection(conn, session_ids, run_ids)
         conn.execute("COMMIT")
     finally:
         conn.close()
@@ -111,6 +106,23 @@ def _export_sync(db_path: Path, blobs: BlobStore, session_ids: list[str] | None,
     if suites:
         doc["suites"] = suites
     return doc
+
+
+def read_selection(conn: sqlite3.Connection, session_ids: list[str] | None,
+                   run_ids: list[str] | None
+                   ) -> tuple[list[sqlite3.Row], list[sqlite3.Row], list[dict[str, Any]],
+                              list[EventRow]]:
+    """The rows an export holds (runs, sessions, suites, events), read inside the caller's
+    transaction. A selection reads only its own rows, each by an index (a test holds every
+    statement to that): exporting one session of a year's history costs what it costs
+    from an empty one."""
+    runs = _selected_runs(conn, session_ids, run_ids)
+    wanted_sessions = None if session_ids is None and run_ids is None else sorted(
+        {*(session_ids or []), *(r["session_id"] for r in runs)})
+    sessions = _rows(conn, "sessions", "id", wanted_sessions)
+    # Suites travel with a whole-history export (their cases name runs anywhere in it).
+    suites = _suite_docs(conn) if session_ids is None and run_ids is None else []
+    return runs, sessions, suites, stored_events(conn, [r["id"] for r in runs])
 
 
 def _suite_docs(conn: sqlite3.Connection) -> list[dict[str, Any]]:

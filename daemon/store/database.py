@@ -216,6 +216,10 @@ class Store:
             raise StoreError("store is not open")
         return await self._on_writer(fn, conn)
 
+    def writes_waiting(self) -> bool:
+        """Whether writes wait for the next transaction (asked from the writer thread too)."""
+        return bool(self._items)
+
     def checkpoint_soon(self) -> None:
         """Checkpoint as soon as the writer is idle (the trimmer freed pages)."""
         self._checkpoint_now = True

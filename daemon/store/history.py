@@ -18,6 +18,17 @@ RUN_JSON_COLUMNS = ("input", "output", "error", "scores", "edited_fields")
 # Boot recovery's mark in `upkeep` (daemon/runs/reconcile.py): the runs up to this rowid
 # were checked when a boot last finished recovery.
 RECOVERED_MARK = "recovered_through_run_rowid"
+# The compactor's (daemon/store/upkeep/compaction.py): the runs up to this rowid are blocks.
+COMPACTED_MARK = "compacted_through_run_rowid"
+
+
+def runs_deleted(conn: sqlite3.Connection) -> None:
+    """After runs are deleted: the marks that name a run's rowid come down to the largest
+    rowid left. SQLite numbers the next run the largest rowid plus one, so once the newest
+    runs are gone it gives their rowids out again; above the marks, a new run is compacted
+    and checked at boot like any other (after "delete all", none ever was)."""
+    conn.execute("UPDATE upkeep SET value = min(value, (SELECT coalesce(max(rowid), 0) "
+                 "FROM runs)) WHERE key IN (?, ?)", (RECOVERED_MARK, COMPACTED_MARK))
 
 
 def recheck_next_runs(conn: sqlite3.Connection) -> None:
@@ -232,6 +243,7 @@ async def delete_session(store: Store, session_id: str) -> list[str]:
         conn.execute("UPDATE runs SET parent_run_id = NULL WHERE session_id = ?", (session_id,))
         conn.execute("DELETE FROM runs WHERE session_id = ?", (session_id,))
         conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+        runs_deleted(conn)
         orphans = []
         for sha in shas:
             used = conn.execute(
@@ -251,34 +263,6 @@ def scores_op(run_id: str, entries: list[dict[str, Any]]
             conn.execute("UPDATE runs SET scores = json_insert(scores, '$[#]', json(?)) "
                          "WHERE id = ?", (orjson.dumps(entry).decode(), run_id))
     return op
-
-
-async def delete_all_history(store: Store) -> tuple[dict[str, int], list[str]]:
-    """Delete every session, run and event ("delete all history"), in one transaction.
-
-    Returns what was deleted and the blobs the deleted runs referenced; the caller unlinks
-    those after the commit (a crash in between leaves an unreferenced blob, never a hole).
-    """
-    def op(conn: sqlite3.Connection) -> tuple[dict[str, int], list[str]]:
-        counts: dict[str, int] = {}
-        for table in ("sessions", "runs", "events", "suites"):
-            counts[table] = int(conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
-        # Finished runs keep most of their events in blocks (daemon/store/frames.py).
-        counts["events"] += int(conn.execute(
-            "SELECT COALESCE(sum(events), 0) FROM event_blocks").fetchone()[0])
-        shas = [r[0] for r in conn.execute(
-            "SELECT sha256 FROM run_files UNION SELECT sha256 FROM suite_files")]
-        conn.execute("DELETE FROM event_blocks")  # at once, not a trigger per run
-        # Suites are history too: their cases, runs, results and the blobs they hold.
-        for table in ("suite_results", "suite_runs", "suite_files", "suite_cases", "suites"):
-            conn.execute(f"DELETE FROM {table}")
-        conn.execute("DELETE FROM events")
-        conn.execute("DELETE FROM run_files")
-        conn.execute("UPDATE runs SET parent_run_id = NULL")  # the foreign key
-        conn.execute("DELETE FROM runs")
-        conn.execute("DELETE FROM sessions")
-        return counts, shas
-    return await store.write(op)
 
 
 async def unreferenced(store: Store, shas: list[str]) -> list[str]:

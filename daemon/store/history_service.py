@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,8 @@ from llamon_playground.daemon.store.bundles import Ending, export_bundle, import
 from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.lineage import lineage
 from llamon_playground.daemon.store.project_events import ProjectEvents
+from llamon_playground.daemon.store.removal import deletion
+from llamon_playground.daemon.store.removal.space import give_back
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,7 @@ class HistoryService:
         # turns keeps one from unlinking a blob the other has just written and is about to
         # reference.
         self._blob_changes = asyncio.Lock()
+        self._deleting_all = asyncio.Lock()
 
     # -- sessions ---------------------------------------------------------------------------
 
@@ -178,19 +182,32 @@ class HistoryService:
     # -- deletion ---------------------------------------------------------------------------
 
     async def delete_all(self) -> dict[str, Any]:
-        """Every session, run and event, and every blob nothing references after; refused
-        while a run is active."""
-        async with self._blob_changes:
-            active = self._live()  # checked with no await before the delete is queued
-            if active is not None:
-                extra: dict[str, Any] = (
-                    {"suite_run_id": active.suite_run_id} if active.suite_run_id else {})
-                raise Conflict("a run is active; cancel it or wait for it to end",
-                               code="active_run_conflict", active_run_id=active.run_id,
-                               **extra)
-            counts, shas = await history.delete_all_history(self._store)
-            removed = await self._unlink_unreferenced(shas)
-        return {"deleted": counts, "blobs_removed": removed}
+        """Every session, run and event there is when asked, and every blob nothing
+        references after; refused while a run is active. A step at a time
+        (`daemon/store/removal/deletion.py`), each its own short transaction: other writes and
+        requests go on between; then the freed pages go back to the filesystem."""
+        async with self._deleting_all:  # a second waits, then deletes what is left
+            async with self._blob_changes:
+                active = self._live()  # checked with no await before `begin` is queued
+                if active is not None:
+                    extra: dict[str, Any] = (
+                        {"suite_run_id": active.suite_run_id} if active.suite_run_id else {})
+                    raise Conflict("a run is active; cancel it or wait for it to end",
+                                   code="active_run_conflict", active_run_id=active.run_id,
+                                   **extra)
+                tally = await self._store.write(deletion.begin)
+                removed = await self._unlink_unreferenced(sorted(tally.shas))
+            more = True
+            while more:
+                await asyncio.sleep(deletion.PAUSE)  # the loop and other writers first
+                async with self._blob_changes:  # an import may go between two steps
+                    done = await self._store.write(
+                        partial(deletion.step, others_waiting=self._store.writes_waiting))
+                    removed += await self._unlink_unreferenced(sorted(done.shas))
+                tally.add(done)
+                more = done.more
+            await give_back(self._store, self._db_path.parent)
+        return {"deleted": tally.counts(), "blobs_removed": removed}
 
     async def delete_session(self, session_id: str) -> dict[str, Any]:
         """One session with its runs and events; refused while it holds the active run."""

@@ -269,6 +269,12 @@ MIGRATIONS: list[str] = [
     ALTER TABLE runs ADD COLUMN suite_run_id TEXT;
     ALTER TABLE runs ADD COLUMN case_id TEXT;
     """,
+    # The runs resumed from a run, found by index: deleting a run checks the parent_run_id
+    # foreign key (and a deletion clears the link), and without this each deleted run read
+    # every run (measured: deleting 10,000 runs took 10 s, 0.3 s with it).
+    """
+    CREATE INDEX runs_by_parent ON runs(parent_run_id);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -27,6 +27,7 @@ from llamon_playground.daemon.store.frames import (
     TERMINAL_SQL,
     pack,
 )
+from llamon_playground.daemon.store.history import COMPACTED_MARK
 from llamon_playground.daemon.store.records import EventRow
 
 log = logging.getLogger(__name__)
@@ -40,7 +41,7 @@ IDLE_CHECK = 30.0  # a look for runs that ended without telling us (imports)
 # compaction step (docs/storage.md, "History").
 SETTLE = 0.25
 SETTLE_MAX = 5.0
-MARK = "compacted_through_run_rowid"
+MARK = COMPACTED_MARK  # lowered when runs are deleted (history.runs_deleted)
 
 END_SQL = (f"SELECT max(seq) FROM events WHERE run_id = ? AND kind = 'run.status' "
            f"AND {STATUS_SQL} IN {TERMINAL_SQL}")

@@ -10,7 +10,7 @@ in its own small write transaction that checks again, inside it, that the sessio
 
 A removed session takes its runs, their events and blocks and the blobs no remaining run
 references (unlinked after the commit, as deletion does). The freed pages go back to the
-filesystem by incremental vacuum, a few hundred pages per write (`give_back`).
+filesystem by incremental vacuum, a step per write (`daemon/store/removal/space.py`).
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ from typing import Any
 
 from llamon_playground.common.config import Settings
 from llamon_playground.common.contract import ACTIVE_STATUSES
+from llamon_playground.daemon.store.history import runs_deleted
+from llamon_playground.daemon.store.removal.space import used_bytes
 
 KEEP_NEWER_THAN = timedelta(days=1)
 ACTIVE_SQL = "(" + ", ".join(f"'{s.value}'" for s in sorted(ACTIVE_STATUSES)) + ")"
@@ -94,13 +96,6 @@ def database_bytes(db_path: Path) -> int:
         except FileNotFoundError:
             pass
     return total
-
-
-def used_bytes(conn: sqlite3.Connection) -> int:
-    """The database's pages in use (free pages do not count: they are given back)."""
-    pages = int(conn.execute("PRAGMA page_count").fetchone()[0])
-    free = int(conn.execute("PRAGMA freelist_count").fetchone()[0])
-    return (pages - free) * int(conn.execute("PRAGMA page_size").fetchone()[0])
 
 
 @dataclass
@@ -183,10 +178,8 @@ def remove_session(conn: sqlite3.Connection, session_id: str, recent: str) -> li
                  "(SELECT id FROM runs WHERE session_id = ?)", (session_id,))
     conn.execute("DELETE FROM runs WHERE session_id = ?", (session_id,))  # blocks: trigger
     conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+    runs_deleted(conn)
     return [sha for sha in shas if conn.execute(
         "SELECT 1 FROM run_files WHERE sha256 = ? UNION ALL "
         "SELECT 1 FROM suite_files WHERE sha256 = ? LIMIT 1", (sha, sha)).fetchone() is None]
 
-
-def incremental(conn: sqlite3.Connection) -> bool:
-    return int(conn.execute("PRAGMA auto_vacuum").fetchone()[0]) == 2

@@ -1,12 +1,12 @@
 """Runs the retention policy (`retention.py`): at start, every CHECK_INTERVAL, and when
 asked (`history trim`). One session per write transaction with a pause between, so runs and
-requests go on; then the freed pages go back to the filesystem, a few hundred per write."""
+requests go on; then the freed pages go back to the filesystem, a step per write
+(`daemon/store/removal/space.py`)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import shutil
 import sqlite3
 from datetime import UTC, datetime
 from functools import partial
@@ -22,18 +22,16 @@ from llamon_playground.daemon.store.upkeep.retention import (
     Policy,
     database_bytes,
     files_bytes,
-    incremental,
     iso,
     plan,
     remove_session,
-    used_bytes,
 )
+from llamon_playground.daemon.store.removal.space import give_back, incremental
 
 log = logging.getLogger(__name__)
 
 CHECK_INTERVAL = 300.0
 PAUSE = 0.005  # between two transactions: other writes get the writer first
-VACUUM_PAGES = 256  # pages given back per write (1 MiB of 4 KiB pages)
 
 
 class Trimmer:
@@ -138,39 +136,5 @@ class Trimmer:
                     "bytes_after": database_bytes(self._settings.db_path)}
 
     async def give_back(self) -> None:
-        """Free pages back to the filesystem: VACUUM_PAGES per write, then a checkpoint that
-        truncates the WAL. A database from before incremental vacuum is switched first, once,
-        when that is cheap (`switch_to_incremental`)."""
-        if not await self._store.outside_transaction(self._switch_to_incremental):
-            return
-        while await self._store.write(_vacuum_step):
-            await asyncio.sleep(PAUSE)
-        self._store.checkpoint_soon()
-
-    def _switch_to_incremental(self, conn: sqlite3.Connection) -> bool:
-        """On the writer thread, between transactions. Switching an existing file needs one
-        VACUUM, which writes a copy of the pages in use (to a temp file, then through the
-        WAL): up to twice the live data on top of the file. So only when the live data is
-        at most half the file (a trim just freed at least as much as the copy needs) and
-        the disk has room for twice the live data; otherwise the pages stay free inside
-        the file, reused by the next writes, and the switch waits for a later trim."""
-        if incremental(conn):
-            return True
-        pages = int(conn.execute("PRAGMA page_count").fetchone()[0])
-        live = used_bytes(conn)
-        total = pages * int(conn.execute("PRAGMA page_size").fetchone()[0])
-        room = shutil.disk_usage(self._settings.state_dir).free
-        if live * 2 > total or room < live * 2:
-            log.info("incremental vacuum not switched on yet: %d live of %d bytes, %d free",
-                     live, total, room)
-            return False
-        conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
-        conn.execute("VACUUM")
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        return True
-
-
-def _vacuum_step(conn: sqlite3.Connection) -> bool:
-    """Give back up to VACUUM_PAGES free pages; whether any are left."""
-    conn.execute(f"PRAGMA incremental_vacuum({VACUUM_PAGES})").fetchall()
-    return int(conn.execute("PRAGMA freelist_count").fetchone()[0]) > 0
+        """Free pages back to the filesystem (`daemon/store/removal/space.py`)."""
+        await give_back(self._store, self._settings.state_dir)

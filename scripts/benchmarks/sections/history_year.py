@@ -22,7 +22,8 @@ its same-run baseline.
   history_year.page_first_paint  its first-contentful-paint  vs  the same on an empty history
 
 The history is copied from the cache for the daemon (`install`); the in-process baselines read
-the same copy.
+the same copy. Then the writes, on a copy of their own (`history_year_ops`): the export of
+one session, /health during an import of 100 sessions and during delete all.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from scripts.benchmarks.client import P, call, count_sse, direct_session, start_
 from scripts.benchmarks.figures import Figure, Target, log, pct
 from scripts.benchmarks.owned import Owned
 from scripts.benchmarks.sections.load_history import wait_compacted
+from scripts.benchmarks.sections import history_year_ops
 from scripts.benchmarks.sections.search import in_process as search_in_process
 from scripts.benchmarks.sections.search import queries as search_queries
 from scripts.benchmarks.stack import Stack
@@ -374,6 +376,8 @@ async def bench_history_year(quick: bool, owned: Owned) -> list[Figure]:
     finally:
         owned.close_stack(year)
         owned.close_stack(empty)
+    # The writes (bundles, delete all) on a copy of their own: they end by deleting it all.
+    figures += await history_year_ops.bench_ops(built, owned, quick)
     for f in figures:
         f.notes.update({"history": {k: built.info[k] for k in (
             "sessions", "runs", "events", "db_mb", "build_s")}})
