@@ -11,8 +11,9 @@ from llamon_playground.daemon.runs.output import store_parts
 from llamon_playground.daemon.runs.reconcile import closing_phases
 from llamon_playground.daemon.runs.state import RunStatus
 from llamon_playground.daemon.store.blobs import BlobStore
-from llamon_playground.daemon.store.database import Store, utcnow
+from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.history import run_update_op
+from llamon_playground.daemon.store.records import utcnow
 
 log = logging.getLogger(__name__)
 

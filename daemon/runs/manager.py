@@ -24,11 +24,12 @@ from llamon_playground.daemon.runs.executor import RunExecutor
 from llamon_playground.daemon.runs.journal import RunJournal
 from llamon_playground.daemon.runs.state import TERMINAL_STATUSES, Reason, RunStatus
 from llamon_playground.daemon.store.blobs import BlobStore
-from llamon_playground.daemon.store.database import Store, utcnow
+from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.event_log import EventHub
 from llamon_playground.daemon.store.history import get_run, get_session, insert_run
 from llamon_playground.daemon.store.history_service import LiveRun
 from llamon_playground.daemon.store.ids import new_context_id, new_run_id
+from llamon_playground.daemon.store.records import utcnow
 from llamon_playground.host_manager.watch.fingerprint import OutsideProject, project_file
 
 log = logging.getLogger(__name__)

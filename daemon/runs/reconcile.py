@@ -14,9 +14,10 @@ import orjson
 from llamon_playground.common.contract import TERMINAL_STATUSES, RunStatus
 from llamon_playground.daemon.runs.state import Reason, status_for
 from llamon_playground.daemon.store.bundles import Ending
-from llamon_playground.daemon.store.database import Store, utcnow
+from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.frames import STATUS_SQL, frame_payload
 from llamon_playground.daemon.store.history import RECOVERED_MARK, run_update_op
+from llamon_playground.daemon.store.records import utcnow
 
 log = logging.getLogger(__name__)
 

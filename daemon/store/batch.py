@@ -63,6 +63,9 @@ class Batches:
     def __init__(self) -> None:
         self.next_seq = 1
         self._cursor = 1
+        # Items after the op running now in the same transaction: they wait for its commit
+        # as much as queued writes do (a long op, a deletion step, asks `writes_waiting`).
+        self.behind = 0
 
     def reserve_seqs(self, count: int) -> int:
         """The first of `count` event seqs, for a write op that inserts events itself.
@@ -86,6 +89,7 @@ class Batches:
             while start < n:
                 item = batch[start]
                 if type(item) is PendingOp:
+                    self.behind = n - start - 1
                     conn.execute("SAVEPOINT op")
                     cursor = self._cursor
                     try:
@@ -119,12 +123,14 @@ class Batches:
                 start = end
             conn.execute("COMMIT")
         except BaseException:
+            self.behind = 0
             try:
                 conn.execute("ROLLBACK")
             except sqlite3.Error:
                 pass
             raise
         self.next_seq = self._cursor
+        self.behind = 0
         return rows, results
 
     def insert_events(self, conn: sqlite3.Connection, events: list[tuple[str, str, bytes]],

@@ -43,7 +43,7 @@ from llamon_playground.daemon.data.bundle_validate import (
 from llamon_playground.daemon.data.redact import redact_metadata
 from llamon_playground.daemon.errors import Conflict, NotFound, PayloadTooLarge
 from llamon_playground.daemon.store.blobs import BlobStore
-from llamon_playground.daemon.store.database import Store, utcnow
+from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.frames import (
     EVENT_COLUMNS_IN_DATA,
     INSERT_EVENTS,
@@ -53,7 +53,7 @@ from llamon_playground.daemon.store.frames import (
 )
 from llamon_playground.daemon.store.history import RUN_JSON_COLUMNS, recheck_next_runs
 from llamon_playground.daemon.store.ids import new_context_id, new_run_id, new_session_id
-from llamon_playground.daemon.store.records import EventRow
+from llamon_playground.daemon.store.records import EventRow, utcnow
 
 PRIVACY_WARNING = (
     "This bundle includes user content: the text, data and files of every run are exported "

@@ -16,7 +16,6 @@ import logging
 import sqlite3
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import aiosqlite
@@ -27,7 +26,7 @@ from llamon_playground.daemon.store.batch import Batches, Item, OpResult, Pendin
 from llamon_playground.daemon.store.frames import BLOCK_AFTER_SQL, FRAMES_SQL, block_page
 from llamon_playground.daemon.store.migrations import SCHEMA_VERSION, peek_user_version
 from llamon_playground.daemon.store.private import prepare_state
-from llamon_playground.daemon.store.records import EventRecord, EventRow, compact_json
+from llamon_playground.daemon.store.records import EventRecord, EventRow, compact_json, utcnow
 from llamon_playground.daemon.store.wal import WalKeeper, open_writer
 
 log = logging.getLogger(__name__)
@@ -45,10 +44,6 @@ IDLE_CHECKPOINT = 1.0
 # hand-offs per token (measured: ~250 us of daemon CPU a delta). The first event after a
 # quiet spell, and any write someone waits for, still commit at once.
 COMMIT_INTERVAL = 0.01
-
-
-def utcnow() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class Store:
@@ -217,8 +212,8 @@ class Store:
         return await self._on_writer(fn, conn)
 
     def writes_waiting(self) -> bool:
-        """Whether writes wait for the next transaction (asked from the writer thread too)."""
-        return bool(self._items)
+        """Whether writes wait: queued, or behind the op now running (a long op asks)."""
+        return bool(self._items) or self._batches.behind > 0
 
     def checkpoint_soon(self) -> None:
         """Checkpoint as soon as the writer is idle (the trimmer freed pages)."""

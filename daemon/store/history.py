@@ -11,8 +11,9 @@ import orjson
 
 from llamon_playground.daemon.data.compare import latest_scores
 from llamon_playground.daemon.errors import NotFound
-from llamon_playground.daemon.store.database import Store, utcnow
+from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.ids import new_context_id, new_session_id
+from llamon_playground.daemon.store.records import utcnow
 
 RUN_JSON_COLUMNS = ("input", "output", "error", "scores", "edited_fields")
 # Boot recovery's mark in `upkeep` (daemon/runs/reconcile.py): the runs up to this rowid

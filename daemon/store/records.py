@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
 
 from llamon_playground.daemon.store.frames import EventRow as EventRow  # kept importable here
 from llamon_playground.daemon.store.frames import frame_data, payload_json
+
+
+def utcnow() -> str:
+    """Now, as history stores times: UTC, milliseconds, a Z."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def compact_json(value: Any) -> bytes:

@@ -14,7 +14,8 @@ from typing import Any
 import orjson
 
 from llamon_playground.daemon.errors import Conflict
-from llamon_playground.daemon.store.database import Store, utcnow
+from llamon_playground.daemon.store.database import Store
+from llamon_playground.daemon.store.records import utcnow
 from llamon_playground.daemon.suites.cases import Case
 
 JSON_COLUMNS = ("turns", "baseline", "run_ids", "result", "row")

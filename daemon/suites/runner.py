@@ -22,10 +22,11 @@ from llamon_playground.daemon.errors import ApiError
 from llamon_playground.daemon.runs.active import ActiveRun
 from llamon_playground.daemon.runs.manager import RunManager, SuiteTag
 from llamon_playground.daemon.runs.state import Reason
-from llamon_playground.daemon.store.database import Store, utcnow
+from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.event_log import EventHub
 from llamon_playground.daemon.store.history import get_run
 from llamon_playground.daemon.store.ids import new_context_id
+from llamon_playground.daemon.store.records import utcnow
 from llamon_playground.daemon.suites import records
 from llamon_playground.daemon.suites.cases import result_of
 from llamon_playground.daemon.suites.report import case_row

@@ -21,10 +21,11 @@ from llamon_playground.daemon.errors import BadRequest, Conflict, NotFound
 from llamon_playground.daemon.runs.manager import RunManager
 from llamon_playground.daemon.runs.state import Reason
 from llamon_playground.daemon.store.blobs import BlobStore
-from llamon_playground.daemon.store.database import Store, utcnow
+from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.event_log import EventHub
 from llamon_playground.daemon.store.history import get_run, unreferenced
 from llamon_playground.daemon.store.ids import new_context_id, new_session_id
+from llamon_playground.daemon.store.records import utcnow
 from llamon_playground.daemon.suites import records
 from llamon_playground.daemon.suites.cases import build_case, result_of
 from llamon_playground.daemon.suites.report import compare_case, summary
