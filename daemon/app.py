@@ -128,7 +128,7 @@ async def build_services(settings: Settings, environ: dict[str, str]) -> Daemon:
     store = Store(settings, on_commit=committed,
                   on_degraded=lambda error: _history_degraded(services, error))
     blobs = BlobStore(settings.files_dir)
-    compactor = Compactor(store)
+    compactor = Compactor(store, settings.db_path.parent)
     try:
         project = load_project_config(settings.project_dir)
         env_file, warnings = project.env_file, project_warnings(project, settings.project_dir)

@@ -380,7 +380,9 @@ async def _import_all(p: YearParams, stack: Any) -> dict[str, Any]:
 
 
 async def _wait_compacted(db: Path) -> None:
-    """Until the compactor's mark has passed the last run (every finished run is blocks)."""
+    """Until the compactor's mark has passed the last run (every finished run is blocks)
+    and it has given the pages the rows left back to the filesystem (a quarter of the file
+    or less stays free)."""
     deadline = time.monotonic() + COMPACTION_TIMEOUT_S
     while time.monotonic() < deadline:
         conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
@@ -388,9 +390,11 @@ async def _wait_compacted(db: Path) -> None:
             last = conn.execute("SELECT max(rowid) FROM runs").fetchone()[0] or 0
             row = conn.execute("SELECT value FROM upkeep WHERE key = "
                                "'compacted_through_run_rowid'").fetchone()
+            free = conn.execute("PRAGMA freelist_count").fetchone()[0]
+            pages = conn.execute("PRAGMA page_count").fetchone()[0]
         finally:
             conn.close()
-        if row is not None and int(row[0]) >= last:
+        if row is not None and int(row[0]) >= last and free * 4 <= pages:
             return
         await asyncio.sleep(1.0)
     raise RuntimeError(f"the daemon did not compact the history in {COMPACTION_TIMEOUT_S} s")

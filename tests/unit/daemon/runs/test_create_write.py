@@ -78,7 +78,7 @@ async def rig(tmp_path: Path) -> AsyncIterator[Rig]:
     compactor: list[Compactor] = []  # as the daemon wires it: told of every commit
     store = Store(settings, on_commit=lambda rows: [c.noticed(rows) for c in compactor])
     await store.open()
-    compactor.append(Compactor(store))
+    compactor.append(Compactor(store, settings.db_path.parent))
     compactor[0].start()
     blobs = BlobStore(settings.files_dir)
     executor = HeldExecutor()

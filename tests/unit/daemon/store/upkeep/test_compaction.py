@@ -11,7 +11,12 @@ from typing import Any
 from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.history import create_session, insert_run, update_run
 from llamon_playground.daemon.store.frames import stored_events
-from llamon_playground.daemon.store.upkeep.compaction import STEP_EVENTS, compact_step, read_mark
+from llamon_playground.daemon.store.upkeep.compaction import (
+    STEP_EVENTS,
+    Compactor,
+    compact_step,
+    read_mark,
+)
 from tests.unit.daemon.store.test_store import make_store
 
 # Every kind a run's stream holds, with payloads that stress the frame's bytes.
@@ -175,5 +180,46 @@ async def test_a_suite_runs_progress_stays_readable_beside_its_compacted_case_ru
             conn.close()
         assert await replay(store, "srun_1") == before and len(before) == 1
         assert b"suite.case" in before[0]
+    finally:
+        await store.close()
+
+
+async def test_the_pages_a_large_compaction_frees_go_back_to_the_filesystem(
+        tmp_path: Path) -> None:
+    store = make_store(tmp_path)
+    await store.open()
+    try:
+        session = await create_session(store, "t", {})
+        await insert_run(store, {"id": "r_big", "session_id": session["id"],
+                                 "status": "running", "created_at": "2026-01-01T00:00:00.000Z",
+                                 "context_id": "c", "input": {"parts": []}}, [])
+        # Rows that compress well: the blocks take a fraction of the pages the rows did.
+        filler = "the same words again " * 40
+        for i in range(6000):
+            store.append_event("r_big", "output.delta", {"text": f"{i} {filler}"})
+        await update_run(store, "r_big", {"status": "completed"})
+        store.append_event("r_big", "run.status", {"status": "completed", "previous": "running"})
+        await store.flush()
+        before = await replay(store, "r_big")
+        db = tmp_path / ".llamon/playground/playground.sqlite3"
+        compactor = Compactor(store, db.parent, give_back_bytes=1 << 20)
+        assert await compactor.sweep() == 6000  # the deltas (the last status stays a row)
+        free = (await store.fetch_one("PRAGMA freelist_count"))[0]  # type: ignore[index]
+        assert free > 1000  # the rows' pages, free in the file
+        size = db.stat().st_size
+        await compactor.give_back()
+        assert (await store.fetch_one("PRAGMA freelist_count"))[0] == 0  # type: ignore[index]
+        await store.write(lambda conn: None)  # the truncating checkpoint has run by now
+        assert db.stat().st_size < size / 2
+        assert b"".join(await replay(store, "r_big")) == b"".join(before)
+        # A few free pages are kept for the next runs' rows.
+        await compactor.give_back()
+        kept = Compactor(store, db.parent)  # the daemon's threshold: 32 MiB
+        await finished_run(store, session["id"], "r_small", 3000)
+        await kept.sweep()
+        free = (await store.fetch_one("PRAGMA freelist_count"))[0]  # type: ignore[index]
+        assert free > 0
+        await kept.give_back()
+        assert (await store.fetch_one("PRAGMA freelist_count"))[0] == free  # type: ignore[index]
     finally:
         await store.close()
