@@ -57,9 +57,13 @@ BAD_RUN_BODIES = [
 ]
 
 
+# One daemon for all the bodies: each counts the rows and blobs right before and after its
+# own request, and nothing else writes meanwhile.
 @pytest.mark.parametrize(("raw", "status", "code"), BAD_RUN_BODIES)
-async def test_bad_run_body_is_refused_and_writes_nothing(api: Api, daemon: Stack, raw: bytes,
-                                                         status: int, code: str) -> None:
+async def test_bad_run_body_is_refused_and_writes_nothing(module_api: Api, module_daemon: Stack,
+                                                         raw: bytes, status: int,
+                                                         code: str) -> None:
+    api, daemon = module_api, module_daemon
     session = await api.session()
     before, files_before = counts(daemon), blobs(daemon)
     got, doc = await api.call("POST", f"sessions/{session}/runs", raw=raw)
