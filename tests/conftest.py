@@ -64,9 +64,10 @@ async def direct(daemon: Stack) -> AsyncIterator[Api]:
 @pytest.fixture(scope="module")
 def module_daemon(tmp_path_factory: pytest.TempPathFactory,
                   front_transport: str | None) -> Iterator[Stack]:
-    """One daemon and front shared by a module's tests that need no fresh history: each
-    compares what it reads before and after its own request, or reads only what it wrote
-    (a daemon and front per test cost about a second each)."""
+    """One daemon (and one front, once `module_api` asks) shared by a module's tests that
+    need no fresh history: each compares what it reads just before and after its own
+    request, or reads only what it wrote (a daemon, a front and a Host start per test cost
+    about a second)."""
     base = short_tmpdir("lpm")
     try:
         project = copy_example(tmp_path_factory.mktemp("module"))
