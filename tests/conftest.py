@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.api import Api
-from tests.support.procs import Stack, copy_example, short_tmpdir, stack_for
+from tests.support.procs import Stack, copy_example, front_url, short_tmpdir, stack_for
 from tests.support.transports import transport_env
 
 
@@ -57,5 +57,42 @@ async def api(daemon: Stack) -> AsyncIterator[Api]:
 async def direct(daemon: Stack) -> AsyncIterator[Api]:
     """The API straight on the daemon's Unix socket."""
     client = Api.for_socket(str(daemon.settings.socket_path))
+    yield client
+    await client.close()
+
+
+@pytest.fixture(scope="module")
+def module_daemon(tmp_path_factory: pytest.TempPathFactory,
+                  front_transport: str | None) -> Iterator[Stack]:
+    """One daemon (and one front, once `module_api` asks) shared by a module's tests that
+    need no fresh history: each compares what it reads just before and after its own
+    request, or reads only what it wrote (a daemon, a front and a Host start per test cost
+    about a second)."""
+    base = short_tmpdir("lpm")
+    try:
+        project = copy_example(tmp_path_factory.mktemp("module"))
+        with stack_for(project, base, extra_env=transport_env(front_transport)) as s:
+            s.start_daemon()
+            yield s
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+async def module_api(module_daemon: Stack) -> AsyncIterator[Api]:
+    """The API through the module's shared front, started by the first test that asks (a
+    client of the test's own loop)."""
+    url = (front_url(module_daemon.fronts[0]) if module_daemon.fronts
+           else module_daemon.start_front()[1])
+    assert url is not None
+    client = Api.for_url(url)
+    yield client
+    await client.close()
+
+
+@pytest.fixture
+async def module_direct(module_daemon: Stack) -> AsyncIterator[Api]:
+    """The API straight on the module's shared daemon's socket."""
+    client = Api.for_socket(str(module_daemon.settings.socket_path))
     yield client
     await client.close()

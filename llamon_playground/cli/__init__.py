@@ -4,5 +4,5 @@ The composition root above both processes: `main` starts the daemon (`daemon.app
 front (`api.app`), `control` drives a running daemon, `client` is the typed async client.
 Nothing in `daemon`, `api` or `host_manager` imports this room.
 
-May import: common, host_manager, daemon, api, cli.terminal
+May import: common, host_manager, daemon, api, cli.api_types, cli.terminal
 """

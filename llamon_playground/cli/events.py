@@ -1,6 +1,6 @@
 """What the typed client streams and builds by hand: `Event`s and text parts.
 
-The answers' and bodies' types are generated (`cli/api_types.py`, `cli/api_requests.py`);
+The answers' and bodies' types are generated (`cli/api_types/`, `cli/api_requests.py`);
 an event is parsed from the SSE frame here, so it is a class of its own.
 """
 

@@ -98,16 +98,18 @@ STREAM_WATCH = r"""
 
 # Scroll the thread a screen a frame, as a reader flicking up into the past would, until every
 # page is read and the oldest turn is in view (or `timeoutMs` passed): {steps, loaded,
-# complete, maxCards}.
+# complete, maxCards}. The argument is `timeoutMs`, or `{timeoutMs, screens}` to flick
+# `screens` screens a frame (a faster reader; the browser tests' long lists).
 SCROLL_TO_OLDEST = r"""
-async (timeoutMs) => {
+async (options) => {
+  const { timeoutMs, screens = 1 } = typeof options === 'number' ? { timeoutMs: options } : options;
   const list = document.getElementById('run-list');
   const end = performance.now() + timeoutMs;
   let steps = 0;
   let maxCards = 0;
   const atTop = () => list.dataset.complete === 'true' && list.scrollTop <= 0;
   while (!atTop() && performance.now() < end) {
-    list.scrollTop -= list.clientHeight;
+    list.scrollTop -= list.clientHeight * screens;
     steps += 1;
     await new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)));
     maxCards = Math.max(maxCards, list.querySelectorAll('.run-card').length);

@@ -1,7 +1,8 @@
 """Browser tests: the real daemon, front and example Host, driven by the system Chromium.
 
-One stack and one browser per module (starting Chromium costs about a second); each test
-gets a fresh browser context, so cookies never carry over. The browser is Debian's
+One stack per module and one browser for the whole package (starting Chromium costs about
+a second, and it is stopped before any other package's tests run); each test gets a fresh
+browser context, so cookies and storage never carry over. The browser is Debian's
 `chromium` (never a Playwright download). Without it, or without Playwright, these tests
 skip with one line saying how to get them; under `CI=true` they fail instead: CI must run
 them.
@@ -33,7 +34,7 @@ def require_browser() -> None:
     pytest.skip(f"{why}: {HOW_TO_GET_IT}")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Any]:
     require_browser()
     from playwright.sync_api import expect, sync_playwright

@@ -24,7 +24,7 @@ async (timeoutMs) => {
   const atEnd = () => list.dataset.complete === 'true'
     && list.scrollTop + list.clientHeight >= list.scrollHeight - 1;
   while (!atEnd() && performance.now() < end) {
-    list.scrollTop += list.clientHeight;
+    list.scrollTop += list.clientHeight * 3;  // three screens a frame: a quick reader
     await new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)));
     maxHits = Math.max(maxHits, list.querySelectorAll('.hit').length);
   }

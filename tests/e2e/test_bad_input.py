@@ -57,9 +57,14 @@ BAD_RUN_BODIES = [
 ]
 
 
+# One daemon for the refusals (the bodies here, the 404s and session bodies below): each
+# counts the rows and blobs right before and after its own requests, and nothing else
+# writes meanwhile. The tests that need an empty history or change the project keep their own.
 @pytest.mark.parametrize(("raw", "status", "code"), BAD_RUN_BODIES)
-async def test_bad_run_body_is_refused_and_writes_nothing(api: Api, daemon: Stack, raw: bytes,
-                                                         status: int, code: str) -> None:
+async def test_bad_run_body_is_refused_and_writes_nothing(module_api: Api, module_daemon: Stack,
+                                                         raw: bytes, status: int,
+                                                         code: str) -> None:
+    api, daemon = module_api, module_daemon
     session = await api.session()
     before, files_before = counts(daemon), blobs(daemon)
     got, doc = await api.call("POST", f"sessions/{session}/runs", raw=raw)
@@ -68,7 +73,8 @@ async def test_bad_run_body_is_refused_and_writes_nothing(api: Api, daemon: Stac
     assert counts(daemon) == before and blobs(daemon) == files_before
 
 
-async def test_unknown_session_and_run_are_404(api: Api, daemon: Stack) -> None:
+async def test_unknown_session_and_run_are_404(module_api: Api, module_daemon: Stack) -> None:
+    api, daemon = module_api, module_daemon
     await api.session()
     before = counts(daemon)
     body = {"parts": [{"kind": "text", "text": "x"}]}
@@ -86,7 +92,8 @@ async def test_unknown_session_and_run_are_404(api: Api, daemon: Stack) -> None:
     assert counts(daemon) == before
 
 
-async def test_bad_session_body(api: Api, daemon: Stack) -> None:
+async def test_bad_session_body(module_api: Api, module_daemon: Stack) -> None:
+    api, daemon = module_api, module_daemon
     await api.session()
     before = counts(daemon)
     for raw, code in [(b'{"title": 5}', "invalid_title"), (b'{"metadata": 1}', "invalid_metadata"),

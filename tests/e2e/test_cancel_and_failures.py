@@ -6,7 +6,10 @@ from tests.support.api import Api
 from tests.support.procs import Stack
 
 
-async def test_cancel_slow_run_keeps_host_running(api: Api) -> None:
+# These two share the module's daemon (each in its own session, its run ended); cancel
+# while queued needs a Host not started yet, and the crash its own Host to lose.
+async def test_cancel_slow_run_keeps_host_running(module_api: Api) -> None:
+    api = module_api
     session = await api.session()
     run_id = await api.start_run(session, "slow")
     await api.first_output(run_id)
@@ -38,7 +41,8 @@ async def test_cancel_while_queued_wins(api: Api) -> None:
     assert statuses[-1] == "cancelled" and "completed" not in statuses
 
 
-async def test_host_error_frame_fails_the_run(api: Api) -> None:
+async def test_host_error_frame_fails_the_run(module_api: Api) -> None:
+    api = module_api
     session = await api.session()
     run = await api.wait_status(await api.start_run(session, "fail"))
     assert run["status"] == "failed" and run["reason"] == "host_error"

@@ -32,9 +32,10 @@ BAD = {
 }
 
 
+# One daemon for every request: each is refused on a connection of its own.
 @pytest.mark.parametrize("raw", BAD.values(), ids=BAD.keys())
-def test_a_request_the_parser_refuses_echoes_nothing(daemon: Stack, raw: str) -> None:
-    answer = exchange(str(daemon.settings.socket_path), raw.encode("latin-1"))
+def test_a_request_the_parser_refuses_echoes_nothing(module_daemon: Stack, raw: str) -> None:
+    answer = exchange(str(module_daemon.settings.socket_path), raw.encode("latin-1"))
     head, _, body = answer.partition(b"\r\n\r\n")
     status = int(head.split(b" ", 2)[1])
     assert 400 <= status < 500, answer[:200]

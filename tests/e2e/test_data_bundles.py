@@ -79,7 +79,9 @@ async def test_bundle_round_trip_across_two_project_folders(api: Api, daemon: St
     assert normalized(again, {}) == normalized(bundle, ids)
 
 
-async def test_export_of_a_run_brings_its_ancestors_and_session_only(api: Api) -> None:
+# These two share the module's daemon: each exports only its own runs and sessions.
+async def test_export_of_a_run_brings_its_ancestors_and_session_only(module_api: Api) -> None:
+    api = module_api
     session = await api.session()
     await finished_run(api, session, [text("stream unrelated")])
     asked = await finished_run(api, session, [text("ask")])
@@ -101,7 +103,8 @@ async def test_export_of_a_run_brings_its_ancestors_and_session_only(api: Api) -
         assert status == 400 and doc["detail"]["error"] in ("invalid_request", "unknown_field")
 
 
-async def test_an_imported_run_is_never_active(api: Api) -> None:
+async def test_an_imported_run_is_never_active(module_api: Api) -> None:
+    api = module_api
     session = await api.session()
     run = await finished_run(api, session, [text("stream hi")])
     bundle = await api.ok("POST", "bundles/export", {"run_ids": [run["id"]]})

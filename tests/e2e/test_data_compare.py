@@ -6,7 +6,9 @@ from tests.e2e.data_support import finished_run, inline_file, sha, text
 from tests.support.api import Api
 
 
-async def test_compare_two_real_runs(api: Api) -> None:
+# One daemon for both: each compares only runs it made.
+async def test_compare_two_real_runs(module_api: Api) -> None:
+    api = module_api
     first = await api.session()
     # The example Host reports two evaluators for `stream` through the capture channel:
     # word_count (score = words, on node "echo") and mentions_hello (1.0 / 0.0).
@@ -57,7 +59,8 @@ async def test_compare_two_real_runs(api: Api) -> None:
         ("word_count", None, 3, None), ("mentions_hello", None, 1.0, None)]
 
 
-async def test_compare_unknown_or_missing_ids(api: Api) -> None:
+async def test_compare_unknown_or_missing_ids(module_api: Api) -> None:
+    api = module_api
     session = await api.session()
     run = await finished_run(api, session, [text("stream hi")])
     for query, side in [(f"left=run_nope&right={run['id']}", "left"),

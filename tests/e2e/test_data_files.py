@@ -25,6 +25,18 @@ from tests.support.api import Api
 from tests.support.procs import Stack, copy_example
 
 
+# One daemon for the module: each test reads only the session it made (a daemon, a front
+# and a Host start per test would cost about a second each).
+@pytest.fixture
+def daemon(module_daemon: Stack) -> Stack:
+    return module_daemon
+
+
+@pytest.fixture
+def api(module_api: Api) -> Api:
+    return module_api
+
+
 async def test_inline_file_round_trip_through_the_files_route(api: Api, daemon: Stack) -> None:
     payload = bytes(range(256)) * 40 + b"<script>alert(1)</script>"
     session = await api.session()

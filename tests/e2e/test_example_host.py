@@ -1,5 +1,7 @@
 """End-to-end: the examples/echo_agent Host as a real process, spoken to over
-plain HTTP (aiohttp, JSON-RPC + SSE), in both A2A 1.0 and 0.3 dialects."""
+plain HTTP (aiohttp, JSON-RPC + SSE), in both A2A 1.0 and 0.3 dialects. The tests that
+only talk to it share one Host; those that configure, crash, stop it or read its stdout
+start their own."""
 
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ from tests.support.a2a_host import (  # noqa: F401 (fixtures)
     rpc,
     send_streaming,
     session,
+    shared_host,
     sse_frames,
     start_host,
     stream_all,
@@ -40,7 +43,9 @@ from tests.support.a2a_host import (  # noqa: F401 (fixtures)
 )
 
 
-async def test_card_advertises_both_versions(host: Host, session: aiohttp.ClientSession) -> None:
+async def test_card_advertises_both_versions(
+        shared_host: Host, session: aiohttp.ClientSession) -> None:
+    host = shared_host
     async with session.get(host.base_url + CARD_PATH) as resp:
         card = await resp.json()
     assert card["name"] == "echo_agent"
@@ -73,7 +78,9 @@ async def test_ready_line_on_stdout(host: Host) -> None:
 # --- 1.0 behaviours ---------------------------------------------------------
 
 
-async def test_stream_chunks_join_to_text(host: Host, session: aiohttp.ClientSession) -> None:
+async def test_stream_chunks_join_to_text(
+        shared_host: Host, session: aiohttp.ClientSession) -> None:
+    host = shared_host
     body = send_streaming("stream one two three")
     body["params"]["metadata"] = {"llamon.playground": {"runId": "r1"}}
     res = results(await stream_all(session, host.base_url + "/", body, V1))
@@ -94,7 +101,8 @@ async def test_stream_chunks_join_to_text(host: Host, session: aiohttp.ClientSes
 
 
 async def test_tokens_streams_n_chunks_of_one_artifact(
-        host: Host, session: aiohttp.ClientSession) -> None:
+        shared_host: Host, session: aiohttp.ClientSession) -> None:
+    host = shared_host
     res = results(await stream_all(session, host.base_url + "/", send_streaming("tokens 250"), V1))
     chunks = [r["artifactUpdate"] for r in res if "artifactUpdate" in r]
     assert len(chunks) == 250 and len({c["artifact"]["artifactId"] for c in chunks}) == 1
@@ -103,14 +111,16 @@ async def test_tokens_streams_n_chunks_of_one_artifact(
     assert final_state(res) == "TASK_STATE_COMPLETED"
 
 
-async def test_plain_text_is_echoed(host: Host, session: aiohttp.ClientSession) -> None:
+async def test_plain_text_is_echoed(shared_host: Host, session: aiohttp.ClientSession) -> None:
+    host = shared_host
     res = results(await stream_all(session, host.base_url + "/",
                                    send_streaming("Hello there  world"), V1))
     assert joined_text(res) == "Hello there  world"
     assert final_state(res) == "TASK_STATE_COMPLETED"
 
 
-async def test_data_parts(host: Host, session: aiohttp.ClientSession) -> None:
+async def test_data_parts(shared_host: Host, session: aiohttp.ClientSession) -> None:
+    host = shared_host
     body = send_streaming("data", {"data": {"q": 18}})
     res = results(await stream_all(session, host.base_url + "/", body, V1))
     parts = [p for r in res if "artifactUpdate" in r
@@ -129,7 +139,8 @@ async def test_data_parts(host: Host, session: aiohttp.ClientSession) -> None:
     assert final_state(res) == "TASK_STATE_COMPLETED"
 
 
-async def test_ask_then_answer(host: Host, session: aiohttp.ClientSession) -> None:
+async def test_ask_then_answer(shared_host: Host, session: aiohttp.ClientSession) -> None:
+    host = shared_host
     first = results(await stream_all(session, host.base_url + "/", send_streaming("ask"), V1))
     status = first[-1]["statusUpdate"]
     assert status["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
@@ -143,7 +154,8 @@ async def test_ask_then_answer(host: Host, session: aiohttp.ClientSession) -> No
     assert final_state(second) == "TASK_STATE_COMPLETED"
 
 
-async def test_slow_is_cancelled(host: Host, session: aiohttp.ClientSession) -> None:
+async def test_slow_is_cancelled(shared_host: Host, session: aiohttp.ClientSession) -> None:
+    host = shared_host
     url = host.base_url + "/"
 
     async def run() -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -168,7 +180,8 @@ async def test_slow_is_cancelled(host: Host, session: aiohttp.ClientSession) -> 
     assert got["result"]["status"]["state"] == "TASK_STATE_CANCELED"
 
 
-async def test_fail_sends_error_frame(host: Host, session: aiohttp.ClientSession) -> None:
+async def test_fail_sends_error_frame(shared_host: Host, session: aiohttp.ClientSession) -> None:
+    host = shared_host
     frames = await stream_all(session, host.base_url + "/", send_streaming("fail"), V1)
     assert "artifactUpdate" in frames[-2].data["result"]
     assert frames[-1].event == "error"
@@ -209,8 +222,9 @@ def v03_stream(text: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("headers", [{}, {"A2A-Version": "0.3"}], ids=["no-header", "0.3-header"])
-async def test_v03_message_stream(host: Host, session: aiohttp.ClientSession,
+async def test_v03_message_stream(shared_host: Host, session: aiohttp.ClientSession,
                                    headers: dict[str, str]) -> None:
+    host = shared_host
     res = results(await stream_all(session, host.base_url + "/", v03_stream("stream a b"), headers))
     assert res[0]["kind"] == "task"
     chunks = [r for r in res if r["kind"] == "artifact-update"]
@@ -219,7 +233,8 @@ async def test_v03_message_stream(host: Host, session: aiohttp.ClientSession,
     assert res[-1]["status"]["state"] == "completed" and res[-1]["final"] is True
 
 
-async def test_v03_cancel_slow(host: Host, session: aiohttp.ClientSession) -> None:
+async def test_v03_cancel_slow(shared_host: Host, session: aiohttp.ClientSession) -> None:
+    host = shared_host
     url = host.base_url + "/"
 
     async def run() -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -242,7 +257,9 @@ async def test_v03_cancel_slow(host: Host, session: aiohttp.ClientSession) -> No
     assert got["result"]["status"]["state"] == "canceled"
 
 
-async def test_v03_fail_sends_error_frame(host: Host, session: aiohttp.ClientSession) -> None:
+async def test_v03_fail_sends_error_frame(
+        shared_host: Host, session: aiohttp.ClientSession) -> None:
+    host = shared_host
     frames = await stream_all(session, host.base_url + "/", v03_stream("fail"), {})
     assert frames[-2].data["result"]["kind"] == "artifact-update"
     # Unlike 1.0, the 0.3 adapter sends the error as a plain data frame
@@ -271,7 +288,8 @@ async def test_sigterm_stops_promptly_with_open_stream(
 
 
 async def test_requests_a_web_page_can_send_are_refused(
-        host: Host, session: aiohttp.ClientSession) -> None:
+        shared_host: Host, session: aiohttp.ClientSession) -> None:
+    host = shared_host
     port = host.base_url.rsplit(":", 1)[1]
     body = json.dumps(rpc("GetTask", {"id": "nope"})).encode()
     # DNS rebinding: the page's own name in the Host header, reading the answer.

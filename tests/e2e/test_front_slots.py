@@ -193,9 +193,10 @@ def _post(front: Front, path: str, body: dict[str, object],
 FRONT_BAD = {**BAD, "method FOO": f"FOO /health?{MARK} HTTP/1.1\r\nHost: d\r\n\r\n"}
 
 
-@pytest.fixture
-def plain_front(started: Stack) -> Front:
-    return start_front(started)
+@pytest.fixture(scope="module")
+def plain_front(module_daemon: Stack) -> Front:
+    """One front for every refused request: each comes on a connection of its own."""
+    return start_front(module_daemon)
 
 
 @pytest.mark.parametrize("raw", FRONT_BAD.values(), ids=FRONT_BAD.keys())

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 
 import pytest
 
 from tests.support.api import Api
-from tests.support.procs import Stack, stack_for
+from tests.support.door import running_daemon
+from tests.support.procs import Stack
 from tests.support.transports import both_transports, transport_env
 
 pytestmark = both_transports  # every test on each of the front's transports
@@ -15,7 +17,9 @@ pytestmark = both_transports  # every test on each of the front's transports
 MANY_WORDS = " ".join(f"w{i}" for i in range(300))
 
 
-async def test_fifty_concurrent_creates_give_one_202(api: Api) -> None:
+# The tests without `slow_chunks` share the module's plain daemon, each in its own session.
+async def test_fifty_concurrent_creates_give_one_202(module_api: Api) -> None:
+    api = module_api
     session = await api.session()
     body = {"parts": [{"kind": "text", "text": "slow"}]}
     answers = await asyncio.gather(*[api.call("POST", f"sessions/{session}/runs", body)
@@ -32,13 +36,13 @@ async def test_fifty_concurrent_creates_give_one_202(api: Api) -> None:
     assert (await api.ok("DELETE", f"runs/{winner}"))["status"] == "cancelled"
 
 
-@pytest.fixture
-def slow_chunks(project, runtime_base, front_transport):
-    """A daemon whose Host streams a chunk every 5 ms, so a run lasts long enough to cut."""
+@pytest.fixture(scope="module")
+def slow_chunks(tmp_path_factory: pytest.TempPathFactory,
+                front_transport: str | None) -> Iterator[Stack]:
+    """A daemon whose Host streams a chunk every 5 ms, so a run lasts long enough to cut;
+    shared by the module's tests, each reading its own run to its end."""
     env = {"ECHO_CHUNK_DELAY_MS": "5", **transport_env(front_transport)}
-    with stack_for(project, runtime_base, extra_env=env) as s:
-        s.start_daemon()
-        yield s
+    yield from running_daemon(tmp_path_factory, "sse", env)
 
 
 async def _front(stack: Stack) -> Api:
@@ -84,7 +88,8 @@ async def test_many_concurrent_readers_each_get_everything(slow_chunks: Stack) -
         await api.close()
 
 
-async def test_replay_of_a_finished_run_then_stream_closes(api: Api) -> None:
+async def test_replay_of_a_finished_run_then_stream_closes(module_api: Api) -> None:
+    api = module_api
     session = await api.session()
     run_id = await api.start_run(session, "stream x y z")
     live = await api.events(run_id)
@@ -102,7 +107,8 @@ async def test_replay_of_a_finished_run_then_stream_closes(api: Api) -> None:
     assert code == 200
 
 
-async def test_bad_cursor_and_unknown_run(api: Api) -> None:
+async def test_bad_cursor_and_unknown_run(module_api: Api) -> None:
+    api = module_api
     session = await api.session()
     run_id = await api.start_run(session, "stream a")
     await api.wait_status(run_id)

@@ -10,11 +10,24 @@ from typing import Any
 
 import aiohttp
 import orjson
+import pytest
 
 from llamon_playground.common.sse import aiter_sse
 from tests.e2e.test_bad_input import counts
 from tests.support.api import Api, P
 from tests.support.procs import Stack
+
+
+# One daemon for the module: each test reads only the session it made (a daemon, a front
+# and a Host start per test would cost about a second each).
+@pytest.fixture
+def daemon(module_daemon: Stack) -> Stack:
+    return module_daemon
+
+
+@pytest.fixture
+def api(module_api: Api) -> Api:
+    return module_api
 
 
 def text(value: str) -> dict[str, Any]:
@@ -94,7 +107,8 @@ async def test_session_title_and_metadata_edit(api: Api) -> None:
     event = next(data for kind, data in updated.result() if kind == "session.updated")
     assert event["session_id"] == session and event["fields"] == ["metadata", "title"]
     listed = (await api.ok("GET", "sessions"))["sessions"]
-    assert [(s["title"], s["metadata"]) for s in listed] == [("renamed", doc["metadata"])]
+    assert [(s["title"], s["metadata"]) for s in listed if s["id"] == session] == \
+        [("renamed", doc["metadata"])]
     # Only what is given changes.
     doc = await api.ok("PATCH", f"sessions/{session}", {"title": "again"})
     assert doc["title"] == "again" and doc["metadata"]["team"] == "a"

@@ -24,9 +24,12 @@ async def poll_until_terminal(api: Api, run_id: str, timeout: float = 60.0) -> d
     return run
 
 
+# The parametrised tests share the module's daemon, each in a session of its own; the
+# phases test has its own (it breaks the project's code).
 @pytest.mark.parametrize("text", ["stream a b c", "fail"])
 async def test_a_visible_terminal_status_comes_with_the_record_and_a_free_lock(
-        api: Api, text: str) -> None:
+        module_api: Api, text: str) -> None:
+    api = module_api
     session = await api.session()
     run_id = await api.start_run(session, text)
     for _ in range(ROUNDS):
@@ -88,7 +91,9 @@ async def test_every_phase_that_started_ends(api: Api, daemon: Stack) -> None:
                                          ("slow", "cancelled"),
                                          ("fail", "failed"),
                                          ("crash", "failed")])
-async def test_what_was_streamed_is_what_is_stored(api: Api, text: str, status: str) -> None:
+async def test_what_was_streamed_is_what_is_stored(module_api: Api, text: str,
+                                                   status: str) -> None:
+    api = module_api
     session = await api.session()
     run_id = await api.start_run(session, text)
     if status == "cancelled":

@@ -1,10 +1,14 @@
-"""A full run through the real front, daemon and example Host."""
+"""A full run through the real front, daemon and example Host.
+
+The first test starts its own daemon (its run is the one that starts the Host); the others
+share the module's, each reading only its own session."""
 
 from __future__ import annotations
 
 import hashlib
 
 from tests.support.api import Api
+from tests.support.procs import Stack
 
 
 async def test_stream_run_through_front_completes_with_stored_parts(api: Api) -> None:
@@ -32,7 +36,9 @@ async def test_stream_run_through_front_completes_with_stored_parts(api: Api) ->
     assert [r["id"] for r in listed["runs"]] == [run_id]
 
 
-async def test_data_reply_stores_data_file_and_uri_parts(api: Api, daemon) -> None:
+async def test_data_reply_stores_data_file_and_uri_parts(module_api: Api,
+                                                         module_daemon: Stack) -> None:
+    api, daemon = module_api, module_daemon
     session = await api.session()
     run_id = await api.start_run(session, "data")
     run = await api.wait_status(run_id)
@@ -51,7 +57,8 @@ async def test_data_reply_stores_data_file_and_uri_parts(api: Api, daemon) -> No
     assert external["uri"] == "https://example.invalid/report.pdf"
 
 
-async def test_input_required_then_resume_keeps_context_and_task(api: Api) -> None:
+async def test_input_required_then_resume_keeps_context_and_task(module_api: Api) -> None:
+    api = module_api
     session = await api.session()
     first = await api.start_run(session, "ask")
     parent = await api.wait_status(first)
@@ -75,7 +82,8 @@ async def test_input_required_then_resume_keeps_context_and_task(api: Api) -> No
     assert code == 409 and doc["detail"]["error"] == "run_not_resumable"
 
 
-async def test_rerun_clones_input_with_new_context(api: Api) -> None:
+async def test_rerun_clones_input_with_new_context(module_api: Api) -> None:
+    api = module_api
     session = await api.session()
     first = await api.start_run(session, "stream same words")
     original = await api.wait_status(first)
@@ -88,7 +96,8 @@ async def test_rerun_clones_input_with_new_context(api: Api) -> None:
     assert rerun["output"] == original["output"]
 
 
-async def test_session_turns_share_the_context_id(api: Api) -> None:
+async def test_session_turns_share_the_context_id(module_api: Api) -> None:
+    api = module_api
     session = await api.session()
     a = await api.wait_status(await api.start_run(session, "stream a"))
     b = await api.wait_status(await api.start_run(session, "stream b"))

@@ -159,8 +159,8 @@ async def test_pages_run_newest_first_without_gaps_or_repeats(direct: Api) -> No
 @pytest.mark.parametrize("query", [
     "limit=0", "limit=1001", "limit=x", "after=-1", "status=done", "labelled=yes",
     "q=" + "a" * 501, "reason=", "session=", "q=a&q=b"])
-async def test_bad_queries_are_400_invalid_query(direct: Api, query: str) -> None:
-    assert (await refused(direct, query))["error"] == "invalid_query"
+async def test_bad_queries_are_400_invalid_query(module_direct: Api, query: str) -> None:
+    assert (await refused(module_direct, query))["error"] == "invalid_query"
 
 
 async def test_a_query_without_words_finds_nothing(direct: Api) -> None:
@@ -171,8 +171,8 @@ async def test_a_query_without_words_finds_nothing(direct: Api) -> None:
 
 @pytest.mark.parametrize("q", ['"unbalanced', "NEAR(a b", "a AND OR", "col:x", "{input}:x",
                                "*", "a* *b", '""', "^start", "a -b", "x\u0000y"])
-async def test_fts_syntax_typed_by_a_person_is_only_words(direct: Api, q: str) -> None:
-    status, body = await direct.call("GET", "search?" + urlencode({"q": q}))
+async def test_fts_syntax_typed_by_a_person_is_only_words(module_direct: Api, q: str) -> None:
+    status, body = await module_direct.call("GET", "search?" + urlencode({"q": q}))
     assert status in (200, 400), body
     if status == 400:
         assert body["detail"]["error"] == "invalid_query"

@@ -16,6 +16,9 @@ from tests.support.procs import Stack, stack_for
 from tests.support.waiting import eventually
 
 WATCH_ENV = {"LLAMON_PLAYGROUND_WATCH_QUIET": "0.15"}
+# `slow` in 20 half-second ticks, not 60: long enough to be caught running, and a suite that
+# replays it to the end takes 10 s, not 30.
+SHORT_SLOW_ENV = {"ECHO_SLOW_TICKS": "20"}
 
 
 @pytest.fixture
@@ -266,8 +269,16 @@ def db_rows(stack: Stack, sql: str) -> list[tuple[Any, ...]]:
         conn.close()
 
 
+@pytest.fixture
+def short_slow(project: Path, runtime_base: Path) -> Iterator[Stack]:
+    with stack_for(project, runtime_base, extra_env=SHORT_SLOW_ENV) as s:
+        s.start_daemon()
+        yield s
+
+
 async def test_daemon_sigkill_mid_suite_interrupts_it_and_keeps_finished_cases(
-        daemon: Stack) -> None:
+        short_slow: Stack) -> None:
+    daemon = short_slow
     api = Api.for_socket(str(daemon.settings.socket_path))
     try:
         session = await api.session()

@@ -1,6 +1,6 @@
 """The example echo Host as a real process, and the JSON-RPC + SSE helpers the tests speak
 to it with (plain HTTP: aiohttp, both A2A 1.0 and 0.3 dialects). Fixtures: `start_host`,
-`host`, `session`."""
+`host`, `shared_host` (one per module), `session`."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ import os
 import signal
 import subprocess
 import sys
+import urllib.request
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ import pytest
 
 from llamon_playground.common.sse import aiter_sse
 from llamon_playground.host_manager.environment import free_port
-from tests.support.waiting import eventually
+from tests.support.waiting import eventually, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE_DIR = REPO / "examples" / "echo_agent"
@@ -105,6 +106,35 @@ async def start_host(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
 @pytest.fixture
 async def host(start_host: Callable[..., Any]) -> Host:
     return await start_host()
+
+
+def _serves_its_card(proc: subprocess.Popen[bytes], base_url: str) -> bool:
+    if proc.poll() is not None:
+        raise AssertionError(f"Host exited early with {proc.returncode}")
+    try:
+        with urllib.request.urlopen(base_url + CARD_PATH, timeout=5) as resp:
+            return bool(resp.status == 200)
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def shared_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Host]:
+    """One Host (default environment) for a module's tests that only talk to it, each in
+    a task of its own; a test that crashes it, stops it or reads its stdout takes `host`."""
+    port = free_port()
+    env = {**os.environ, "LLAMON_HOST_PORT": str(port)}
+    with (tmp_path_factory.mktemp("host") / "host.stderr").open("wb") as stderr:
+        proc = subprocess.Popen([PYTHON, "-m", "app.host"], cwd=EXAMPLE_DIR, env=env,
+                                stdout=subprocess.DEVNULL, stderr=stderr,
+                                start_new_session=True)
+    try:
+        base_url = f"http://127.0.0.1:{port}"
+        wait_for(lambda: _serves_its_card(proc, base_url), START_DEADLINE_S,
+                 "the Host to serve its agent card")
+        yield Host(proc, base_url)
+    finally:
+        stop_process_group(proc)
 
 
 @pytest.fixture

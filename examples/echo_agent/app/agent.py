@@ -94,13 +94,15 @@ class EchoAgentExecutor(AgentExecutor):
     """Runs one behaviour per request; see the module docstring."""
 
     def __init__(self, chunk_delay_s: float = 0.0,
-                 capture: PlaygroundCapture | None = None) -> None:
+                 capture: PlaygroundCapture | None = None,
+                 slow_ticks: int = SLOW_TICKS) -> None:
         # The Playground's capture channel (None when not run by the Playground): node
         # traces and evaluator results go back to the daemon for the run that sent them.
         self._capture = capture if capture is not None else PlaygroundCapture.from_env()
         # Pause between streamed chunks; 0 still yields to the event loop so
         # every chunk goes out as its own SSE frame.
         self._chunk_delay_s = chunk_delay_s
+        self._slow_ticks = max(1, slow_ticks)
         # task id -> event set by cancel(), so a running loop stops emitting
         # before the framework cancels execute() itself.
         self._cancelled: dict[str, asyncio.Event] = {}
@@ -245,15 +247,16 @@ class EchoAgentExecutor(AgentExecutor):
     async def _tick(self, updater: TaskUpdater, cancelled: asyncio.Event) -> bool:
         """Stream "tick N " every SLOW_INTERVAL_S; False if cancelled midway."""
         artifact_id = f"{updater.task_id}-ticks"
-        for n in range(1, SLOW_TICKS + 1):
+        ticks = self._slow_ticks
+        for n in range(1, ticks + 1):
             await updater.add_artifact(
                 [new_text_part(f"tick {n} ")],
                 artifact_id=artifact_id,
                 name="ticks",
                 append=True if n > 1 else None,
-                last_chunk=True if n == SLOW_TICKS else None,
+                last_chunk=True if n == ticks else None,
             )
-            if n == SLOW_TICKS:
+            if n == ticks:
                 break
             # Waiting on the cancel event instead of sleeping makes CancelTask
             # take effect immediately rather than at the next tick.

@@ -8,6 +8,8 @@ folder. Environment contract (read once, at start):
 - ``LLAMON_A2A_VERSIONS`` (optional, default "1.0,0.3"): protocol versions the
   card advertises. The endpoint itself always accepts both method families.
 - ``ECHO_CHUNK_DELAY_MS`` (optional, default 0): pause between streamed chunks.
+- ``ECHO_SLOW_TICKS`` (optional, default 60): how many half-second ticks ``slow`` streams
+  before it completes.
 - ``ECHO_INPUT_SCHEMAS`` (optional, default none): comma-separated schema names the
   card declares in its ``input_schemas`` capability (``urn:llamon:input-schemas``).
 """
@@ -28,7 +30,7 @@ from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
 from a2a.types import AgentCapabilities, AgentCard, AgentExtension, AgentInterface, AgentSkill
 from starlette.applications import Starlette
 
-from app.agent import EchoAgentExecutor
+from app.agent import SLOW_TICKS, EchoAgentExecutor
 from llamon_playground.host_manager.host_side.capture import LoopbackGuard
 from llamon_playground.host_manager.host_side.task_store import StreamingTaskStore
 
@@ -159,10 +161,11 @@ def main() -> None:
     port = int(port_raw)
     versions = parse_versions(os.environ.get("LLAMON_A2A_VERSIONS", "1.0,0.3"))
     delay_s = int(os.environ.get("ECHO_CHUNK_DELAY_MS", "0")) / 1000
+    slow_ticks = int(os.environ.get("ECHO_SLOW_TICKS", str(SLOW_TICKS)))
     schemas = parse_schemas(os.environ.get("ECHO_INPUT_SCHEMAS", ""))
 
     card = build_card(port, versions, schemas)
-    app = build_app(card, EchoAgentExecutor(chunk_delay_s=delay_s))
+    app = build_app(card, EchoAgentExecutor(chunk_delay_s=delay_s, slow_ticks=slow_ticks))
     config = uvicorn.Config(
         # Only the daemon's requests, never a web page's (docs/security.md, the Host).
         LoopbackGuard(app, port),

@@ -5,8 +5,8 @@ The declaration is plain typing (TypedDicts, `Literal`, `StrEnum`, `Annotated` m
 
 - the daemon's OpenAPI document builds its `components.schemas` from it at import
   (`json_schema.component_schemas(COMPONENTS)`);
-- `scripts/gen_wire` writes the typed client's types (`llamon_playground/cli/api_types.py`,
-  `api_requests.py`) and the page's constants (`api/page/wire.js`) from it, and a unit
+- `scripts/gen_wire` writes the typed client's types (`llamon_playground/cli/api_types/`,
+  `api_requests.py`, `api_suites.py`) and the page's constants (`api/page/wire.js`) from it, and a unit
   test fails when those files are stale;
 - daemon code annotates what it answers with these types.
 

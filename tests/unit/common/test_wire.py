@@ -29,9 +29,22 @@ def test_a_stale_file_is_reported(tmp_path: Path) -> None:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(render(), encoding="utf-8")
     assert wire_gen.stale(tmp_path) == []
-    client_types = tmp_path / "llamon_playground/cli/api_types.py"
+    client_types = tmp_path / "llamon_playground/cli/api_types/runs.py"
     client_types.write_text(client_types.read_text().replace("history_behind", "behind"))
-    assert wire_gen.stale(tmp_path) == ["llamon_playground/cli/api_types.py"]
+    assert wire_gen.stale(tmp_path) == ["llamon_playground/cli/api_types/runs.py"]
+
+
+def test_every_answer_type_is_one_import_away() -> None:
+    """The answers are split by topic, each file a readable size, and `api_types` still
+    names every one (a caller imports answers from there)."""
+    from llamon_playground.cli import api_types
+
+    for rel in wire_gen.TARGETS:
+        lines = (wire_gen.REPO / rel).read_text(encoding="utf-8").count("\n")
+        assert lines < 400, f"{rel} has {lines} lines: split it in wire_gen.CLIENT_FILES"
+    answers = {cls.__name__ for cls in wire_gen.declared_classes(wire_gen.ANSWER_MODULES)}
+    assert answers <= set(api_types.__all__)
+    assert all(hasattr(api_types, name) for name in api_types.__all__)
 
 
 def test_the_served_document_uses_the_declaration() -> None:
