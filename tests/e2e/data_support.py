@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from llamon_playground.daemon.store.frames import stored_events
 from tests.support.api import Api
 from tests.support.procs import Stack, short_tmpdir, stack_for
 from tests.support.waiting import eventually
@@ -46,11 +47,17 @@ def text(value: str) -> dict[str, Any]:
 
 
 def db_rows(stack: Stack) -> dict[str, list[tuple[Any, ...]]]:
-    """Every row of every history table (read-only connection: changes nothing)."""
+    """Every row of every history table (read-only connection: changes nothing), events
+    wherever they are kept: the compactor moves a finished run's rows into blocks in the
+    background, which changes no event."""
     conn = sqlite3.connect(f"{stack.settings.db_path.as_uri()}?mode=ro", uri=True)
     try:
-        return {table: sorted(conn.execute(f"SELECT * FROM {table}").fetchall(), key=repr)
-                for table in ("sessions", "runs", "events", "run_files")}
+        conn.execute("BEGIN")  # one snapshot of rows and blocks
+        rows = {table: sorted(conn.execute(f"SELECT * FROM {table}").fetchall(), key=repr)
+                for table in ("sessions", "runs", "run_files")}
+        run_ids = [r[0] for r in conn.execute("SELECT id FROM runs")]
+        rows["events"] = [tuple(e) for e in stored_events(conn, run_ids)]
+        return rows
     finally:
         conn.close()
 
