@@ -46,3 +46,10 @@ export async function all(path, key, maxPages = 10) {
   }
   return items;
 }
+
+// `items` and a further page of them, without those already there (a row that moved while
+// the pages were read comes once).
+export function withPage(items, page) {
+  const known = new Set(items.map((item) => item.id));
+  return items.concat(page.filter((item) => !known.has(item.id)));
+}

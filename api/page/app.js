@@ -1,6 +1,6 @@
 // The page's entry: history (sessions and their runs), the composer, the run view, the Host
 // badge, and the project-wide `/events` stream that keeps them current.
-import { TERMINAL, call } from './api.js';
+import { TERMINAL, call, withPage } from './api.js';
 import { button, el } from './dom.js';
 import { exportBundle, importBundle } from './bundles.js';
 import { compareView } from './compare.js';
@@ -62,8 +62,7 @@ const app = {
   async moreSessions() {
     if (!this.olderSessions) return;
     const doc = await call('GET', `/sessions?order=newest&limit=${SESSION_PAGE}&after=${encodeURIComponent(this.olderSessions)}`);
-    const shown = new Set(this.sessions.map((s) => s.id));
-    this.sessions.push(...doc.sessions.filter((s) => !shown.has(s.id)));
+    this.sessions = withPage(this.sessions, doc.sessions);
     this.olderSessions = doc.next_after;
     await this.showSessions();
   },

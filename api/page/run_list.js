@@ -7,7 +7,7 @@
 // older runs) when the view comes near the top of what is read; one read at a time. The
 // view follows the end (a new turn comes into sight) only while the reader is at the end;
 // a reader who scrolled up keeps the turns they read where they are.
-import { call } from './api.js';
+import { call, withPage } from './api.js';
 import { el } from './dom.js';
 import { turnLines } from './turn.js';
 
@@ -150,8 +150,7 @@ export class RunList {
     this.reading = call('GET', this.path(after)).then((doc) => {
       if (epoch !== this.epoch) return;
       this.reading = null;
-      const known = new Set(this.runs.map((run) => run.id));
-      this.runs = this.runs.concat(doc.runs.filter((run) => !known.has(run.id)));
+      this.runs = withPage(this.runs, doc.runs);
       this.cursor = doc.next_after;
       this.redraw();
     }, (error) => {

@@ -3,7 +3,7 @@
 // DOM (one row height each, as the thread) and reads a further page as the view comes near
 // its end. The matched words are `<mark>` elements built from the excerpt's offsets (code
 // points), never HTML. A hit opens its session and run.
-import { RUN_STATUSES, call } from './api.js';
+import { RUN_STATUSES, call, withPage } from './api.js';
 import { el, ms } from './dom.js';
 
 const ROW = 92;        // px; keep in step with .hit-item in style.css
@@ -156,8 +156,7 @@ export class Search {
       .then((doc) => {
         if (epoch !== this.epoch) return;
         this.reading = null;
-        const known = new Set(this.hits.map((hit) => hit.id));
-        this.hits = this.hits.concat(doc.hits.filter((hit) => !known.has(hit.id)));
+        this.hits = withPage(this.hits, doc.hits);
         this.cursor = doc.next_after;
         this.show();
       }, (error) => {

@@ -61,6 +61,14 @@ async def done(api: Api, session: str, text: str, **extra: Any) -> dict[str, Any
     return run
 
 
+async def cancelled_slow(api: Api, session: str) -> str:
+    """A `slow` run cancelled once it has streamed: a case whose rerun streams a while."""
+    slow = await api.start_run(session, "slow")
+    await api.first_output(slow)
+    await api.ok("DELETE", f"runs/{slow}")
+    return slow
+
+
 def edit(path: Path, old: str, new: str) -> None:
     text = path.read_text()
     assert old in text, old
@@ -177,9 +185,7 @@ async def test_a_suite_reports_exactly_what_an_edit_changed(watched: Stack) -> N
 async def test_manual_run_during_a_suite_is_refused_with_both_ids_and_cancel_skips_the_rest(
         api: Api) -> None:
     session = await api.session()
-    slow = await api.start_run(session, "slow")
-    await api.first_output(slow)
-    await api.ok("DELETE", f"runs/{slow}")
+    slow = await cancelled_slow(api, session)
     stream = await done(api, session, "stream quick")
     suite = await api.ok("POST", "suites", {"name": "cancel me", "cases": [
         {"run_id": stream["id"]}, {"run_id": slow}, {"run_id": stream["id"]}]}, 201)
@@ -283,9 +289,7 @@ async def test_daemon_sigkill_mid_suite_interrupts_it_and_keeps_finished_cases(
     try:
         session = await api.session()
         stream = await done(api, session, "stream hello there")
-        slow = await api.start_run(session, "slow")
-        await api.first_output(slow)
-        await api.ok("DELETE", f"runs/{slow}")
+        slow = await cancelled_slow(api, session)
         suite = await api.ok("POST", "suites", {"name": "killed", "cases": [
             {"run_id": stream["id"]}, {"run_id": slow}, {"run_id": stream["id"]}]}, 201)
         srun = (await api.ok("POST", f"suites/{suite['id']}/runs", None, 202))["suite_run_id"]
@@ -454,9 +458,7 @@ async def test_a_new_revision_mid_suite_ends_it_runtime_restarted(watched: Stack
     api = Api.for_socket(str(watched.settings.socket_path))
     try:
         session = await api.session()
-        slow = await api.start_run(session, "slow")
-        await api.first_output(slow)
-        await api.ok("DELETE", f"runs/{slow}")
+        slow = await cancelled_slow(api, session)
         stream = await done(api, session, "stream hello")
         suite = await api.ok("POST", "suites", {"name": "revision", "cases": [
             {"run_id": stream["id"]}, {"run_id": slow}, {"run_id": stream["id"]}]}, 201)
@@ -485,9 +487,7 @@ async def test_a_clean_daemon_stop_mid_suite_interrupts_it_without_a_next_case(
     try:
         session = await api.session()
         stream = await done(api, session, "stream hello")
-        slow = await api.start_run(session, "slow")
-        await api.first_output(slow)
-        await api.ok("DELETE", f"runs/{slow}")
+        slow = await cancelled_slow(api, session)
         suite = await api.ok("POST", "suites", {"name": "stopped", "cases": [
             {"run_id": slow}, {"run_id": stream["id"]}]}, 201)
         srun = (await api.ok("POST", f"suites/{suite['id']}/runs", None, 202))["suite_run_id"]

@@ -5,6 +5,8 @@ added below its mark."""
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,22 @@ def ended_without_events(run_id: str) -> dict[str, Any]:
             "runs": [{"id": run_id, "session_id": "s", "status": "completed", **ROW,
                       "output": [{"kind": "text", "text": "hi"}]}],
             "events": [], "blobs": {}}
+
+
+@asynccontextmanager
+async def three_runs_recovered(tmp_path: Path) -> AsyncIterator[Store]:
+    """A store of three finished runs, checked by one boot (its mark past them)."""
+    store = make_store(tmp_path)
+    await store.open()
+    try:
+        session = await create_session(store, "s", {})
+        for n in range(3):
+            await insert_run(store, {"id": f"run_{n}", "session_id": session["id"],
+                                     "status": "completed", **ROW}, [])
+        await reconcile_runs(store, "daemon_restarted")
+        yield store
+    finally:
+        await store.close()
 
 
 async def test_the_candidates_query_reads_new_and_active_runs_by_index(tmp_path: Path) -> None:
@@ -72,14 +90,7 @@ async def test_a_finished_run_is_not_read_again_at_the_next_boot(tmp_path: Path)
 
 
 async def test_an_active_run_below_the_mark_is_still_recovered(tmp_path: Path) -> None:
-    store = make_store(tmp_path)
-    await store.open()
-    try:
-        session = await create_session(store, "s", {})
-        for n in range(3):
-            await insert_run(store, {"id": f"run_{n}", "session_id": session["id"],
-                                     "status": "completed", **ROW}, [])
-        await reconcile_runs(store, "daemon_restarted")
+    async with three_runs_recovered(tmp_path) as store:
         # An old run's row active again while its events say it ended (a row that missed
         # its ending): the row takes the ending from the events.
         await store.write(lambda conn: conn.execute(
@@ -87,19 +98,10 @@ async def test_an_active_run_below_the_mark_is_still_recovered(tmp_path: Path) -
         assert await reconcile_runs(store, "daemon_restarted") == ["run_0"]
         row = await store.fetch_one("SELECT status FROM runs WHERE id = 'run_0'")
         assert row is not None and row["status"] == "completed"
-    finally:
-        await store.close()
 
 
 async def test_an_import_below_the_mark_is_checked_at_the_next_boot(tmp_path: Path) -> None:
-    store = make_store(tmp_path)
-    await store.open()
-    try:
-        session = await create_session(store, "s", {})
-        for n in range(3):
-            await insert_run(store, {"id": f"run_{n}", "session_id": session["id"],
-                                     "status": "completed", **ROW}, [])
-        await reconcile_runs(store, "daemon_restarted")
+    async with three_runs_recovered(tmp_path) as store:
         # The newest runs deleted: the import's rows take their rowids again, at or below
         # the mark the last boot left.
         await store.write(lambda conn: conn.execute(
@@ -113,5 +115,3 @@ async def test_an_import_below_the_mark_is_checked_at_the_next_boot(tmp_path: Pa
         last = await store.fetch_one(
             "SELECT kind FROM events WHERE run_id = ? ORDER BY seq DESC LIMIT 1", (new_id,))
         assert last is not None and last["kind"] == "run.status"
-    finally:
-        await store.close()
