@@ -15,7 +15,6 @@ import asyncio
 import logging
 import sqlite3
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import aiosqlite
@@ -27,7 +26,7 @@ from llamon_playground.daemon.store.frames import BLOCK_AFTER_SQL, FRAMES_SQL, b
 from llamon_playground.daemon.store.migrations import SCHEMA_VERSION, peek_user_version
 from llamon_playground.daemon.store.private import prepare_state
 from llamon_playground.daemon.store.records import EventRecord, EventRow, compact_json, utcnow
-from llamon_playground.daemon.store.wal import WalKeeper, open_writer
+from llamon_playground.daemon.store.wal import WalKeeper, WriterThread, open_writer
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +56,7 @@ class Store:
         self._on_degraded = on_degraded or (lambda error: None)
         self.degraded = False
         self._conn: sqlite3.Connection | None = None  # the writer's; used on its thread only
-        self._executor: ThreadPoolExecutor | None = None
+        self._thread: WriterThread | None = None
         self._reader: aiosqlite.Connection | None = None
         self._items: list[Item] = []
         self._wake = asyncio.Event()
@@ -106,7 +105,7 @@ class Store:
                     f"database schema version {version} is newer than this daemon knows "
                     f"({SCHEMA_VERSION}); it was left untouched")
         prepare_state(settings)  # 0700 / 0600 whatever the umask
-        self._executor = ThreadPoolExecutor(1, thread_name_prefix="store-writer")
+        self._thread = WriterThread("store-writer")
         try:
             self._batches.next_seq = await self._on_writer(self._open_writer, db)
             self._keeper = WalKeeper(db, int(settings.db_busy_timeout_ms))
@@ -125,8 +124,8 @@ class Store:
         return next_seq
 
     async def _on_writer(self, fn: Callable[..., T], *args: Any) -> T:
-        assert self._executor is not None
-        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+        assert self._thread is not None
+        return await self._thread.call(fn, *args)
 
     async def close(self) -> None:
         """Commit what is queued, then stop the writer and close both connections."""
@@ -144,14 +143,14 @@ class Store:
         if self._keeper is not None:
             await asyncio.to_thread(self._keeper.close)
             self._keeper = None
-        if self._executor is None:
+        if self._thread is None:
             return
         if self._conn is not None:
             # Queued behind any commit still running on the thread, never beside it.
             await self._on_writer(self._conn.close)
             self._conn = None
-        self._executor.shutdown(wait=True)
-        self._executor = None
+        await self._thread.close()
+        self._thread = None
 
     # -- writes -----------------------------------------------------------------------------
 
@@ -273,9 +272,12 @@ class Store:
 
     async def _commit(self, batch: list[Item]) -> list[Item]:
         """Commit one batch; on a write failure return its events, to be retried."""
+        assert self._thread is not None
         try:
-            await self._on_writer(self._commit_and_tell, batch, utcnow(),
-                                  asyncio.get_running_loop())
+            # The waiters (a create's 202) hear of the commit in the same loop callback that
+            # wakes this task: one wake-up from the thread per batch.
+            await self._thread.call(self._commit_on_thread, batch, utcnow(),
+                                    then=self._committed)
         except (sqlite3.Error, OSError) as exc:
             self.write_failures += 1
             error = StoreError(f"history write failed: {exc}")
@@ -291,15 +293,9 @@ class Store:
             return [item for item in batch if not isinstance(item, PendingOp) or item.retried]
         return []
 
-    def _commit_and_tell(self, batch: list[Item], ts: str,
-                         loop: asyncio.AbstractEventLoop) -> None:
-        """On the writer thread: commit, then tell the loop at once; the waiters (a create's
-        202) hear of it a loop turn before the writer task wakes to take the next batch."""
-        rows, results = self._commit_on_thread(batch, ts)
-        loop.call_soon_threadsafe(self._committed, rows, results)
-
-    def _committed(self, rows: list[EventRow], results: list[OpResult]) -> None:
+    def _committed(self, committed: tuple[list[EventRow], list[OpResult]]) -> None:
         """On the loop, right after a commit: the `then`s, the subscribers, the waiters."""
+        rows, results = committed
         if self.degraded:
             log.warning("history writes work again")
             self.degraded = False

@@ -1,4 +1,13 @@
-"""History's write connection in WAL mode, and the keeper that keeps its WAL small.
+"""History's write connection in WAL mode, the thread it is used on, and the keeper that
+keeps its WAL small.
+
+`WriterThread` is the connection's thread. `loop.run_in_executor` on a one-worker pool did
+the same job at a cost a run's creation pays on its way to the 202: the pool's lock and
+idle-thread bookkeeping on each submit, a concurrent Future wrapped in an asyncio one, and
+a second `call_soon_threadsafe` (a second write to the loop's self-pipe, a second wake-up)
+for the wrapper after the commit's own. Here a call is a tuple on a SimpleQueue, and its
+end is one `call_soon_threadsafe` that runs the caller's `then` (the commit's waiters) and
+settles the future in the same loop callback.
 
 `open_writer` is how the one write connection is set up (its own function, so whoever
 measures a write, scripts/bench's floor of a run's creation, opens exactly what the daemon
@@ -19,12 +28,17 @@ the index is not as documented, the keeper checkpoints every FALLBACK_INTERVAL i
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
+import queue
 import sqlite3
 import struct
+import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 from llamon_playground.daemon.store.migrations import migrate
 
@@ -147,3 +161,72 @@ class WalKeeper:
             log.info("background WAL checkpoint failed: %s", exc)
         finally:
             self._running = False
+
+
+T = TypeVar("T")
+
+_Call = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]", Callable[..., Any],
+              tuple[Any, ...], Callable[[Any], None] | None]
+
+
+class WriterThread:
+    """One thread, one call at a time, in the order they were made; `close` waits for what
+    was queued before it."""
+
+    def __init__(self, name: str) -> None:
+        self._calls: queue.SimpleQueue[_Call | None] = queue.SimpleQueue()
+        # A daemon thread: an interpreter that exits without closing the store is not held
+        # up by an idle writer (SQLite's own journal covers a commit cut short).
+        self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
+        self._thread.start()
+        self._closed = False
+
+    def call(self, fn: Callable[..., T], *args: Any,
+             then: Callable[[T], None] | None = None) -> asyncio.Future[T]:
+        """Run `fn(*args)` on the thread; `then(result)` runs on the loop just before the
+        future is settled with it (not on an exception)."""
+        if self._closed:
+            raise RuntimeError("the writer thread is closed")
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self._calls.put((loop, future, fn, args, then))
+        return future
+
+    async def close(self) -> None:
+        """Stop after everything queued so far; returns once the thread has ended."""
+        if self._closed:
+            return
+        self._closed = True
+        self._calls.put(None)
+        await asyncio.to_thread(self._thread.join)
+
+    def _serve(self) -> None:
+        while (item := self._calls.get()) is not None:
+            loop, future, fn, args, then = item
+            try:
+                result = fn(*args)
+            except BaseException as exc:  # handed to the caller, whatever it is
+                _tell(loop, _fail, future, exc)
+            else:
+                _tell(loop, _succeed, future, result, then)
+
+
+def _tell(loop: asyncio.AbstractEventLoop, callback: Callable[..., None], *args: Any) -> None:
+    try:
+        loop.call_soon_threadsafe(callback, *args)
+    except RuntimeError:  # the loop is closed: nobody is waiting any more
+        pass
+
+
+def _succeed(future: asyncio.Future[T], result: T, then: Callable[[T], None] | None) -> None:
+    try:
+        if then is not None:
+            then(result)
+    finally:  # a `then` that fails is the loop's to report; the caller still goes on
+        if not future.done():
+            future.set_result(result)
+
+
+def _fail(future: asyncio.Future[Any], exc: BaseException) -> None:
+    if not future.done():
+        future.set_exception(exc)
