@@ -20,7 +20,7 @@ class CoreConfig:
     sse_reps: int = 7
     latency_words: int = 2000
     chunk_delay_ms: int = 2
-    create_samples: int = 100
+    create_samples: int = 300
     relay_requests: int = 2000
     relay_concurrency: int = 8
     relay_reps: int = 5

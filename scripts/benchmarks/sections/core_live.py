@@ -22,6 +22,7 @@ import aiohttp
 import orjson
 
 from llamon_playground.daemon.store.frames import frame_payload
+from scripts.benchmarks.bare_servers import bare_server
 from scripts.benchmarks.client import (
     COMPLETED,
     P,
@@ -161,7 +162,16 @@ async def bench_delta_latency(cfg: CoreConfig, live: Live) -> list[Figure]:
 
 async def bench_run_create(cfg: CoreConfig, live: Live) -> list[Figure]:
     """Create then wait for the end, interleaved three ways: through the front, on the
-    daemon's socket, and the same create transaction in this process (the floor)."""
+    daemon's socket, and the same create transaction in this process (the floor); beside
+    them, the same client's POST to a server that only answers 202 (bare_servers.py)."""
+    async with bare_server("asyncio") as raw_url, bare_server("aiohttp") as aio_url, \
+            aiohttp.ClientSession(base_url=raw_url) as raw, \
+            aiohttp.ClientSession(base_url=aio_url) as aio:
+        return await _run_create(cfg, live, {"asyncio": raw, "aiohttp": aio})
+
+
+async def _run_create(cfg: CoreConfig, live: Live,
+                      bare: dict[str, aiohttp.ClientSession]) -> list[Figure]:
     payload = {"parts": [{"kind": "text", "text": "stream x"}]}
     body = orjson.dumps(payload)
     headers = {"Content-Type": "application/json"}
@@ -170,6 +180,15 @@ async def bench_run_create(cfg: CoreConfig, live: Live) -> list[Figure]:
     health: dict[str, list[float]] = {"front": [], "direct": []}
     conflicts = {"front": 0, "direct": 0}
     floor = CreateFloor(live.owned.tmpdir("lpfl"))
+    bare_ms: dict[str, list[float]] = {kind: [] for kind in bare}
+
+    async def bare_one(kind: str) -> None:
+        t0 = time.perf_counter()
+        async with bare[kind].post("/x", data=body, headers=headers) as resp:
+            await resp.read()
+        if resp.status != 202:
+            raise RuntimeError(f"the bare {kind} server answered {resp.status}")
+        bare_ms[kind].append((time.perf_counter() - t0) * 1000)
 
     async def one(way: str, measure: bool) -> None:
         http = live.http(way)
@@ -210,6 +229,8 @@ async def bench_run_create(cfg: CoreConfig, live: Live) -> list[Figure]:
                 health[way].append((time.perf_counter() - t0) * 1000)
             # Right after a run ended, as the daemon's creates are.
             samples["in_process"].append(floor.one(payload))
+            for kind in sorted(bare, reverse=i % 2 == 1):
+                await bare_one(kind)
     finally:
         floor.close()
     f, d, ip = samples["front"], samples["direct"], samples["in_process"]
@@ -218,13 +239,16 @@ async def bench_run_create(cfg: CoreConfig, live: Live) -> list[Figure]:
         f"{pct(ip, 50):.2f} p99 {pct(ip, 99):.2f} ms; front / in process p50 "
         f"{pct(f, 50) / pct(ip, 50):.2f}; GET /health p50 front "
         f"{pct(health['front'], 50):.2f} direct {pct(health['direct'], 50):.2f} ms; "
-        f"409 retries {conflicts}")
+        f"bare 202 p50 asyncio {pct(bare_ms['asyncio'], 50):.2f} aiohttp "
+        f"{pct(bare_ms['aiohttp'], 50):.2f} ms; 409 retries {conflicts}")
     notes = {"samples": len(f), "front_max_ms": max(f), "direct_max_ms": max(d),
              "in_process_max_ms": max(ip), "conflict_retries_409": conflicts,
              "direct_ms": {"p50": pct(d, 50), "p99": pct(d, 99)},
              "in_process_ms": {"p50": pct(ip, 50), "p99": pct(ip, 99)},
              "health_control_ms": {way: {"p50": pct(xs, 50), "p99": pct(xs, 99)}
-                                   for way, xs in health.items()}}
+                                   for way, xs in health.items()},
+             "bare_202_ms": {kind: {"p50": pct(xs, 50), "p99": pct(xs, 99)}
+                             for kind, xs in bare_ms.items()}}
     floor_what = "the same create transaction in process (BEGIN to durable COMMIT)"
     return [
         Figure("run_create_202.p50", pct(f, 50), "ms", pct(d, 50),
@@ -237,6 +261,11 @@ async def bench_run_create(cfg: CoreConfig, live: Live) -> list[Figure]:
                None),
         Figure("run_create_202.direct_vs_floor_p50", pct(d, 50), "ms", pct(ip, 50), floor_what,
                None),
+        # What one HTTP hop costs before any code of ours: the front and the daemon are one
+        # aiohttp server each (docs/benchmarks.md, "Run creation").
+        Figure("run_create_202.bare_aiohttp_p50", pct(bare_ms["aiohttp"], 50), "ms",
+               pct(bare_ms["asyncio"], 50),
+               "the same client's POST to a bare asyncio Protocol answering 202", None),
     ]
 
 
