@@ -12,6 +12,7 @@ import os
 import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -160,7 +161,7 @@ class Settings:
     # The sizes a request, a bundle or a Host may bring in (common/limits.py).
     limits: Limits = field(default_factory=Limits)
 
-    @property
+    @cached_property  # asked for on every lent stream: its hash is taken once
     def runtime_dir(self) -> Path:
         """This project's private runtime directory (sockets, lock, Host log), keyed by its path."""
         return self.runtime_base / project_key(self.project_dir)
