@@ -15,7 +15,8 @@ import gc
 
 def freeze_startup_heap() -> None:
     """Collect once, then move every object that survived into the permanent generation.
-    Called by the CLI just before a long-lived process starts serving, never by a library
-    function (a test process that starts a front in-process keeps its collector as it is)."""
+    Called by the CLI just before a long-lived process starts serving (and by scripts/bench
+    before it measures), never by a library function: a test process that starts a front
+    in-process keeps its collector as it is."""
     gc.collect()
     gc.freeze()
