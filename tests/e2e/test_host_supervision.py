@@ -17,7 +17,7 @@ import pytest
 
 from tests.support.api import Api
 from tests.support.endings import assert_phases_close
-from tests.support.procs import Stack, kill_tree, stack_for, wait_for
+from tests.support.procs import Stack, ended, kill_tree, stack_for, still_running, wait_for
 from tests.support.projects import tiny_project
 from tests.support.waiting import eventually, host_status
 
@@ -231,14 +231,6 @@ def real_host(shell_pid: int) -> psutil.Process:
 REAPER_DEADLINE = 2.0  # the reaper ends the tree this soon after the daemon dies
 
 
-def gone(proc: psutil.Process) -> bool:
-    """Exited: no such process, or a zombie waiting for init (re-parented, not ours)."""
-    try:
-        return proc.status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
-
-
 @pytest.mark.parametrize("script", [
     # The Host as a shell's grandchild: the shell dies with the daemon (PDEATHSIG), the
     # Host, in the same group, would not.
@@ -266,7 +258,7 @@ async def test_the_host_tree_dies_with_a_killed_daemon_and_no_new_one(
         try:
             s.daemon.signal(signal.SIGKILL)
             s.daemon.wait(10)
-            wait_for(lambda: all(gone(p) for p in tree), REAPER_DEADLINE,
+            wait_for(lambda: all(ended(p) for p in tree), REAPER_DEADLINE,
                      "every process of the Host tree gone with no daemon")
             assert not _answers(s.settings.socket_path), "no daemon came back: the reaper alone"
         finally:
@@ -293,8 +285,7 @@ async def test_a_host_in_its_own_session_dies_with_stop(project: Path,
             host = real_host(shell)
             assert os.getsid(host.pid) != os.getsid(shell)
             await api.ok("POST", "host/stop")
-            gone, _ = psutil.wait_procs([host], timeout=10)
-            assert gone, "stop ended the Host that left the group"
+            assert not still_running([host], 10), "stop ended the Host that left the group"
             status = await api.ok("GET", "host")
             assert status["state"] == "stopped"
             assert (host.pid, "stop") in [(r["pid"], r["when"]) for r in status["reaped"]]
