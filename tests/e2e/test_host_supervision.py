@@ -17,7 +17,15 @@ import pytest
 
 from tests.support.api import Api
 from tests.support.endings import assert_phases_close
-from tests.support.procs import Stack, ended, kill_tree, stack_for, still_running, wait_for
+from tests.support.procs import (
+    Stack,
+    ended,
+    kill_tree,
+    pid_ended,
+    stack_for,
+    still_running,
+    wait_for,
+)
 from tests.support.projects import tiny_project
 from tests.support.waiting import eventually, host_status
 
@@ -46,7 +54,7 @@ async def test_host_ignoring_sigterm_is_killed_while_a_client_holds_a_stream(
                 code, stopped = await asyncio.wait_for(api.call("POST", "host/stop"), 15)
         assert code == 200 and stopped["state"] == "stopped"
         assert stopped["last_stop_step"] == "killed"
-        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie"
+        assert pid_ended(pid)
     finally:
         await api.close()
 
@@ -69,8 +77,7 @@ async def test_grandchild_holding_stdout_does_not_hide_the_hosts_exit(tiny_stack
         after = await host_status(api, lambda s: s["state"] == "backoff", "backoff")
         assert after["last_exit_code"] == 0 and after["generation"] == status["generation"]
         # The leftover grandchild of the dead Host's group is gone too.
-        wait_for(lambda: not psutil.pid_exists(grandchild)
-                 or psutil.Process(grandchild).status() == "zombie", 10, "grandchild reaped")
+        wait_for(lambda: pid_ended(grandchild), 10, "grandchild reaped")
     finally:
         await api.close()
 

@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "echo_agent"
 
 __all__ = ["REPO", "EXAMPLE", "Proc", "Stack", "copy_example", "ended", "front_url", "kill_tree",
-           "process_tree", "short_tmpdir", "stack_for", "still_running", "wait_for"]
+           "pid_ended", "process_tree", "short_tmpdir", "stack_for", "still_running", "wait_for"]
 
 
 class Stack(processes.Stack):
@@ -54,6 +54,14 @@ def ended(proc: psutil.Process) -> bool:
     died, so not ours to reap)."""
     try:
         return bool(proc.status() == psutil.STATUS_ZOMBIE)
+    except psutil.NoSuchProcess:
+        return True
+
+
+def pid_ended(pid: int) -> bool:
+    """`ended` for a pid."""
+    try:
+        return ended(psutil.Process(pid))
     except psutil.NoSuchProcess:
         return True
 
