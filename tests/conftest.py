@@ -40,14 +40,16 @@ def stack(project: Path, runtime_base: Path, front_transport: str | None) -> Ite
 
 @pytest.fixture
 def daemon(stack: Stack) -> Stack:
-    stack.start_daemon()
+    if stack.daemon is None:  # else `api` started it, beside its front
+        stack.start_daemon()
     return stack
 
 
 @pytest.fixture
-async def api(daemon: Stack) -> AsyncIterator[Api]:
-    """The API through a real front, as Studio would use it."""
-    _, url = daemon.start_front()
+async def api(stack: Stack) -> AsyncIterator[Api]:
+    """The API through a real front, as Studio would use it: the front starts beside the
+    daemon (or on the test's `daemon`, when that fixture came first)."""
+    _, url = stack.start_front() if stack.daemon is not None else stack.start_daemon_and_front()
     client = Api.for_url(url)
     yield client
     await client.close()

@@ -39,6 +39,11 @@ class Stack(processes.Stack):
         FRONT_TOKENS[url] = self.token
         return front, url
 
+    def start_daemon_and_front(self) -> tuple[Proc, str]:
+        front, url = super().start_daemon_and_front()
+        FRONT_TOKENS[url] = self.token
+        return front, url
+
 
 @contextmanager
 def stack_for(project: Path, runtime_base: Path, **kw: Any) -> Iterator[Stack]:
