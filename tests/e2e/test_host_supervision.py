@@ -144,7 +144,7 @@ async def test_host_never_ready_fails_the_run_runtime_unavailable(tiny_stack: St
 
 async def test_postgresql_backend_is_warned_from_the_start(tmp_path: Path,
                                                            runtime_base: Path) -> None:
-    project = tiny_project(tmp_path, "stubborn", extra='state_backend = "postgresql"\n')
+    project = tiny_project(tmp_path, "card", extra='state_backend = "postgresql"\n')
     with stack_for(project, runtime_base) as stack:
         stack.start_daemon()
         api = Api.for_socket(str(stack.settings.socket_path))
@@ -161,7 +161,7 @@ async def test_postgresql_backend_is_warned_from_the_start(tmp_path: Path,
             await api.close()
 
 
-@pytest.mark.parametrize("tiny_stack", [("stubborn", {})], indirect=True)
+@pytest.mark.parametrize("tiny_stack", [("card", {})], indirect=True)
 async def test_a_host_any_web_page_can_reach_is_reported(tiny_stack: Stack) -> None:
     # The tiny Host answers its card whatever the Host header says (DNS rebinding).
     api = Api.for_socket(str(tiny_stack.settings.socket_path))
