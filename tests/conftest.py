@@ -40,14 +40,16 @@ def stack(project: Path, runtime_base: Path, front_transport: str | None) -> Ite
 
 @pytest.fixture
 def daemon(stack: Stack) -> Stack:
-    stack.start_daemon()
+    if stack.daemon is None:  # else `api` started it, beside its front
+        stack.start_daemon()
     return stack
 
 
 @pytest.fixture
-async def api(daemon: Stack) -> AsyncIterator[Api]:
-    """The API through a real front, as Studio would use it."""
-    _, url = daemon.start_front()
+async def api(stack: Stack) -> AsyncIterator[Api]:
+    """The API through a real front, as Studio would use it: the front starts beside the
+    daemon (or on the test's `daemon`, when that fixture came first)."""
+    _, url = stack.start_front() if stack.daemon is not None else stack.start_daemon_and_front()
     client = Api.for_url(url)
     yield client
     await client.close()
@@ -62,17 +64,22 @@ async def direct(daemon: Stack) -> AsyncIterator[Api]:
 
 
 @pytest.fixture(scope="module")
-def module_daemon(tmp_path_factory: pytest.TempPathFactory,
+def module_daemon(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
                   front_transport: str | None) -> Iterator[Stack]:
-    """One daemon (and one front, once `module_api` asks) shared by a module's tests that
-    need no fresh history: each compares what it reads just before and after its own
-    request, or reads only what it wrote (a daemon, a front and a Host start per test cost
-    about a second)."""
+    """One daemon (and one front, when the module's tests ask for `module_api`) shared by a
+    module's tests that need no fresh history: each compares what it reads just before and
+    after its own request, or reads only what it wrote (a daemon, a front and a Host start
+    per test cost about a second). The front, if any, starts beside the daemon."""
     base = short_tmpdir("lpm")
+    wants_front = any("module_api" in item.fixturenames for item in request.session.items
+                      if item.module is request.module)
     try:
         project = copy_example(tmp_path_factory.mktemp("module"))
         with stack_for(project, base, extra_env=transport_env(front_transport)) as s:
-            s.start_daemon()
+            if wants_front:
+                s.start_daemon_and_front()
+            else:
+                s.start_daemon()
             yield s
     finally:
         shutil.rmtree(base, ignore_errors=True)
@@ -80,8 +87,8 @@ def module_daemon(tmp_path_factory: pytest.TempPathFactory,
 
 @pytest.fixture
 async def module_api(module_daemon: Stack) -> AsyncIterator[Api]:
-    """The API through the module's shared front, started by the first test that asks (a
-    client of the test's own loop)."""
+    """The API through the module's shared front (started with the daemon, or by the first
+    test that asks; a client of the test's own loop)."""
     url = (front_url(module_daemon.fronts[0]) if module_daemon.fronts
            else module_daemon.start_front()[1])
     assert url is not None

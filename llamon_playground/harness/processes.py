@@ -116,13 +116,28 @@ class Stack:
         self.hosts_seen: set[int] = set()
 
     def start_daemon(self) -> Proc:
+        daemon = self._spawn_daemon()
+        wait_for(self._healthy, 30, "the daemon's socket")
+        return daemon
+
+    def start_daemon_and_front(self) -> tuple[Proc, str]:
+        """A daemon and a front on a free port, started side by side: the front reaches the
+        daemon per request, so its start need not wait for the daemon's (on two cores the
+        two starts overlap). The front and its URL, once both are up."""
+        daemon = self._spawn_daemon()
+        front = self._spawn_front(0)
+        wait_for(self._healthy, 30, "the daemon's socket")
+        url = self._announced(front)
+        assert daemon is self.daemon
+        return front, url
+
+    def _spawn_daemon(self) -> Proc:
         if self.daemon is not None:  # a restart: reap the previous one (and its log file)
             self.remember_hosts()
             self.daemon.stop()
         log = self.runtime_base / f"daemon-{uuid.uuid4().hex[:8]}.log"
         self.daemon = Proc([sys.executable, "-m", "llamon_playground", "daemon",
                             str(self.project)], self.env, log, self.cwd)
-        wait_for(self._healthy, 30, "the daemon's socket")
         return self.daemon
 
     def _healthy(self) -> bool:
@@ -143,13 +158,21 @@ class Stack:
     def start_front(self, port: int = 0) -> tuple[Proc, str]:
         """A new front and its URL; `port` 0 picks a free one, a given one replaces a
         stopped front."""
+        front = self._spawn_front(port)
+        return front, self._announced(front)
+
+    def _spawn_front(self, port: int) -> Proc:
         # Unique: another Stack on the same runtime dir must never read this front's URL.
         log = self.runtime_base / f"front-{uuid.uuid4().hex[:8]}.log"
         front = Proc([sys.executable, "-m", "llamon_playground", "front", str(self.project),
                       "--port", str(port)], self.env, log, self.cwd)
         self.fronts.append(front)
+        return front
+
+    @staticmethod
+    def _announced(front: Proc) -> str:
         url: str = wait_for(lambda: front_url(front) or "", 30, "the front's URL")
-        return front, url
+        return url
 
     def remember_hosts(self) -> None:
         if self.daemon is not None:

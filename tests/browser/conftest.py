@@ -63,8 +63,7 @@ def page_stack(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
     pyproject.write_text(pyproject.read_text() + getattr(request.module, "PYPROJECT_EXTRA", ""))
     try:
         with stack_for(project, runtime, extra_env=getattr(request.module, "EXTRA_ENV", None)) as stack:
-            stack.start_daemon()
-            _, url = stack.start_front()
+            _, url = stack.start_daemon_and_front()
             yield stack, url
     finally:
         shutil.rmtree(runtime, ignore_errors=True)

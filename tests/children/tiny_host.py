@@ -1,5 +1,7 @@
 """A misbehaving Host, chosen by argv[1]; stdlib only so it starts fast.
 
+  card        serves the agent card and ends on SIGTERM: a Host whose manners are not the test's
+              subject (its stop takes no grace period)
   stubborn    serves the agent card, ignores SIGTERM; /sse holds a connection open
   grandchild  starts a grandchild that inherits stdout, serves the card; GET /exit exits
   crash       prints a line and exits 1 at once

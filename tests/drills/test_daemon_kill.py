@@ -11,12 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
 
 from tests.drills.checks import check_database, check_no_temp_blobs
 from tests.support.api import Api, SseEvent
-from tests.support.procs import stack_for
+from tests.support.procs import stack_for, still_running
 
 pytestmark = pytest.mark.drill
 
@@ -107,8 +106,9 @@ async def test_daemon_sigkill_at_random_points(project: Path, runtime_base: Path
     seen = Seen()
     env = {"ECHO_CHUNK_DELAY_MS": "2"}
     with stack_for(project, runtime_base, extra_env=env) as stack:
+        stack.start_daemon()
         for i in range(rounds):
-            stack.start_daemon()
+            # Each round kills the daemon the last one's checks ran on: a recovered one.
             api = Api.for_socket(str(stack.settings.socket_path))
             name = list(POINTS)[i % len(POINTS)]
             try:
@@ -125,8 +125,7 @@ async def test_daemon_sigkill_at_random_points(project: Path, runtime_base: Path
                 stack.daemon.wait(10)  # type: ignore[union-attr]
             finally:
                 await api.close()
-            _, alive = psutil.wait_procs(hosts, timeout=10)
-            assert not alive, f"round {i} ({name}): Host outlived its daemon"
+            assert not still_running(hosts, 10), f"round {i} ({name}): Host outlived its daemon"
             stack.start_daemon()  # boot recovery runs here
             figures = check_database(stack.settings.db_path, seen.ids())
             check_no_temp_blobs(stack.settings.files_dir)
@@ -140,4 +139,3 @@ async def test_daemon_sigkill_at_random_points(project: Path, runtime_base: Path
                   f"events, {figures['events']} events; {len(seen.runs)} acknowledged runs "
                   f"and {len(seen.imported_sessions)} imported sessions there; every "
                   f"client's events a prefix of the stored ones, content included")
-            stack.daemon.stop()  # type: ignore[union-attr]

@@ -16,14 +16,13 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import psutil
 import pytest
 
 from tests.drills.checks import check_database
 from tests.support.api import TERMINAL, Api
 from tests.support.endings import folded_text
 from tests.support.kills import sigkill_mid_run
-from tests.support.procs import Stack, stack_for
+from tests.support.procs import Stack, stack_for, still_running
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.drill
@@ -201,7 +200,7 @@ async def test_boot_recovery_on_a_full_disk_exits_saying_why(disk_stack: Stack, 
     write: it exits non-zero saying why, leaving no process behind. With space back, the
     next start repairs the run."""
     _, run_id, hosts = await sigkill_mid_run(disk_stack)
-    psutil.wait_procs(hosts, timeout=10)
+    still_running(hosts, 10)
     fill(mounts["state"])
     try:
         booted = subprocess.run(

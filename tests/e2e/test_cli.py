@@ -11,7 +11,7 @@ import orjson
 import psutil
 
 from tests.support.api import Api
-from tests.support.procs import REPO, Proc, Stack, kill_tree, process_tree, wait_for
+from tests.support.procs import REPO, Proc, Stack, kill_tree, pid_ended, process_tree, wait_for
 
 
 def cli(stack: Stack, *args: str) -> subprocess.CompletedProcess[str]:
@@ -86,7 +86,7 @@ async def test_up_serves_the_front_and_stops_the_daemon_it_started(stack: Stack)
         up.signal(2)
         assert up.wait(30) == 0
         assert "stopped the daemon (pid %d) that `up` started" % daemon_pid in up.output()
-        wait_for(lambda: not psutil.pid_exists(daemon_pid) and not psutil.pid_exists(host_pid),
+        wait_for(lambda: pid_ended(daemon_pid) and pid_ended(host_pid),
                  30, "the daemon and its Host to stop")
         daemon_pid = None
         # --detach returns once the front serves: the URL, the pids, how to stop them.
@@ -110,8 +110,7 @@ async def test_up_serves_the_front_and_stops_the_daemon_it_started(stack: Stack)
         # `stop` ends the daemon and the front `up --detach` left.
         stopped = cli(stack, "stop", str(stack.project))
         assert stopped.returncode == 0 and f"stopped the front (pid {front_pid})" in stopped.stdout
-        wait_for(lambda: not psutil.pid_exists(front_pid)
-                 or psutil.Process(front_pid).status() == "zombie", 10, "the front to stop")
+        wait_for(lambda: pid_ended(front_pid), 10, "the front to stop")
         daemon_pid = front_pid = None
     finally:
         up.stop()

@@ -20,7 +20,7 @@ import pytest
 
 from llamon_playground.cli.main import build_parser
 from tests.support.door import cli, running_daemon
-from tests.support.procs import REPO, Proc, Stack, copy_example, stack_for, wait_for
+from tests.support.procs import REPO, Proc, Stack, copy_example, pid_ended, stack_for, wait_for
 
 
 @pytest.fixture(scope="module")
@@ -158,8 +158,7 @@ def test_an_explicit_stop_ends_up_but_a_crash_does_not(stack: Stack) -> None:
         url, token = link.split("?token=")
         # A crash: the daemon is killed and another one comes; `up` and its front stay.
         os.kill(first, signal.SIGKILL)
-        wait_for(lambda: not psutil.pid_exists(first)
-                 or psutil.Process(first).status() == "zombie", 10, "the daemon to die")
+        wait_for(lambda: pid_ended(first), 10, "the daemon to die")
         stack.start_daemon()
 
         async def health() -> int:

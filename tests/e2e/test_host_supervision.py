@@ -17,7 +17,15 @@ import pytest
 
 from tests.support.api import Api
 from tests.support.endings import assert_phases_close
-from tests.support.procs import Stack, kill_tree, stack_for, wait_for
+from tests.support.procs import (
+    Stack,
+    ended,
+    kill_tree,
+    pid_ended,
+    stack_for,
+    still_running,
+    wait_for,
+)
 from tests.support.projects import tiny_project
 from tests.support.waiting import eventually, host_status
 
@@ -46,7 +54,7 @@ async def test_host_ignoring_sigterm_is_killed_while_a_client_holds_a_stream(
                 code, stopped = await asyncio.wait_for(api.call("POST", "host/stop"), 15)
         assert code == 200 and stopped["state"] == "stopped"
         assert stopped["last_stop_step"] == "killed"
-        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie"
+        assert pid_ended(pid)
     finally:
         await api.close()
 
@@ -69,8 +77,7 @@ async def test_grandchild_holding_stdout_does_not_hide_the_hosts_exit(tiny_stack
         after = await host_status(api, lambda s: s["state"] == "backoff", "backoff")
         assert after["last_exit_code"] == 0 and after["generation"] == status["generation"]
         # The leftover grandchild of the dead Host's group is gone too.
-        wait_for(lambda: not psutil.pid_exists(grandchild)
-                 or psutil.Process(grandchild).status() == "zombie", 10, "grandchild reaped")
+        wait_for(lambda: pid_ended(grandchild), 10, "grandchild reaped")
     finally:
         await api.close()
 
@@ -137,7 +144,7 @@ async def test_host_never_ready_fails_the_run_runtime_unavailable(tiny_stack: St
 
 async def test_postgresql_backend_is_warned_from_the_start(tmp_path: Path,
                                                            runtime_base: Path) -> None:
-    project = tiny_project(tmp_path, "stubborn", extra='state_backend = "postgresql"\n')
+    project = tiny_project(tmp_path, "card", extra='state_backend = "postgresql"\n')
     with stack_for(project, runtime_base) as stack:
         stack.start_daemon()
         api = Api.for_socket(str(stack.settings.socket_path))
@@ -154,7 +161,7 @@ async def test_postgresql_backend_is_warned_from_the_start(tmp_path: Path,
             await api.close()
 
 
-@pytest.mark.parametrize("tiny_stack", [("stubborn", {})], indirect=True)
+@pytest.mark.parametrize("tiny_stack", [("card", {})], indirect=True)
 async def test_a_host_any_web_page_can_reach_is_reported(tiny_stack: Stack) -> None:
     # The tiny Host answers its card whatever the Host header says (DNS rebinding).
     api = Api.for_socket(str(tiny_stack.settings.socket_path))
@@ -231,14 +238,6 @@ def real_host(shell_pid: int) -> psutil.Process:
 REAPER_DEADLINE = 2.0  # the reaper ends the tree this soon after the daemon dies
 
 
-def gone(proc: psutil.Process) -> bool:
-    """Exited: no such process, or a zombie waiting for init (re-parented, not ours)."""
-    try:
-        return proc.status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
-
-
 @pytest.mark.parametrize("script", [
     # The Host as a shell's grandchild: the shell dies with the daemon (PDEATHSIG), the
     # Host, in the same group, would not.
@@ -266,7 +265,7 @@ async def test_the_host_tree_dies_with_a_killed_daemon_and_no_new_one(
         try:
             s.daemon.signal(signal.SIGKILL)
             s.daemon.wait(10)
-            wait_for(lambda: all(gone(p) for p in tree), REAPER_DEADLINE,
+            wait_for(lambda: all(ended(p) for p in tree), REAPER_DEADLINE,
                      "every process of the Host tree gone with no daemon")
             assert not _answers(s.settings.socket_path), "no daemon came back: the reaper alone"
         finally:
@@ -293,8 +292,7 @@ async def test_a_host_in_its_own_session_dies_with_stop(project: Path,
             host = real_host(shell)
             assert os.getsid(host.pid) != os.getsid(shell)
             await api.ok("POST", "host/stop")
-            gone, _ = psutil.wait_procs([host], timeout=10)
-            assert gone, "stop ended the Host that left the group"
+            assert not still_running([host], 10), "stop ended the Host that left the group"
             status = await api.ok("GET", "host")
             assert status["state"] == "stopped"
             assert (host.pid, "stop") in [(r["pid"], r["when"]) for r in status["reaped"]]

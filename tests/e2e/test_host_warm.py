@@ -146,12 +146,12 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.parametrize(("extra", "command", "reason"), [
     ("warm_start = false\n", None, "warm_start_disabled"),
-    ("", [sys.executable, "-u", str(CHILD), "stubborn"], "not_python_entry_point"),
+    ("", [sys.executable, "-u", str(CHILD), "card"], "not_python_entry_point"),
 ])
 async def test_fallbacks_start_cold_and_say_why(tmp_path: Path, runtime_base: Path,
                                                 extra: str, command: list[str] | None,
                                                 reason: str) -> None:
-    project = tiny_project(tmp_path, "stubborn", extra)
+    project = tiny_project(tmp_path, "card", extra)
     if command is not None:
         text = (project / "pyproject.toml").read_text().splitlines()
         text = [f"host_command = {command!r}".replace("'", '"') if line.startswith(
@@ -177,7 +177,7 @@ async def test_a_parent_that_fails_to_start_gives_a_cold_start(tmp_path: Path,
     wrapper.write_text(f'#!/bin/sh\ncase "$1" in *preloader.py) exit 3;; esac\n'
                        f'exec {sys.executable} "$@"\n')
     wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
-    project = tiny_project(tmp_path, "stubborn")
+    project = tiny_project(tmp_path, "card")
     text = (project / "pyproject.toml").read_text().replace(sys.executable, str(wrapper))
     (project / "pyproject.toml").write_text(text)
     with stack_for(project, runtime_base) as s:

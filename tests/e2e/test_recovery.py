@@ -13,7 +13,7 @@ import pytest
 from tests.support.api import Api
 from tests.support.endings import assert_phases_close, folded_text, stored_text
 from tests.support.kills import sigkill_mid_run
-from tests.support.procs import Stack, stack_for
+from tests.support.procs import Stack, stack_for, still_running
 from tests.support.waiting import eventually
 
 MANY_WORDS = " ".join(f"w{i}" for i in range(300))
@@ -121,15 +121,13 @@ async def test_daemon_sigterm_mid_run_interrupts_with_studio_shutdown(slow_stack
     last = db_rows(slow_stack, f"SELECT kind, frame FROM events WHERE run_id='{run_id}' "
                                "ORDER BY seq DESC LIMIT 1")[0]
     assert last[0] == "run.status" and b'"interrupted"' in last[1]
-    gone, alive = psutil.wait_procs(hosts, timeout=10)
-    assert not alive, "a clean stop stops the Host"
+    assert not still_running(hosts, 10), "a clean stop stops the Host"
 
 
 async def test_daemon_sigkill_mid_run_is_interrupted_on_next_start(slow_stack: Stack) -> None:
     session, run_id, hosts = await sigkill_mid_run(slow_stack)
     # PDEATHSIG: the Host does not outlive a SIGKILLed daemon.
-    _, alive = psutil.wait_procs(hosts, timeout=10)
-    assert not alive
+    assert not still_running(hosts, 10)
     assert db_rows(slow_stack, f"SELECT status FROM runs WHERE id='{run_id}'")[0][0] == "running"
     slow_stack.start_daemon()
     api = Api.for_socket(str(slow_stack.settings.socket_path))

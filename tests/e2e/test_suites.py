@@ -16,9 +16,10 @@ from tests.support.procs import Stack, stack_for
 from tests.support.waiting import eventually
 
 WATCH_ENV = {"LLAMON_PLAYGROUND_WATCH_QUIET": "0.15"}
-# `slow` in 20 half-second ticks, not 60: long enough to be caught running, and a suite that
-# replays it to the end takes 10 s, not 30.
-SHORT_SLOW_ENV = {"ECHO_SLOW_TICKS": "20"}
+# `slow` in 8 half-second ticks, not 60: caught running 3.5 s before its end (the kill
+# lands a request after its first output), and a suite that replays it to the end takes
+# 4 s, not 30.
+SHORT_SLOW_ENV = {"ECHO_SLOW_TICKS": "8"}
 
 
 @pytest.fixture

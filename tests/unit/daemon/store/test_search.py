@@ -140,18 +140,23 @@ def test_a_rolled_back_write_leaves_the_index_as_it_was(conn: sqlite3.Connection
     assert index_is_rebuilt(conn)
 
 
+@pytest.fixture(scope="module")
+def schema_only() -> Iterator[sqlite3.Connection]:
+    """A migrated, empty history the queries below only read (one migration for all the
+    generated examples, not one each)."""
+    db = sqlite3.connect(":memory:", isolation_level=None)
+    migrate(db)
+    yield db
+    db.close()
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.text(max_size=80))
-def test_no_typed_query_is_fts5_syntax(q: str) -> None:
-    db = sqlite3.connect(":memory:", isolation_level=None)
-    try:
-        migrate(db)
-        query = parse_query(q, statuses=["failed"], reasons=['a"b'], labelled=True,
-                            evaluator_failed=False, session_id="x) OR (y")
-        assert query.match() is not None
-        db.execute(*statement(query, 0, 10)).fetchall()  # raises on a syntax error
-    finally:
-        db.close()
+def test_no_typed_query_is_fts5_syntax(schema_only: sqlite3.Connection, q: str) -> None:
+    query = parse_query(q, statuses=["failed"], reasons=['a"b'], labelled=True,
+                        evaluator_failed=False, session_id="x) OR (y")
+    assert query.match() is not None
+    schema_only.execute(*statement(query, 0, 10)).fetchall()  # raises on a syntax error
 
 
 def test_words_phrases_and_prefixes() -> None:
