@@ -51,7 +51,7 @@ export async function compareView(runs, created = {}) {
 // One line a row, its kind a class (the colour) and its first character kept (the sign).
 function diffView(unified, names) {
   const lines = String(unified || '').split('\n');
-  return el('pre', { class: 'diff', tabindex: 0, 'aria-label': 'Text diff' }, lines.map((line) => {
+  return el('pre', { class: 'diff', role: 'region', tabindex: 0, 'aria-label': 'Text diff' }, lines.map((line) => {
     let kind = 'same';
     let text = line;
     if (line.startsWith('--- ')) { kind = 'head'; text = `--- older: ${names.left}`; }

@@ -15,7 +15,10 @@ export class HostLogs {
     this.events = null;
     this.retry = 0;
     this.last = -1;
-    this.list = el('pre', { class: 'log-lines', tabindex: 0, 'aria-label': 'Host log lines' });
+    // A <pre> is generic to assistive technology, which may not name it: the lines are a log.
+    this.list = el('pre', { class: 'log-lines', role: 'log', tabindex: 0, 'aria-label': 'Host log lines' });
+    this.empty = el('p', { class: 'log-empty' },
+      'Nothing logged yet: the Host writes here once it starts (with the first run, or Start Host).');
   }
 
   isOpen() {
@@ -32,7 +35,8 @@ export class HostLogs {
     this.node.hidden = false;
     this.node.replaceChildren(
       el('div', { class: 'panel-head' }, el('h2', {}, 'Host logs'), button('Close logs', () => this.close())),
-      this.list);
+      this.empty, this.list);
+    this.empty.hidden = this.list.childNodes.length > 0;
     this.connect();
   }
 
@@ -52,6 +56,7 @@ export class HostLogs {
 
   line(line) {
     this.last = line.offset;
+    this.empty.hidden = true;
     const stick = this.list.scrollTop + this.list.clientHeight >= this.list.scrollHeight - 4;
     this.list.append(el('span', { class: `log ${line.stream}` },
       `[${line.generation}] ${line.text}\n`));

@@ -311,7 +311,7 @@ export class RunView {
     const tail = Array.isArray(error.log_tail) ? error.log_tail : await hostLogTail(run);
     const which = run.generation ? `generation ${run.generation}, ` : '';
     box.append(el('h4', {}, `Host log tail (${which}during the run)`),
-      tail.length ? el('pre', { class: 'log-tail', tabindex: 0, 'aria-label': 'Host log tail' }, tail.join('\n'))
+      tail.length ? el('pre', { class: 'log-tail', role: 'region', tabindex: 0, 'aria-label': 'Host log tail' }, tail.join('\n'))
         : el('p', { class: 'hint log-tail-empty' }, 'The Host wrote nothing during this run.'),
       button('Host logs', () => this.app.showLogs()));
     if (!this.closed) this.diagnostics.replaceChildren(box);
