@@ -18,7 +18,6 @@ from llamon_playground.common.config import Settings
 from llamon_playground.common.fd_budget import connection_cap
 from llamon_playground.common.http_json import name_the_server
 from llamon_playground.common.logging_setup import set_context_fallback
-from llamon_playground.common.parser_errors import PlainRunner
 from llamon_playground.common.request_context import add_request_context
 from llamon_playground.common.runtime_dir import acquire_lock, remove_discovery, write_discovery
 from llamon_playground.common.stop_signal import wait_for_stop_signal
@@ -34,6 +33,7 @@ from llamon_playground.daemon.http.openapi import add_openapi_routes
 from llamon_playground.daemon.http.peercred import peer_cred_middleware
 from llamon_playground.daemon.http.routes import add_routes, errors_middleware
 from llamon_playground.daemon.http.search import add_search_routes
+from llamon_playground.daemon.http.sse import DaemonRunner
 from llamon_playground.daemon.http.suites import add_suite_routes
 from llamon_playground.daemon.introspect.host_checks import (
     default_command_note,
@@ -270,7 +270,7 @@ async def serve(settings: Settings, environ: dict[str, str]) -> None:
         services.host.note_reaped(left)
         set_context_fallback(lambda: _log_context(services))
         # Parser-level errors answered plainly too: our Server header, nothing echoed.
-        runner = PlainRunner(make_app(services), handle_signals=False, access_log=None,
+        runner = DaemonRunner(make_app(services), handle_signals=False, access_log=None,
                              shutdown_timeout=1.0)
         await runner.setup()
         stack.push_async_callback(runner.cleanup)

@@ -1,7 +1,16 @@
-"""SSE for one run: replay from SQLite after the cursor, then live, with no gap or duplicate.
+"""SSE for one run: replay from SQLite after the cursor, then live, with no gap or duplicate;
+and how every stream of the daemon ends with its connection.
 
 Hand-over is by seq: the live log only holds committed events, so anything the log does
 not cover (below its floor) is already in SQLite, and the cursor skips what was sent.
+
+The daemon does not cancel a handler whose client left (aiohttp's handler_cancellation is
+off): a run's creation whose client went away must still start the run it committed. A
+stream only writes, though, and left running it would learn of its lost connection at its
+next write, an event or a keep-alive up to 15 s later, and a daemon stopping meanwhile
+would wait out its shutdown timeout for it. So `prepare_stream` marks its request, and the
+daemon's connection handler (`DaemonRunner`) cancels a marked request's handler the moment
+its connection is lost: a client that hangs up, or a front that lets a lent one go.
 """
 
 from __future__ import annotations
@@ -9,14 +18,17 @@ from __future__ import annotations
 import asyncio
 
 from aiohttp import web
+from aiohttp.web_protocol import RequestHandler
 
 from llamon_playground.common.http_json import decimal_digits
+from llamon_playground.common.parser_errors import PlainRequestHandler, PlainRunner, PlainServer
 from llamon_playground.daemon.errors import BadRequest
 from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.event_log import EventHub, RunLog
 
 KEEPALIVE = b": keep-alive\n\n"
 REPLAY_PAGE = 2000
+ENDS_WITH_CONNECTION = web.RequestKey("ends_with_connection", bool)  # set by prepare_stream
 
 
 def cursor_value(name: str, raw: str | None) -> int | None:
@@ -41,6 +53,7 @@ def parse_cursor(request: web.Request) -> int:
 
 
 async def prepare_stream(request: web.Request) -> web.StreamResponse:
+    request[ENDS_WITH_CONNECTION] = True
     response = web.StreamResponse(headers={
         "Content-Type": "text/event-stream",
         "Cache-Control": "no-cache",
@@ -96,3 +109,28 @@ async def stream_run(response: web.StreamResponse, store: Store, hub: EventHub, 
         if prefetch is not None:
             prefetch.cancel()
             await asyncio.gather(prefetch, return_exceptions=True)
+
+
+class StreamEndingHandler(PlainRequestHandler):
+    """The daemon's connection handler: a stream's handler is cancelled with its connection."""
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        request, task = self._current_request, self._task_handler
+        super().connection_lost(exc)
+        if request is not None and task is not None and request.get(ENDS_WITH_CONNECTION):
+            task.cancel()
+
+
+class _DaemonServer(PlainServer):
+    def __call__(self) -> RequestHandler:
+        return StreamEndingHandler(self, loop=self._loop, **self._kwargs)
+
+
+class DaemonRunner(PlainRunner):
+    """The daemon's `web.AppRunner`: parser errors answered plainly, streams ended with
+    their connections."""
+
+    async def _make_server(self) -> web.Server:
+        server = await super()._make_server()
+        server.__class__ = _DaemonServer
+        return server
