@@ -27,6 +27,11 @@ from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.event_log import EventHub, RunLog
 
 KEEPALIVE = b": keep-alive\n\n"
+# A browser's EventSource waits its own reconnection time (3 s in Chromium) before it opens
+# a dropped stream again, a front or daemon restart included; the page's own reconnects
+# start at 0.5 s (api/page/connection.js), and a stream asks for the same. It sets only
+# the reconnection time: no event is dispatched for it.
+RECONNECT = b"retry: 500\n\n"
 REPLAY_PAGE = 2000
 ENDS_WITH_CONNECTION = web.RequestKey("ends_with_connection", bool)  # set by prepare_stream
 
@@ -60,6 +65,7 @@ async def prepare_stream(request: web.Request) -> web.StreamResponse:
         "X-Accel-Buffering": "no",
     })
     await response.prepare(request)
+    await response.write(RECONNECT)
     return response
 
 

@@ -99,6 +99,9 @@ async def test_token_link_sets_a_cookie_that_opens_the_api_and_sse(front: Front)
         async with http.get(f"{P}/events") as resp:  # EventSource can only send cookies
             assert resp.status == 200
             assert resp.headers["Content-Type"].startswith("text/event-stream")
+            # First the reconnection time the browser is to use, then the snapshot.
+            assert await resp.content.readline() == b"retry: 500\n"
+            assert await resp.content.readline() == b"\n"
             assert (await resp.content.readline()).startswith(b"event: host.state")
 
 

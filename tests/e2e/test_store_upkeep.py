@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 import pytest
 
+from llamon_playground.daemon.http.sse import RECONNECT
 from llamon_playground.daemon.store.frames import frame_payload
 from llamon_playground.daemon.store.migrations import SCHEMA_VERSION
 from tests.support.api import Api, P
@@ -60,7 +61,12 @@ async def raw_replay(api: Api, run_id: str, headers: dict[str, str] | None = Non
     async with api.http.get(f"{P}/runs/{run_id}/events", headers=headers or {},
                             params=params) as resp:
         assert resp.status in (200, 204)
-        return await resp.read()
+        body = await resp.read()
+    if resp.status == 204:
+        return body
+    # A stream opens with the reconnection time it asks of a browser, then the frames.
+    assert body.startswith(RECONNECT), body[:40]
+    return body[len(RECONNECT):]
 
 
 def compacted(stack: Stack) -> bool:

@@ -13,6 +13,7 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from llamon_playground.common.config import build_settings
 from llamon_playground.daemon.app import Daemon, build_services, make_app, shutdown
+from llamon_playground.daemon.http.sse import RECONNECT
 from llamon_playground.daemon.store.history import create_session, insert_run
 
 N_EVENTS = 20000
@@ -99,6 +100,8 @@ async def test_keepalive_comments_while_idle(services: Daemon,
                                              client: TestClient[Any, Any]) -> None:
     run_id = await new_live_run(services)
     async with client.get(f"/api/playground/v1/runs/{run_id}/events") as resp:
+        opening = await asyncio.wait_for(resp.content.readexactly(len(RECONNECT)), 5)
+        assert opening == RECONNECT
         line = await asyncio.wait_for(resp.content.readline(), 5)
         assert line == b": keep-alive\n"
         services.store.append_event(run_id, "run.status", {"status": "completed"})
