@@ -65,7 +65,10 @@ async def prepare_stream(request: web.Request) -> web.StreamResponse:
         "X-Accel-Buffering": "no",
     })
     await response.prepare(request)
-    await response.write(RECONNECT)
+    try:
+        await response.write(RECONNECT)
+    except ConnectionError:
+        pass  # gone already: the stream's first write says so, as it always could
     return response
 
 
