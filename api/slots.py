@@ -122,17 +122,13 @@ class DoorRequestHandler(PlainRequestHandler):
 class FrontServer(PlainServer):
     """A `web.Server` whose connections are DoorRequestHandlers."""
 
-    def __call__(self) -> DoorRequestHandler:
-        return DoorRequestHandler(self, loop=self._loop, **self._kwargs)
+    handler_class = DoorRequestHandler
 
 
 class FrontRunner(PlainRunner):
     """The front's `AppRunner`: parser errors answered plainly, connections in Slots."""
 
-    async def _make_server(self) -> web.Server:
-        server = await super()._make_server()
-        server.__class__ = FrontServer
-        return server
+    server_class = FrontServer
 
 
 SLOTS = web.AppKey("slots", Slots)

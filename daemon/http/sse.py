@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 
 from aiohttp import web
-from aiohttp.web_protocol import RequestHandler
 
 from llamon_playground.common.http_json import decimal_digits
 from llamon_playground.common.parser_errors import PlainRequestHandler, PlainRunner, PlainServer
@@ -131,15 +130,11 @@ class StreamEndingHandler(PlainRequestHandler):
 
 
 class _DaemonServer(PlainServer):
-    def __call__(self) -> RequestHandler:
-        return StreamEndingHandler(self, loop=self._loop, **self._kwargs)
+    handler_class = StreamEndingHandler
 
 
 class DaemonRunner(PlainRunner):
     """The daemon's `web.AppRunner`: parser errors answered plainly, streams ended with
     their connections."""
 
-    async def _make_server(self) -> web.Server:
-        server = await super()._make_server()
-        server.__class__ = _DaemonServer
-        return server
+    server_class = _DaemonServer

@@ -45,16 +45,20 @@ class PlainRequestHandler(RequestHandler):
 
 
 class PlainServer(web.Server):
-    """A `web.Server` whose connections are PlainRequestHandlers."""
+    """A `web.Server` whose connections are `handler_class`es (a subclass names its own)."""
+
+    handler_class: type[PlainRequestHandler] = PlainRequestHandler
 
     def __call__(self) -> RequestHandler:
-        return PlainRequestHandler(self, loop=self._loop, **self._kwargs)
+        return self.handler_class(self, loop=self._loop, **self._kwargs)
 
 
 class PlainRunner(web.AppRunner):
-    """`web.AppRunner` serving with a PlainServer."""
+    """`web.AppRunner` serving with a `server_class` (a subclass names its own)."""
+
+    server_class: type[PlainServer] = PlainServer
 
     async def _make_server(self) -> web.Server:
         server = await super()._make_server()
-        server.__class__ = PlainServer  # the same object, answering parser errors plainly
+        server.__class__ = self.server_class  # the same object, its connections ours
         return server
