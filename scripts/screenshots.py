@@ -1,5 +1,6 @@
 """Screenshots of the Playground page (scripts/screenshots): the first-entry notice, the
-thread, the narrow panels, the run view, its trace timeline, a failed run, a comparison,
+thread, the narrow panels, the run view, its trace timeline, a failed run, the Host logs
+panel, a comparison,
 search, the suites, a suite run's report and a Flow's graph with a run's path, each in light
 and dark, at 1280×720 (and 800×700), into docs/screenshots/.
 
@@ -129,6 +130,14 @@ def shoot(browser: Any, login: str, url: str, runs: dict[str, str], scheme: str)
     expect(view).to_have_attribute("data-status", "failed")
     expect(view.get_by_role("region", name="Diagnostics")).to_contain_text("Host log tail")
     page.screenshot(path=OUT / f"failed-{scheme}.png")
+    # The Host's own log lines, followed live in the panel under the run.
+    page.get_by_role("button", name="Host logs", exact=True).first.click()  # the header's
+    expect(page.get_by_role("log", name="Host log lines").locator(".log").first).to_be_visible()
+    page.screenshot(path=OUT / f"logs-{scheme}.png")
+    page.set_viewport_size({"width": 800, "height": 700})
+    page.screenshot(path=OUT / f"logs-narrow-{scheme}.png")
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.get_by_role("button", name="Close logs", exact=True).click()
     boxes = page.locator(".run-item input[type=checkbox]")
     boxes.nth(1).check()  # the two comparable runs: the thread's first two turns
     boxes.nth(0).check()
