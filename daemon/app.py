@@ -146,7 +146,8 @@ async def build_services(settings: Settings, environ: dict[str, str]) -> Daemon:
         spawner=WarmSpawner(lambda: warm_options(settings), WarmPaths(
             modules=settings.runtime_dir / "host-modules.json",
             parent_log=settings.runtime_dir / "host-parent.log")),
-        log_bytes=settings.limits.host_log_bytes))
+        log_bytes=settings.limits.host_log_bytes, log_file_bytes=settings.logs.host_file_bytes,
+        log_file_backups=settings.logs.host_file_backups))
     host.follow_project(env_file, warnings)
     host.add_state_listener(project_events.host_changed)
     # No total timeout: run streams last as long as the Host streams. No kept-alive

@@ -24,7 +24,7 @@ from llamon_playground.host_manager.environment import ENV_MARKER, KeptPort, chi
 from llamon_playground.host_manager.errors import HostUnavailable
 from llamon_playground.host_manager.watch.fingerprint import WatchRules
 from llamon_playground.host_manager.generation import Generation
-from llamon_playground.host_manager.logs import HostLogs
+from llamon_playground.host_manager.logs import HostLogs, HostOutput
 from llamon_playground.host_manager.orphans import reap_marked, record_generation, tree_id
 from llamon_playground.host_manager.process import HostProcess
 from llamon_playground.host_manager.readiness import exposed_warning, exposure, wait_ready
@@ -33,7 +33,6 @@ from llamon_playground.host_manager.spawn.spawner import Spawner
 log = logging.getLogger(__name__)
 
 LOG_TAIL = 20  # log lines a HostUnavailable carries
-TOKEN_MASK = "[REDACTED capture token]"
 REAPED_KEPT = 20  # reaped processes GET /host lists (the latest)
 
 
@@ -53,6 +52,8 @@ class HostConfig:
     stop_grace: float
     spawner: Spawner  # cold, or forked from a warm parent (spawn/warm.py)
     log_bytes: int  # Host log text kept in memory (common/limits.py)
+    log_file_bytes: int  # host.log's size before it rotates (Settings.host_log_file_bytes)
+    log_file_backups: int  # rotated host.log.N files kept
 
 
 class Reaper:
@@ -139,18 +140,17 @@ async def spawn_generation(config: HostConfig, logs: HostLogs, number: int, port
                            token: str) -> tuple[HostProcess, Generation]:
     """Spawn generation `number` (not Ready yet) and record it for a next daemon's orphan
     check; HostUnavailable when it could not be started."""
-    def on_line(stream: str, text: str) -> None:
-        # A Host that prints its environment must not leak the live token into host.log,
-        # GET /host/logs or a failed run's log_tail (stored and exported): scrubbed here,
-        # before anything keeps the line.
-        logs.append(number, stream, text.replace(token, TOKEN_MASK))
+    # A Host that prints its environment must not leak the live token into host.log,
+    # GET /host/logs or a failed run's log_tail (stored and exported): masked in the bytes
+    # as read, however the Host's writes split it, before anything keeps a line.
+    output = HostOutput(token, lambda stream, text: logs.append(number, stream, text))
 
     argv: list[str] = []
     try:
         argv = config.command()
         env = child_env(config.base_env, generation=number, port=port, token=token,
                         capture_socket=config.capture_socket, tree=tree_id(config.record_path))
-        launch = await config.spawner.launch(argv, config.project_dir, env, on_line)
+        launch = await config.spawner.launch(argv, config.project_dir, env, output.feed)
     except OSError as exc:
         raise HostUnavailable(f"could not start the Host ({argv[:1]}): {exc}",
                               logs.tail(LOG_TAIL)) from exc

@@ -22,6 +22,11 @@ import psutil
 from llamon_playground.common.platform import current as current_platform
 
 
+# A Host's output as read, per stream ("stdout", "stderr"): bytes, `b""` at its end.
+Output = Callable[[str, bytes], None]
+READ_BYTES = 64 * 1024
+
+
 class StopStep(enum.Enum):
     """How a stop ended, so callers and tests can tell which step was needed."""
 
@@ -31,11 +36,11 @@ class StopStep(enum.Enum):
 
 
 class HostProcess:
-    """A cold spawn: `HostProcess(argv, cwd, env, on_line)`. A generation forked by the
+    """A cold spawn: `HostProcess(argv, cwd, env, on_output)`. A generation forked by the
     warm parent is adopted with `HostProcess.adopt` and behaves the same from then on."""
 
     def __init__(self, argv: list[str], cwd: Path, env: Mapping[str, str],
-                 on_line: Callable[[str, str], None]) -> None:
+                 on_output: Output) -> None:
         platform = current_platform()
         # On the event-loop thread: PDEATHSIG follows the thread that forks.
         popen = subprocess.Popen(
@@ -43,20 +48,20 @@ class HostProcess:
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
             preexec_fn=platform.die_with_parent(), close_fds=True)
         self._attach(popen.pid, popen.stdout, popen.stderr, platform.child_status(popen),
-                     on_line)
+                     on_output)
 
     @classmethod
     def adopt(cls, pid: int, stdout: IO[bytes], stderr: IO[bytes],
               exit_code: Callable[[], Awaitable[int]],
-              on_line: Callable[[str, str], None]) -> HostProcess:
+              on_output: Output) -> HostProcess:
         """A process somebody else forked (so only they can read its status: `exit_code`)."""
         self = cls.__new__(cls)
-        self._attach(pid, stdout, stderr, exit_code, on_line)
+        self._attach(pid, stdout, stderr, exit_code, on_output)
         return self
 
     def _attach(self, pid: int, stdout: IO[bytes] | None, stderr: IO[bytes] | None,
                 exit_code: Callable[[], Awaitable[int]],
-                on_line: Callable[[str, str], None]) -> None:
+                on_output: Output) -> None:
         self.pid = pid
         self.create_time = _create_time(self.pid)
         self._exit_code = exit_code
@@ -68,8 +73,8 @@ class HostProcess:
         if self._unwatch is None:
             self._collector = asyncio.create_task(self._collect())
         self._readers = [
-            asyncio.create_task(self._read_lines(stdout, "stdout", on_line)),
-            asyncio.create_task(self._read_lines(stderr, "stderr", on_line)),
+            asyncio.create_task(self._read_output(stdout, "stdout", on_output)),
+            asyncio.create_task(self._read_output(stderr, "stderr", on_output)),
         ]
 
     @property
@@ -85,21 +90,19 @@ class HostProcess:
         if not self.exited.done():
             self.exited.set_result(code)
 
-    async def _read_lines(self, pipe: object, stream: str,
-                          on_line: Callable[[str, str], None]) -> None:
+    async def _read_output(self, pipe: object, stream: str, on_output: Output) -> None:
+        """Pass each read on as it is (lines are made by the receiver, host_manager/logs.py:
+        a line reader here would drop what it cannot hold); `b""` once the pipe ends."""
         loop = asyncio.get_running_loop()
-        reader = asyncio.StreamReader(limit=1 << 20)
+        reader = asyncio.StreamReader(limit=READ_BYTES)
         transport, _ = await loop.connect_read_pipe(
             lambda: asyncio.StreamReaderProtocol(reader), pipe)
         try:
             while True:
-                try:
-                    line = await reader.readline()
-                except ValueError:  # a line over the limit: keep what fits
-                    line = await reader.read(1 << 20)
-                if not line:
+                chunk = await reader.read(READ_BYTES)
+                on_output(stream, chunk)
+                if not chunk:
                     return
-                on_line(stream, line.decode("utf-8", "replace").rstrip("\n"))
         finally:
             transport.close()
 

@@ -64,7 +64,9 @@ class HostSupervisor:
     def __init__(self, config: HostConfig) -> None:
         self._config = config
         self._rules = config.rules  # follows pyproject.toml's env_file (follow_project)
-        self._logs = HostLogs(config.log_path, max_bytes=config.log_bytes)
+        self._logs = HostLogs(config.log_path, max_bytes=config.log_bytes,
+                              file_bytes=config.log_file_bytes,
+                              file_backups=config.log_file_backups)
         self._state = HostState.STOPPED
         self._generation: Generation | None = None
         self._project_warnings: list[dict[str, str]] = []

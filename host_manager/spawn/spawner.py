@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from llamon_playground.host_manager.environment import ENV_MARKER
-from llamon_playground.host_manager.process import HostProcess
+from llamon_playground.host_manager.process import HostProcess, Output
 
 WARM = "warm"
 COLD = "cold"
@@ -41,8 +41,8 @@ class Spawner(Protocol):
     The supervisor calls `launch` for each generation and `close` once, at shutdown."""
 
     async def launch(self, argv: list[str], cwd: Path, env: Mapping[str, str],
-                     on_line: Callable[[str, str], None]) -> Launch:
-        """Start `argv` in `cwd` with `env`, its output lines to `on_line(stream, text)`;
+                     on_output: Output) -> Launch:
+        """Start `argv` in `cwd` with `env`, its output to `on_output(stream, bytes)`;
         the process, how it was started and why. OSError or HostUnavailable when it
         could not be."""
 
@@ -57,9 +57,9 @@ class ColdSpawner:
     """Today's spawn: the Host command as a new process. `reason` says why it is cold."""
 
     async def launch(self, argv: list[str], cwd: Path, env: Mapping[str, str],
-                     on_line: Callable[[str, str], None], *,
+                     on_output: Output, *,
                      reason: str = "warm_start_disabled") -> Launch:
-        return Launch(HostProcess(argv, cwd, env, on_line), COLD, reason, env[ENV_MARKER])
+        return Launch(HostProcess(argv, cwd, env, on_output), COLD, reason, env[ENV_MARKER])
 
     def describe(self) -> dict[str, Any] | None:
         return None

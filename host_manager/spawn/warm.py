@@ -25,7 +25,7 @@ import orjson
 from llamon_playground.common.platform import current as current_platform
 from llamon_playground.host_manager.capture import ENV_TOKEN
 from llamon_playground.host_manager.environment import ENV_MARKER
-from llamon_playground.host_manager.process import HostProcess
+from llamon_playground.host_manager.process import HostProcess, Output
 from llamon_playground.host_manager.spawn.parent import ParentGone, WarmParent, pipe_reader
 from llamon_playground.host_manager.spawn.spawner import (
     COLD,
@@ -85,22 +85,22 @@ class WarmSpawner:
                 "preloaded": len(parent.preloaded), "failed": len(parent.failed)}
 
     async def launch(self, argv: list[str], cwd: Path, env: Mapping[str, str],
-                     on_line: Callable[[str, str], None]) -> Launch:
+                     on_output: Output) -> Launch:
         options = self._options()
         entry = entry_point(argv, cwd)
         python = _interpreter(entry, cwd, env) if entry is not None else None
         if not options.enabled or entry is None or python is None:
             self._retire_parent()  # a parent from before the edit is of no use any more
             reason = "warm_start_disabled" if not options.enabled else "not_python_entry_point"
-            return await self._cold_launch(argv, cwd, env, on_line, reason)
+            return await self._cold_launch(argv, cwd, env, on_output, reason)
         try:
             reason = await self._ready_parent(python, cwd, env, options)
             assert self._parent is not None
-            process = await self._fork(self._parent, entry, cwd, env, on_line)
+            process = await self._fork(self._parent, entry, cwd, env, on_output)
         except (ParentGone, OSError) as exc:
             log.warning("warm start failed, starting the Host cold: %s", exc)
             await self._drop_parent()
-            return await self._cold_launch(argv, cwd, env, on_line, "warm_parent_failed")
+            return await self._cold_launch(argv, cwd, env, on_output, "warm_parent_failed")
         return Launch(process, WARM, reason, self._parent_marker(env))
 
     async def close(self) -> None:
@@ -111,8 +111,8 @@ class WarmSpawner:
         await self._drop_parent()
 
     async def _cold_launch(self, argv: list[str], cwd: Path, env: Mapping[str, str],
-                           on_line: Callable[[str, str], None], reason: str) -> Launch:
-        return await self._cold.launch(argv, cwd, env, on_line, reason=reason)
+                           on_output: Output, reason: str) -> Launch:
+        return await self._cold.launch(argv, cwd, env, on_output, reason=reason)
 
     # -- the parent -----------------------------------------------------------------------------
 
@@ -165,7 +165,7 @@ class WarmSpawner:
             await parent.close()
 
     async def _fork(self, parent: WarmParent, entry: EntryPoint, cwd: Path,
-                    env: Mapping[str, str], on_line: Callable[[str, str], None]) -> HostProcess:
+                    env: Mapping[str, str], on_output: Output) -> HostProcess:
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         try:
@@ -184,7 +184,7 @@ class WarmSpawner:
         # parent's report is the exit's only sign: awaited without a time limit.
         patient = not current_platform().sees_other_exits
         return HostProcess.adopt(pid, pipe_reader(out_r), pipe_reader(err_r),
-                                 lambda: parent.exit_code(pid, patient=patient), on_line)
+                                 lambda: parent.exit_code(pid, patient=patient), on_output)
 
     def _parent_env(self, env: Mapping[str, str]) -> dict[str, str]:
         parent_env = {k: v for k, v in env.items() if k not in GENERATION_ONLY}

@@ -67,7 +67,9 @@ async def health(settings: Settings, timeout: float = 2.0) -> Health:
 
 
 def spawn_daemon(settings: Settings, log_path: Path | None = None) -> subprocess.Popen[bytes]:
-    """Start a detached daemon for the project (its own session: it outlives this process)."""
+    """Start a detached daemon for the project (its own session: it outlives this process).
+    It writes its log itself, rotated by size (`--log-file`); what it prints before its
+    logging starts goes to the same file."""
     settings.runtime_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     log_file = log_path or settings.runtime_dir / "daemon.log"
     # 0600 like the rest of the runtime directory (the log names runs and the project).
@@ -75,7 +77,8 @@ def spawn_daemon(settings: Settings, log_path: Path | None = None) -> subprocess
     os.fchmod(fd, 0o600)  # a log an older version made 0644
     with os.fdopen(fd, "ab") as out:
         return subprocess.Popen(
-            [sys.executable, "-m", "llamon_playground", "daemon", str(settings.project_dir)],
+            [sys.executable, "-m", "llamon_playground", "--log-file", str(log_file), "daemon",
+             str(settings.project_dir)],
             stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True,
             env=dict(os.environ))
 

@@ -31,7 +31,13 @@ from llamon_playground.cli.terminal.control import (
 )
 from llamon_playground.cli.terminal.search import add_search_command
 from llamon_playground.cli.terminal.show import print_warnings
-from llamon_playground.common.config import DAEMON_ONLY_ENV, Settings, build_settings, log_json
+from llamon_playground.common.config import (
+    DAEMON_ONLY_ENV,
+    Settings,
+    build_settings,
+    log_files,
+    log_json,
+)
 from llamon_playground.common.heap import freeze_startup_heap
 from llamon_playground.common.logging_setup import setup_logging
 from llamon_playground.common.runtime_dir import AlreadyRunning
@@ -162,6 +168,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--log-json", action="store_true",
                         help="log one JSON object per line "
                              "(also LLAMON_PLAYGROUND_LOG_FORMAT=json)")
+    parser.add_argument("--log-file", type=Path, metavar="PATH",
+                        help="log to PATH instead of stderr, rotated by size "
+                             "(LLAMON_PLAYGROUND_LOG_FILE_BYTES, _BACKUPS)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     up = sub.add_parser("up", help="start or attach to the daemon, run the front in the foreground")
@@ -199,7 +208,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    setup_logging(verbose=args.verbose, json_lines=args.log_json or log_json())
+    sizes = log_files()
+    setup_logging(verbose=args.verbose, json_lines=args.log_json or log_json(),
+                  log_file=args.log_file, file_bytes=sizes.file_bytes,
+                  file_backups=sizes.file_backups)
     return int(args.func(args))
 
 

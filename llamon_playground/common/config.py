@@ -83,6 +83,13 @@ def _transport(raw: str) -> str:
     return value
 
 
+def _at_least_one(raw: str) -> int:
+    value = _whole(raw)
+    if value < 1:
+        raise ValueError(f"a log size or backup count must be at least 1, not {raw!r}")
+    return value
+
+
 def _from_env(table: tuple[EnvVar, ...], environ: Environ) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for var in table:
@@ -123,6 +130,33 @@ FRONT_ENV = (
 
 
 @dataclass(frozen=True)
+class LogFiles:
+    """How big a log file grows before it rotates, and how many rotated files are kept
+    (docs/operations.md, "Logs"): `daemon.log` and `front.log` (written by the process
+    itself when given `--log-file`) and the Host's `host.log`. The most a project's logs
+    take on disk is (backups + 1) x size, each."""
+
+    file_bytes: int = 10 * 1024 * 1024
+    file_backups: int = 3
+    host_file_bytes: int = 5 * 1024 * 1024
+    host_file_backups: int = 1
+
+
+LOG_ENV = (
+    EnvVar("file_bytes", "LLAMON_PLAYGROUND_LOG_FILE_BYTES", _at_least_one),
+    EnvVar("file_backups", "LLAMON_PLAYGROUND_LOG_FILE_BACKUPS", _at_least_one),
+    EnvVar("host_file_bytes", "LLAMON_PLAYGROUND_HOST_LOG_FILE_BYTES", _at_least_one),
+    EnvVar("host_file_backups", "LLAMON_PLAYGROUND_HOST_LOG_FILE_BACKUPS", _at_least_one),
+)
+
+
+def log_files(environ: Environ | None = None) -> LogFiles:
+    """The log file sizes the environment sets (read before the settings: logging starts
+    first)."""
+    return LogFiles(**_from_env(LOG_ENV, os.environ if environ is None else environ))
+
+
+@dataclass(frozen=True)
 class Settings:
     """Everything a daemon or front is configured with, read once at start-up and passed in;
     the paths it derives are properties, so the layout is stated in one place."""
@@ -160,6 +194,7 @@ class Settings:
     front: FrontSettings = field(default_factory=FrontSettings)
     # The sizes a request, a bundle or a Host may bring in (common/limits.py).
     limits: Limits = field(default_factory=Limits)
+    logs: LogFiles = field(default_factory=LogFiles)
 
     @cached_property  # asked for on every lent stream: its hash is taken once
     def runtime_dir(self) -> Path:
@@ -267,5 +302,5 @@ def build_settings(project: str | os.PathLike[str], environ: Environ | None = No
     env = os.environ if environ is None else environ
     return Settings(project_dir=Path(project).resolve(), runtime_base=default_runtime_base(env),
                     front=FrontSettings(**_from_env(FRONT_ENV, env)),
-                    limits=Limits(**_from_env(LIMITS_ENV, env)),
+                    limits=Limits(**_from_env(LIMITS_ENV, env)), logs=log_files(env),
                     **_from_env(DAEMON_ENV + SYSTEMD_ENV, env))

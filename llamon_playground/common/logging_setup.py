@@ -11,17 +11,23 @@ escape sequence) are escaped, and in text lines every line of a record after its
 indented, so nothing a client sends can start a line of its own. A malformed request
 (aiohttp's parser refused it, already answered 400) is one DEBUG line, never an ERROR with a
 traceback: a client must not be able to fill the log.
+
+Given a file (`--log-file`: `daemon.log` and `up --detach`'s `front.log`), a process writes
+it itself and rotates it by size (`RotatingLog`), so a machine can keep its logs for good.
 """
 
 from __future__ import annotations
 
 import contextvars
 import logging
+import logging.handlers
+import os
 import re
 import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -151,8 +157,64 @@ class JsonFormatter(logging.Formatter):
         return scrub(orjson.dumps(doc, default=str).decode())
 
 
-def setup_logging(*, verbose: bool = False, json_lines: bool = False) -> None:
-    handler = logging.StreamHandler(sys.stderr)
+class RotatingLog(logging.handlers.RotatingFileHandler):
+    """A log file of the process's own, 0600, rotated by size (`path.1` ... `path.<backups>`).
+
+    File descriptor 2 follows the current file: whatever the process writes to stderr past
+    the logging module (a fatal traceback, a thread's unhandled exception) lands in it and
+    counts toward its size. Another process logging to the same file (a second front of
+    `up --detach`) may rotate it: the file is reopened when its name leads elsewhere."""
+
+    def __init__(self, path: Path, max_bytes: int, backups: int) -> None:
+        _create_private(path)
+        super().__init__(path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8")
+        self._follow_stderr()
+
+    def shouldRollover(self, record: logging.LogRecord) -> bool:  # noqa: N802 (stdlib name)
+        if self.stream is not None and not self._still_ours():
+            self.stream.close()
+            self.stream = None  # type: ignore[assignment]  # reopened by the check below
+            should = super().shouldRollover(record)
+            self._follow_stderr()
+            return should
+        return super().shouldRollover(record)
+
+    def rotate(self, source: str, dest: str) -> None:
+        super().rotate(source, dest)
+        if source == self.baseFilename:
+            _create_private(Path(source))  # what doRollover opens next is 0600 too
+
+    def doRollover(self) -> None:  # noqa: N802 (stdlib name)
+        super().doRollover()
+        self._follow_stderr()
+
+    def _still_ours(self) -> bool:
+        try:
+            return os.stat(self.baseFilename).st_ino == os.fstat(self.stream.fileno()).st_ino
+        except OSError:
+            return False
+
+    def _follow_stderr(self) -> None:
+        if self.stream is not None:
+            sys.stderr.flush()
+            os.dup2(self.stream.fileno(), 2)
+
+
+def _create_private(path: Path) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)  # a file an older version made 0644
+    finally:
+        os.close(fd)
+
+
+def setup_logging(*, verbose: bool = False, json_lines: bool = False,
+                  log_file: Path | None = None, file_bytes: int = 10 * 1024 * 1024,
+                  file_backups: int = 3) -> None:
+    """The process's one log handler: stderr, or `log_file` rotated at `file_bytes` with
+    `file_backups` rotated files kept (common/config.py, `LogFiles`)."""
+    handler: logging.Handler = (RotatingLog(log_file, file_bytes, file_backups) if log_file
+                                else logging.StreamHandler(sys.stderr))
     handler.setFormatter(JsonFormatter() if json_lines else TextFormatter())
     handler.addFilter(SafeRecords())
     root = logging.getLogger()

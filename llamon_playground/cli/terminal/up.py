@@ -47,10 +47,15 @@ def not_a_project(path: Path) -> str | None:
     return None if (path / "pyproject.toml").is_file() else NOT_A_PROJECT.format(path=path)
 
 
-def front_argv(settings: Settings, args: argparse.Namespace) -> list[str]:
-    argv = [sys.executable, "-m", "llamon_playground", "front", str(settings.project_dir),
-            "--port", str(args.port), "--host", args.host, "--print-token-url"]
-    return argv + (["--no-auth"] if args.no_auth else [])
+def front_argv(settings: Settings, args: argparse.Namespace,
+               log_file: Path | None = None) -> list[str]:
+    """The front `up` runs: printing its URL with the token to `up` (foreground), or, with
+    a log file of its own (`--detach`), never: `up` prints that URL to the terminal only."""
+    logging = ["--log-file", str(log_file)] if log_file else []
+    argv = [sys.executable, "-m", "llamon_playground", *logging, "front",
+            str(settings.project_dir), "--port", str(args.port), "--host", args.host]
+    return (argv + ([] if log_file else ["--print-token-url"])
+            + (["--no-auth"] if args.no_auth else []))
 
 
 def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
@@ -142,36 +147,54 @@ def _echo(pipe: object, settings: Settings, front_pid: int) -> None:
 def _detached(settings: Settings, args: argparse.Namespace, pid: int) -> int:
     """A front in its own session, its output in front.log; return once it serves."""
     log_path = settings.runtime_dir / "front.log"
-    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    with os.fdopen(fd, "ab") as out:
-        start = out.tell()
-        front = subprocess.Popen(front_argv(settings, args), stdin=subprocess.DEVNULL,
-                                 stdout=out, stderr=out, start_new_session=True,
-                                 env=dict(os.environ))
-    deadline = time.monotonic() + FRONT_READY_TIMEOUT
-    while True:
-        text = log_path.read_bytes()[start:].decode("utf-8", "replace")
-        if "open in a browser: " in text or "WARNING: --no-auth" in text:
-            break
-        if front.poll() is not None or time.monotonic() > deadline:
-            if front.poll() is None:
-                front.terminate()
-            print(text, end="", file=sys.stderr)
-            print(f"llamon-playground: the front did not start; its log: {log_path}",
-                  file=sys.stderr, flush=True)
-            return EXIT_ERROR
-        time.sleep(0.05)
+    # The front logs to front.log itself, rotated by size; its announce lines land in the
+    # file as it was at the start, read here through this descriptor (a rotation since
+    # moved the name, not the file).
+    fd = os.open(log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    try:
+        start = os.fstat(fd).st_size
+        front = subprocess.Popen(front_argv(settings, args, log_path),
+                                 stdin=subprocess.DEVNULL, stdout=fd, stderr=fd,
+                                 start_new_session=True, env=dict(os.environ))
+        deadline = time.monotonic() + FRONT_READY_TIMEOUT
+        while True:
+            text = _read_from(fd, start)
+            if FRONT_LINE in text and ("token: " in text or "WARNING: --no-auth" in text):
+                break
+            if front.poll() is not None or time.monotonic() > deadline:
+                if front.poll() is None:
+                    front.terminate()
+                print(text, end="", file=sys.stderr)
+                print(f"llamon-playground: the front did not start; its log: {log_path}",
+                      file=sys.stderr, flush=True)
+                return EXIT_ERROR
+            time.sleep(0.05)
+    finally:
+        os.close(fd)
     url = ""
     for line in text.splitlines():
         if line.startswith(FRONT_LINE):
             url = line[len(FRONT_LINE):].split()[0]
-        if line.startswith(FRONT_LINE) or line.startswith("open in a browser: "):
             print(line, flush=True)
+    if not args.no_auth:
+        # To the terminal only: the token never goes into a log.
+        print(f"open in a browser: {url}?token={_front_token(settings)}", flush=True)
     record_front(settings, front.pid, url, detached=True)
     print(f"running in the background: the daemon (pid {pid}) and the front (pid {front.pid}); "
           f"the front's log: {log_path}", flush=True)
     print(f"stop both: llamon-playground stop {settings.project_dir}", flush=True)
     return EXIT_OK
+
+
+def _read_from(fd: int, start: int, most: int = 1 << 20) -> str:
+    return os.pread(fd, most, start).decode("utf-8", "replace")
+
+
+def _front_token(settings: Settings) -> str:
+    """The token the detached front opened its door with (the environment's, or the kept
+    one it picked before announcing itself)."""
+    from llamon_playground.api.token_store import given_token, kept_token
+    return given_token(settings) or kept_token(settings) or ""
 
 
 def _leave_daemon(settings: Settings, pid: int, started: bool) -> int:

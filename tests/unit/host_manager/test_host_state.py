@@ -82,7 +82,8 @@ def host_config(tmp_path: Path, *, limit: int, backoff_base: float) -> HostConfi
         capture_socket=str(tmp_path / "d.sock"), rules=WatchRules(tmp_path),
         crash=CrashSettings(min_uptime=5.0, backoff_base=backoff_base, backoff_cap=3600.0,
                             limit=limit, window=60.0),
-        start_timeout=30.0, stop_grace=3.0, spawner=ColdSpawner(), log_bytes=1 << 20)
+        start_timeout=30.0, stop_grace=3.0, spawner=ColdSpawner(), log_bytes=1 << 20,
+        log_file_bytes=1 << 20, log_file_backups=1)
 
 
 def watched(supervisor: HostSupervisor) -> list[str]:
