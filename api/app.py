@@ -29,6 +29,7 @@ from llamon_playground.common.stop_signal import wait_for_stop_signal
 
 log = logging.getLogger(__name__)
 API = API_PREFIX
+REFUSALS_EVERY = 10.0  # how often the door's refusal counts are checked (each says a minute)
 NO_AUTH_WARNING = ("WARNING: --no-auth: the front asks for no token; any local process or web "
                    "page that reaches {url} can use the Playground and run the project's code")
 
@@ -68,6 +69,7 @@ def make_front_app(settings: Settings, door: Door) -> web.Application:
 
     app.cleanup_ctx.append(plain_upstream_ctx if plain else upstream_ctx)
     app.cleanup_ctx.append(_rotation_ctx)
+    app.cleanup_ctx.append(_refusals_ctx)
     add_page_routes(app)
     app.router.add_route("*", API + "/{tail:.*}", handler)
     app.router.add_route("GET", "/health", handler)
@@ -83,6 +85,21 @@ async def _rotation_ctx(app: web.Application) -> AsyncIterator[None]:
     yield
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
+
+
+async def _refusals_ctx(app: web.Application) -> AsyncIterator[None]:
+    """The door's refusal counts said once a minute, and what is left at shutdown."""
+    refusals = app[DOOR].refusals
+
+    async def every_minute() -> None:
+        while True:
+            await asyncio.sleep(REFUSALS_EVERY)
+            refusals.flush()
+    task = asyncio.create_task(every_minute())
+    yield
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    refusals.flush(force=True)
 
 
 async def run_front(settings: Settings, options: FrontOptions,

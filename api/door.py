@@ -5,7 +5,8 @@ In order: a request id; `Host` (403); the token (401); the site of a state-chang
 A request that passes makes its connection admitted (it keeps its slot: api/slots.py). Then
 the route. Errors keep the API's shape `{"detail": {"error", "message"}}`, and one log line
 per request says method, path (never the query string: it may hold `?token=`), status and
-time.
+time; the door's own refusals, which anyone who can reach the port can cause, are one line
+per reason per minute with a count (`refusals`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from aiohttp import web
 
@@ -30,11 +31,12 @@ from llamon_playground.api.page import unauthorized_page, wants_page
 from llamon_playground.api.slots import SLOTS
 from llamon_playground.common.config import Settings
 from llamon_playground.common.http_json import error_response, http_error_response
-from llamon_playground.common.logging_setup import log_context
+from llamon_playground.common.logging_setup import Summary, log_context
 from llamon_playground.common.request_context import REQUEST_ID, request_id_of, run_id_in
 
 log = logging.getLogger(__name__)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+REFUSED = web.RequestKey("refused", str)  # "<status> <code>" of a request the door refused
 
 
 @dataclass
@@ -45,6 +47,7 @@ class Door:
     auth: TokenAuth | None
     port: int = 0
     bind: str = "127.0.0.1"  # the address the front listens on, as given
+    refusals: Summary = field(default_factory=lambda: Summary(log))  # flushed by api/app.py
 
     def admit(self, request: web.Request) -> web.StreamResponse | None:
         """Raise Refused, or return an answer of the door's own (the login redirect)."""
@@ -90,6 +93,11 @@ async def door_middleware(request: web.Request, handler: Handler) -> web.StreamR
     with log_context(request_id=rid, run_id=run_id_in(request)):
         response = await _answer(request, handler)
         status = response.status
+        refused = request.get(REFUSED)
+        if refused is not None:
+            request.app[DOOR].refusals.note(f"refused: {refused}", "%s %s -> %s",
+                                            request.method, request.path, refused)
+            return response
         level = (logging.DEBUG if status < 400 else logging.INFO if status < 500
                  else logging.WARNING)
         log.log(level, "%s %s -> %d (%.1f ms)", request.method, request.path, status,
@@ -104,12 +112,14 @@ async def _answer(request: web.Request, handler: Handler) -> web.StreamResponse:
         door.admitted(request)
         return early if early is not None else await handler(request)
     except Refused as exc:
+        request[REFUSED] = f"{exc.status} {exc.code}"
         if exc.status == 401 and wants_page(request):
             response = unauthorized_page()
             response.headers["WWW-Authenticate"] = 'Bearer realm="llamon-playground"'
             return response
         return refusal(exc.status, exc.code, exc.message)
     except BodyTooLarge as exc:
+        request[REFUSED] = "413 payload_too_large"
         response = refusal(413, "payload_too_large", str(exc))
         response.force_close()  # don't linger reading a body we refuse
         return response

@@ -21,7 +21,12 @@ from llamon_playground.common.logging_setup import set_context_fallback
 from llamon_playground.common.request_context import add_request_context
 from llamon_playground.common.runtime_dir import acquire_lock, remove_discovery, write_discovery
 from llamon_playground.common.stop_signal import wait_for_stop_signal
-from llamon_playground.daemon.errors import BootFailed, ProjectError, UnsupportedDatabaseVersion
+from llamon_playground.daemon.errors import (
+    BootFailed,
+    HistoryPathRefused,
+    ProjectError,
+    UnsupportedDatabaseVersion,
+)
 from llamon_playground.daemon.http.adopt import HandoverListener, answer_once
 from llamon_playground.daemon.http.capture import add_capture_routes
 from llamon_playground.daemon.http.data import add_data_routes
@@ -53,6 +58,7 @@ from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.event_log import EventHub
 from llamon_playground.daemon.store.history_service import HistoryService
 from llamon_playground.daemon.store.project_events import ProjectEvents
+from llamon_playground.daemon.store.private import refuse_links
 from llamon_playground.daemon.store.records import EventRow
 from llamon_playground.daemon.store.search.service import RunSearch
 from llamon_playground.daemon.store.upkeep.compaction import Compactor
@@ -127,7 +133,7 @@ async def build_services(settings: Settings, environ: dict[str, str]) -> Daemon:
 
     store = Store(settings, on_commit=committed,
                   on_degraded=lambda error: _history_degraded(services, error))
-    blobs = BlobStore(settings.files_dir)
+    blobs = BlobStore(settings.files_dir, lambda: refuse_links(settings))
     compactor = Compactor(store, settings.db_path.parent)
     try:
         project = load_project_config(settings.project_dir)
@@ -188,6 +194,10 @@ def _history_degraded(services: Daemon, error: Exception) -> None:
 async def recover(services: Daemon) -> None:
     """Boot recovery. Only touches a database that already exists (lazy creation)."""
     settings = services.settings
+    try:
+        refuse_links(settings)  # before anything looks inside .llamon
+    except HistoryPathRefused as exc:
+        raise BootFailed(f"in {settings.project_dir}: {exc.message}") from exc
     if not settings.db_path.exists():
         return
     try:

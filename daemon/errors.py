@@ -56,6 +56,14 @@ class UnsupportedDatabaseVersion(Conflict):
     code = "unsupported_database_version"
 
 
+class HistoryPathRefused(Conflict):
+    """A part of history's path in the project (`.llamon`, `.llamon/playground`, its files
+    folder, the database) is a symbolic link: never followed, so a cloned repository cannot
+    choose where history is written."""
+
+    code = "history_path_refused"
+
+
 class StoreError(Exception):
     """A history write failed for a reason that is not the client's fault (disk, locking)."""
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from llamon_playground.daemon.data.parts import SHA256_RE
@@ -22,8 +23,9 @@ class BlobStore:
     """The content-addressed file store: a blob is named by its sha256 and written whole or
     not at all."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, check_path: Callable[[], None] = lambda: None) -> None:
         self.root = root
+        self._check_path = check_path  # raises when the folder's path may not be written
 
     def path_for(self, sha256: str) -> Path:
         """Where a blob lives; NotFound for anything that is not a sha256, so a request never
@@ -47,6 +49,7 @@ class BlobStore:
         if expected_sha256 is not None and digest != expected_sha256:
             raise ValueError(f"sha256 mismatch: expected {expected_sha256}, got {digest}")
         final = self.root / digest
+        self._check_path()
         if final.is_file() and final.stat().st_size == len(data):
             return digest
         self.root.mkdir(mode=0o700, parents=True, exist_ok=True)  # history is private

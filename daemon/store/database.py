@@ -24,7 +24,7 @@ from llamon_playground.daemon.errors import StoreError, UnsupportedDatabaseVersi
 from llamon_playground.daemon.store.batch import Batches, Item, OpResult, PendingOp, WriteOp
 from llamon_playground.daemon.store.frames import BLOCK_AFTER_SQL, FRAMES_SQL, block_page
 from llamon_playground.daemon.store.migrations import SCHEMA_VERSION, peek_user_version
-from llamon_playground.daemon.store.private import prepare_state
+from llamon_playground.daemon.store.private import prepare_state, refuse_links
 from llamon_playground.daemon.store.records import EventRecord, EventRow, compact_json, utcnow
 from llamon_playground.daemon.store.wal import WalKeeper, WriterThread, open_writer
 
@@ -97,6 +97,7 @@ class Store:
     async def _open(self) -> None:
         settings = self._settings
         db = str(settings.db_path)
+        refuse_links(settings)  # not even peeked at through a link
         if settings.db_path.exists():
             version = peek_user_version(db)
             if version > SCHEMA_VERSION:

@@ -92,13 +92,26 @@ async def wait_healthy(settings: Settings, proc: subprocess.Popen[bytes] | None,
             return await health(settings, timeout=1.0)
         except DaemonNotRunning:
             if proc is not None and proc.poll() is not None:
-                raise DaemonNotRunning(f"the daemon exited with code {proc.returncode}; "
-                                       f"see {settings.runtime_dir / 'daemon.log'}") from None
+                raise DaemonNotRunning(f"the daemon exited with code {proc.returncode}"
+                                       f"{_last_words(settings)}; see "
+                                       f"{settings.runtime_dir / 'daemon.log'}") from None
             if time.monotonic() > deadline:
                 if proc is not None:
                     end_process(proc)  # a daemon that never answered is not left behind
                 raise
             await asyncio.sleep(0.05)
+
+
+def _last_words(settings: Settings) -> str:
+    """Why a daemon that just exited said it did (its last `llamon-playground: ` line)."""
+    try:
+        with open(settings.runtime_dir / "daemon.log", "rb") as fh:
+            fh.seek(max(fh.seek(0, os.SEEK_END) - 8192, 0))
+            tail = fh.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    said = [ln for ln in tail.splitlines() if ln.startswith("llamon-playground: ")]
+    return f" ({said[-1][len('llamon-playground: '):]})" if said else ""
 
 
 def end_process(proc: subprocess.Popen[bytes], grace: float = 5.0) -> None:

@@ -127,6 +127,52 @@ def current_context() -> dict[str, Any]:
     return {k: fields[k] for k in CONTEXT_FIELDS if fields.get(k) is not None}
 
 
+class Summary:
+    """Events of a kind a client can repeat at will (refused requests) as one line per key
+    per `interval` with a count, not one line each: the log grows with the minutes, not
+    with the requests. The first of a key is logged at once; the rest are counted and said
+    in one line once its interval has passed (at the next one, or by `flush`, which the
+    owner calls on a timer and at shutdown). Keys are a fixed set (reasons), so memory is
+    too."""
+
+    def __init__(self, logger: logging.Logger, level: int = logging.INFO,
+                 interval: float = 60.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self._log = logger
+        self._level = level
+        self._interval = interval
+        self._clock = clock
+        self._windows: dict[str, tuple[float, int]] = {}  # key: (since, counted since)
+
+    def note(self, key: str, message: str, *args: object) -> None:
+        """One event of `key`; `message % args` is what the first of a window says."""
+        now = self._clock()
+        window = self._windows.get(key)
+        if window is None:
+            self._windows[key] = (now, 0)
+            self._log.log(self._level, message + " (more like it: one line a minute at most)",
+                          *args)
+            return
+        self._windows[key] = (window[0], window[1] + 1)
+        if now - window[0] >= self._interval:
+            self._say(key, now)
+
+    def flush(self, force: bool = False) -> None:
+        """Say the counts whose interval has passed (all of them, `force`); a key quiet for a
+        whole interval is forgotten, so its next event is logged at once again."""
+        now = self._clock()
+        for key, (since, count) in list(self._windows.items()):
+            if force or now - since >= self._interval:
+                if count:
+                    self._say(key, now)
+                else:
+                    del self._windows[key]
+
+    def _say(self, key: str, now: float) -> None:
+        since, count = self._windows[key]
+        self._log.log(self._level, "%d more %s in the last %.0f s", count, key, now - since)
+        self._windows[key] = (now, 0)
+
+
 class TextFormatter(logging.Formatter):
     """One scrubbed text line per record, with the request's context; continuation lines are
     indented, so a message cannot forge a line of its own."""

@@ -9,6 +9,8 @@
   elsewhere   serves a card that advertises another address (a Host behind a wrong `url`)
   leaky       prints its capture token (as a Host printing its environment would), keeps a
               copy in ./tokens.txt for the test, and exits 1
+  split       like leaky, but writes its token in two writes with a flush between, then
+              300 lines of 100 bytes (more than a small host.log holds), then exits 1
 """
 
 from __future__ import annotations
@@ -77,6 +79,20 @@ def main() -> None:
             fh.write(token + "\n")
         print(f"env: LLAMON_CAPTURE_TOKEN={token} HOME={os.environ.get('HOME')}", flush=True)
         print(f"again {token}", file=sys.stderr, flush=True)
+        sys.exit(1)
+    if mode == "split":
+        token = os.environ["LLAMON_CAPTURE_TOKEN"]
+        with open("tokens.txt", "a") as fh:
+            fh.write(token + "\n")
+        half = len(token) // 2
+        os.write(1, f"env: LLAMON_CAPTURE_TOKEN={token[:half]}".encode())
+        time.sleep(0.2)  # two reads on the daemon's side, not one
+        os.write(1, f"{token[half:]} HOME=x\n".encode())
+        for n in range(300):
+            os.write(2, f"{n:04d} ".encode() + b"y" * 95 + b"\n")
+        os.write(2, f"bye {token[:5]}".encode())
+        time.sleep(0.2)
+        os.write(2, f"{token[5:]}\n".encode())
         sys.exit(1)
     if mode == "never":
         print("tiny host: never going to be ready", flush=True)
