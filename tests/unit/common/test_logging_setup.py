@@ -93,3 +93,30 @@ def test_control_characters_are_escaped_and_continuation_lines_indented() -> Non
     lines = TextFormatter().format(record).splitlines()
     assert "GET /x\\x0aWARNING y" in lines[0]
     assert all(line.startswith("    ") for line in lines[1:]) and len(lines) > 2
+
+
+def test_a_summary_says_the_first_at_once_and_the_rest_once_a_minute_with_a_count(
+        caplog: pytest.LogCaptureFixture) -> None:
+    now = [1000.0]
+    summary = logging_setup.Summary(logging.getLogger("door"), interval=60.0,
+                                    clock=lambda: now[0])
+    with caplog.at_level(logging.INFO, logger="door"):
+        for n in range(10_000):
+            now[0] = 1000.0 + n * 0.01  # 100 s of a flood, 100 a second
+            summary.note("refused: 401 unauthorized", "GET %s -> 401", f"/x{n}")
+        summary.note("refused: 403 host_not_allowed", "GET / -> 403")
+        summary.flush(force=True)
+    said = [r.getMessage() for r in caplog.records]
+    assert said == [
+        "GET /x0 -> 401 (more like it: one line a minute at most)",
+        "6000 more refused: 401 unauthorized in the last 60 s",
+        "GET / -> 403 (more like it: one line a minute at most)",
+        "3999 more refused: 401 unauthorized in the last 40 s"], said
+    # A reason quiet for a whole minute is forgotten: its next one is said at once.
+    caplog.clear()
+    now[0] += 61
+    summary.flush()
+    with caplog.at_level(logging.INFO, logger="door"):
+        summary.note("refused: 401 unauthorized", "GET /again -> 401")
+    assert [r.getMessage() for r in caplog.records] == [
+        "GET /again -> 401 (more like it: one line a minute at most)"]
