@@ -5,7 +5,9 @@ The parent is `preloader.py` run by the project's interpreter, in its own sessio
 with the daemon (PDEATHSIG on Linux; on the portable side it ends itself and its
 generations when its control socket, the daemon's lifeline to it, reads EOF). The daemon talks to it over one end of a socketpair handed to
 it at spawn (SOCK_SEQPACKET: one message per request, descriptors ride along), so no other
-process can ask it for a fork. The parent's own output goes to a log file of its own.
+process can ask it for a fork. The parent's own output goes to a log file of its own,
+moved to `<name>.1` when a parent starts and finds it over `PARENT_LOG_BYTES` (a parent says
+little: what its imports print, a traceback), so restarts never add up to a big file.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ PRELOADER = Path(__file__).with_name("preloader.py")
 MAX_MESSAGE = 1 << 20
 REPLY_TIMEOUT = 10.0  # a fork or a start answer; a preload answers when its imports are done
 EXIT_CODE_WAIT = 5.0  # after the exit was seen, for the parent's report of the status
+PARENT_LOG_BYTES = 1 << 20
 
 
 class ParentGone(Exception):
@@ -58,6 +61,7 @@ class WarmParent:
                     log_path: Path) -> WarmParent:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
+            _rotate_if_big(log_path)
             fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
             try:
                 # On the event-loop thread: PDEATHSIG follows the thread that forks.
@@ -206,3 +210,11 @@ def _kill_group(pgid: int) -> None:
 
 def pipe_reader(fd: int) -> IO[bytes]:
     return os.fdopen(fd, "rb", buffering=0)
+
+
+def _rotate_if_big(path: Path) -> None:
+    try:
+        if path.stat().st_size > PARENT_LOG_BYTES:
+            path.replace(path.with_name(path.name + ".1"))
+    except FileNotFoundError:
+        pass

@@ -9,8 +9,8 @@
   elsewhere   serves a card that advertises another address (a Host behind a wrong `url`)
   leaky       prints its capture token (as a Host printing its environment would), keeps a
               copy in ./tokens.txt for the test, and exits 1
-  split       like leaky, but writes its token in two writes with a flush between, then
-              300 lines of 100 bytes (more than a small host.log holds), then exits 1
+  split       like leaky, but writes its token in two writes with a flush between, then a 3 MiB
+              line and 300 lines of 100 bytes (more than a small host.log holds), then exits 1
 """
 
 from __future__ import annotations
@@ -88,6 +88,7 @@ def main() -> None:
         os.write(1, f"env: LLAMON_CAPTURE_TOKEN={token[:half]}".encode())
         time.sleep(0.2)  # two reads on the daemon's side, not one
         os.write(1, f"{token[half:]} HOME=x\n".encode())
+        os.write(1, b"z" * (3 << 20) + b"\n")  # a 3 MiB line: cut at 1 MiB
         for n in range(300):
             os.write(2, f"{n:04d} ".encode() + b"y" * 95 + b"\n")
         os.write(2, f"bye {token[:5]}".encode())

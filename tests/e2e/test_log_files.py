@@ -140,6 +140,7 @@ async def test_a_capture_token_split_across_writes_is_masked_and_host_log_rotate
             texts = [line["text"] for line in doc["lines"]]
             assert "env: LLAMON_CAPTURE_TOKEN=[REDACTED capture token] HOME=x" in texts, texts
             assert "bye [REDACTED capture token]" in texts, texts[-3:]
+            assert "z" * (1 << 20) in texts, "the 3 MiB line, cut at exactly 1 MiB"
             token = (project / "tokens.txt").read_text().split()[0]
             assert all(token not in t for t in texts)
             for path in _files(project / ".llamon") + _files(runtime_base):
