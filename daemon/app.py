@@ -58,7 +58,7 @@ from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.event_log import EventHub
 from llamon_playground.daemon.store.history_service import HistoryService
 from llamon_playground.daemon.store.project_events import ProjectEvents
-from llamon_playground.daemon.store.private import refuse_links
+from llamon_playground.daemon.store.private import check_blob_path, refuse_links
 from llamon_playground.daemon.store.records import EventRow
 from llamon_playground.daemon.store.search.service import RunSearch
 from llamon_playground.daemon.store.upkeep.compaction import Compactor
@@ -133,7 +133,7 @@ async def build_services(settings: Settings, environ: dict[str, str]) -> Daemon:
 
     store = Store(settings, on_commit=committed,
                   on_degraded=lambda error: _history_degraded(services, error))
-    blobs = BlobStore(settings.files_dir, lambda: refuse_links(settings))
+    blobs = BlobStore(settings.files_dir, lambda: check_blob_path(settings))
     compactor = Compactor(store, settings.db_path.parent)
     try:
         project = load_project_config(settings.project_dir)

@@ -25,7 +25,7 @@ class BlobStore:
 
     def __init__(self, root: Path, check_path: Callable[[], None] = lambda: None) -> None:
         self.root = root
-        self._check_path = check_path  # raises when the folder's path may not be written
+        self._check_path = check_path  # OSError when the folder's path may not be written
 
     def path_for(self, sha256: str) -> Path:
         """Where a blob lives; NotFound for anything that is not a sha256, so a request never

@@ -8,6 +8,7 @@ rather than follow it."""
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -47,6 +48,15 @@ def refuse_links(settings: Settings) -> None:
                 f"{name} is a symbolic link: the Playground never writes history through one "
                 "(a cloned repository could point it anywhere). Remove it, or replace it with "
                 "a real folder", path=str(name))
+
+
+def check_blob_path(settings: Settings) -> None:
+    """`refuse_links` as the OSError a failed blob write is (a run keeps going, its file
+    said unavailable; a request answers 503 with the reason)."""
+    try:
+        refuse_links(settings)
+    except HistoryPathRefused as exc:
+        raise OSError(errno.ELOOP, exc.message) from exc
 
 
 def prepare_state(settings: Settings) -> None:

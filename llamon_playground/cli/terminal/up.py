@@ -51,8 +51,8 @@ def front_argv(settings: Settings, args: argparse.Namespace,
                log_file: Path | None = None) -> list[str]:
     """The front `up` runs: printing its URL with the token to `up` (foreground), or, with
     a log file of its own (`--detach`), never: `up` prints that URL to the terminal only."""
-    logging = ["--log-file", str(log_file)] if log_file else []
-    argv = [sys.executable, "-m", "llamon_playground", *logging, "front",
+    log_args = ["--log-file", str(log_file)] if log_file else []
+    argv = [sys.executable, "-m", "llamon_playground", *log_args, "front",
             str(settings.project_dir), "--port", str(args.port), "--host", args.host]
     return (argv + ([] if log_file else ["--print-token-url"])
             + (["--no-auth"] if args.no_auth else []))
@@ -159,7 +159,7 @@ def _detached(settings: Settings, args: argparse.Namespace, pid: int) -> int:
         deadline = time.monotonic() + FRONT_READY_TIMEOUT
         while True:
             text = _read_from(fd, start)
-            if FRONT_LINE in text and ("token: " in text or "WARNING: --no-auth" in text):
+            if _announced(text):
                 break
             if front.poll() is not None or time.monotonic() > deadline:
                 if front.poll() is None:
@@ -184,6 +184,14 @@ def _detached(settings: Settings, args: argparse.Namespace, pid: int) -> int:
           f"the front's log: {log_path}", flush=True)
     print(f"stop both: llamon-playground stop {settings.project_dir}", flush=True)
     return EXIT_OK
+
+
+def _announced(text: str) -> bool:
+    """The front has said where it serves and how it is reached (its token's hint, or the
+    --no-auth warning): it serves."""
+    lines = text.splitlines()
+    return any(ln.startswith(FRONT_LINE) for ln in lines) and any(
+        ln.startswith("token: ") or ln.startswith("WARNING: --no-auth") for ln in lines)
 
 
 def _read_from(fd: int, start: int, most: int = 1 << 20) -> str:
