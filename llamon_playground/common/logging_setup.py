@@ -211,8 +211,10 @@ class RotatingLog(logging.handlers.RotatingFileHandler):
     counts toward its size. Another process logging to the same file (a second front of
     `up --detach`) may rotate it: the file is reopened when its name leads elsewhere."""
 
-    def __init__(self, path: Path, max_bytes: int, backups: int) -> None:
+    def __init__(self, path: Path, max_bytes: int, backups: int,
+                 follow_stderr: bool = True) -> None:
         _create_private(path)
+        self._stderr = follow_stderr  # off in a test process, whose stderr is pytest's
         super().__init__(path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8")
         self._follow_stderr()
 
@@ -241,7 +243,7 @@ class RotatingLog(logging.handlers.RotatingFileHandler):
             return False
 
     def _follow_stderr(self) -> None:
-        if self.stream is not None:
+        if self._stderr and self.stream is not None:
             sys.stderr.flush()
             os.dup2(self.stream.fileno(), 2)
 

@@ -120,3 +120,39 @@ def test_a_summary_says_the_first_at_once_and_the_rest_once_a_minute_with_a_coun
         summary.note("refused: 401 unauthorized", "GET /again -> 401")
     assert [r.getMessage() for r in caplog.records] == [
         "GET /again -> 401 (more like it: one line a minute at most)"]
+
+
+def _rotating(path: Path, max_bytes: int = 1000) -> logging.Logger:
+    handler = logging_setup.RotatingLog(path, max_bytes, 2, follow_stderr=False)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logger = logging.getLogger(f"rotating-{path.name}-{id(handler)}")
+    logger.propagate = False
+    logger.addHandler(handler)
+    return logger
+
+
+def test_a_log_file_rotates_at_its_size_keeps_its_backups_and_stays_private(
+        tmp_path: Path) -> None:
+    path = tmp_path / "daemon.log"
+    logger = _rotating(path)
+    for n in range(100):
+        logger.warning("line %03d %s", n, "x" * 90)
+    for handler in logger.handlers:
+        handler.close()
+    files = sorted(tmp_path.iterdir())
+    assert [p.name for p in files] == ["daemon.log", "daemon.log.1", "daemon.log.2"]
+    assert all(p.stat().st_size <= 1000 and p.stat().st_mode & 0o777 == 0o600 for p in files)
+    assert path.read_text().splitlines()[-1].startswith("line 099")
+
+
+def test_a_log_file_another_process_rotated_is_reopened(tmp_path: Path) -> None:
+    path = tmp_path / "front.log"
+    first, second = _rotating(path), _rotating(path)
+    first.warning("a" * 600)
+    second.warning("b" * 600)  # over 1000 with the first's line: the second rotates
+    first.warning("c" * 10)  # the first follows the name to the new file
+    for logger in (first, second):
+        for handler in logger.handlers:
+            handler.close()
+    assert path.read_text() == "b" * 600 + "\n" + "c" * 10 + "\n"
+    assert (tmp_path / "front.log.1").read_text() == "a" * 600 + "\n"
