@@ -136,6 +136,10 @@ OPERATIONS: tuple[Op, ...] = (
        extra={204: {}},
        params=(Param("after", DIGITS, description="replay events after this seq"),
                Param("Last-Event-ID", HEADER_CURSOR, "header"))),
+    Op("GET", "/runs/{run_id}/{side}/{index}/content",
+       "One part of a run's input or output, whole (a cut part's `content_url`): a long "
+       "text as text/plain, a file as an attachment; Range requests answer 206",
+       media="*/*", errors=(400,), extra={206: {}, 416: {}}),
     Op("GET", "/runs/{run_id}/snippets", "Copy curl / Copy Python of the run's A2A request",
        answer=ref("Snippets")),
     # data

@@ -7,7 +7,6 @@ from collections.abc import Callable
 from typing import Any
 
 from llamon_playground.daemon.runs.ending import RunEnding
-from llamon_playground.daemon.runs.output import store_parts
 from llamon_playground.daemon.runs.reconcile import closing_phases
 from llamon_playground.daemon.runs.state import RunStatus
 from llamon_playground.daemon.store.blobs import BlobStore
@@ -67,8 +66,8 @@ class RunJournal:
         a terminal status without the rest; `then` (the lock release) runs right after its
         commit."""
         output = ending.output
-        stored, shas = await store_parts(output.wire_parts() if output else [], self._blobs,
-                                         on_blob_error=lambda exc: self._degraded(run_id, exc))
+        stored, shas = await output.stored_parts(
+            self._blobs, lambda exc: self._degraded(run_id, exc)) if output else ([], [])
         error: dict[str, Any] | None = None
         if ending.message is not None:
             error = {"kind": "error", "message": ending.message}

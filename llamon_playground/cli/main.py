@@ -32,7 +32,7 @@ from llamon_playground.cli.terminal.control import (
 from llamon_playground.cli.terminal.search import add_search_command
 from llamon_playground.cli.terminal.show import print_warnings
 from llamon_playground.common.config import DAEMON_ONLY_ENV, Settings, build_settings, log_json
-from llamon_playground.common.heap import freeze_startup_heap
+from llamon_playground.common.heap import freeze_startup_heap, keep_large_buffers_apart
 from llamon_playground.common.logging_setup import setup_logging
 from llamon_playground.common.runtime_dir import AlreadyRunning
 
@@ -67,6 +67,7 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     settings = build_settings(_project(args.project))
     # The Host inherits the daemon's environment: not the front's token, not systemd's.
     environ = {k: v for k, v in os.environ.items() if k not in DAEMON_ONLY_ENV}
+    keep_large_buffers_apart()
     freeze_startup_heap()
     try:
         asyncio.run(serve(settings, environ))
@@ -90,6 +91,7 @@ def _run_front(settings: Settings, options: FrontOptions) -> int:
     from llamon_playground.api.app import run_front
     from llamon_playground.api.guard import NonLoopbackBind
     from llamon_playground.api.token_store import TokenError
+    keep_large_buffers_apart()
     freeze_startup_heap()
     try:
         asyncio.run(run_front(settings, options))
