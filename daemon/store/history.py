@@ -181,7 +181,7 @@ def with_content_urls(run: dict[str, Any]) -> dict[str, Any]:
 
 
 def part_content_path(run_id: str, side: str, index: int) -> str:
-    """Where a run's part is served whole (`GET`, with Range): daemon/http/parts.py."""
+    """Where a run's part is served whole (`GET`, with Range): daemon/http/data.py."""
     return f"{API_PREFIX}/runs/{run_id}/{side}/{index}/content"
 
 
