@@ -106,6 +106,21 @@ async def test_a_16_mib_text_input_is_stored_as_a_blob_and_replayed_intact(
             assert rerun["input"]["parts"][0]["sha256"] == part["sha256"]
             # What the Host answered: three tokens, so it read the text's first words.
             assert "".join(p.get("text", "") for p in rerun["output"]) == "t0 t1 t2 "
+            # A bundle carries the whole text (its blob) and an import serves it again.
+            async with api.http.post("/api/playground/v1/bundles/export",
+                                     data=orjson.dumps({"run_ids": [run_id]}),
+                                     headers={"Content-Type": "application/json"}) as resp:
+                assert resp.status == 200
+                bundle = await resp.read()
+            assert part["sha256"] in orjson.loads(bundle)["blobs"]
+            async with api.http.post("/api/playground/v1/bundles/import",
+                                     data=io.BytesIO(bundle),
+                                     headers={"Content-Type": "application/json"}) as resp:
+                assert resp.status == 201, await resp.read()
+                imported = orjson.loads(await resp.read())["runs"][run_id]
+            [copy] = (await api.run(imported))["input"]["parts"]
+            status, _, again = await content(api, copy["content_url"])
+            assert status == 200 and again == sent
         finally:
             await api.close()
 
