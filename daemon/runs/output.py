@@ -1,5 +1,5 @@
 """Collects what the Host streams during a run into the parts that get stored; long texts
-go to the blob store as they arrive (runs/spool.py)."""
+and files go to the blob store as they arrive (runs/spool.py)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,12 @@ from typing import Any
 
 from llamon_playground.daemon.a2a.wire import A2AEvent, WirePart
 from llamon_playground.daemon.data.json_depth import MAX_DEPTH, json_depth
-from llamon_playground.daemon.runs.spool import TextSpool
+from llamon_playground.daemon.runs.spool import FileSpool, TextSpool
 from llamon_playground.daemon.store.blobs import BlobStore
 
 
-Item = WirePart | TextSpool  # a run of consecutive text parts is one spool
+# A run of consecutive text parts is one TextSpool; a file sent as bytes, a FileSpool.
+Item = WirePart | TextSpool | FileSpool
 
 
 class OutputCollector:
@@ -62,7 +63,9 @@ class OutputCollector:
 
     def _extend(self, items: list[Item], parts: list[WirePart]) -> None:
         for part in parts:
-            if part.kind != "text":
+            if part.kind == "file" and part.raw is not None and self._new_writer is not None:
+                items.append(FileSpool(part, self._new_writer))
+            elif part.kind != "text":
                 items.append(part)
             elif items and isinstance(items[-1], TextSpool):
                 items[-1].append(part.text or "")
@@ -84,7 +87,8 @@ class OutputCollector:
     def wire_parts(self) -> list[WirePart]:
         """The parts as the Host's, each run of text joined once (a spilled one: its
         excerpt)."""
-        return [item.wire_part() if isinstance(item, TextSpool) else item
+        return [item.wire_part() if isinstance(item, TextSpool)
+                else item.part if isinstance(item, FileSpool) else item
                 for item in self._items()]
 
     async def stored_parts(self, blobs: BlobStore,
@@ -95,7 +99,7 @@ class OutputCollector:
         stored: list[dict[str, Any]] = []
         shas: list[str] = []
         for item in self._items():
-            if isinstance(item, TextSpool):
+            if isinstance(item, (TextSpool, FileSpool)):
                 doc, sha = await item.stored(on_blob_error)
                 stored.append(doc)
                 if sha is not None:
@@ -109,7 +113,7 @@ class OutputCollector:
 
 def _discard(items: list[Item]) -> None:
     for item in items:
-        if isinstance(item, TextSpool):
+        if isinstance(item, (TextSpool, FileSpool)):
             item.discard()
 
 

@@ -1,5 +1,5 @@
 """One streamed text part, held in memory while it is small and written to the blob store
-as it arrives once it is not.
+as it arrives once it is not; and a Host's file part, written there when it arrives.
 
 A Host may stream a run's worth of output (256 MiB by default) as one text part, a delta at
 a time. Held as a list of deltas and joined at the run's end, that text cost the daemon its
@@ -11,6 +11,7 @@ to a BlobWriter instead and keeps only the excerpt history stores beside the blo
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 from collections.abc import Callable
 from dataclasses import replace
@@ -113,6 +114,55 @@ class TextSpool:
             try:
                 doc["sha256"] = await asyncio.to_thread(writer.commit)
                 return doc, doc["sha256"]
+            except OSError as exc:
+                self._failed = exc
+        doc["availability"] = "unavailable"
+        if on_error is not None and self._failed is not None:
+            on_error(self._failed)
+        return doc, None
+
+
+class FileSpool:
+    """A file the Host sent as bytes: written to a BlobWriter when it arrives, so a run's
+    many file parts are not all held until its end. Without a `new_writer` (a unit test's
+    collector) the bytes stay on the part."""
+
+    def __init__(self, part: WirePart, new_writer: Callable[[], BlobWriter]) -> None:
+        raw = part.raw or b""
+        self.part = replace(part, raw=None)
+        self.size = len(raw)
+        self._writer: BlobWriter | None = None
+        self._failed: OSError | None = None
+        self._sha256 = ""
+        try:
+            self._writer = new_writer()
+            self._writer.write(raw)
+            self._sha256 = self._writer.hexdigest()
+        except OSError as exc:  # disk full: history keeps the metadata and hash
+            self._failed = exc
+            self._sha256 = hashlib.sha256(raw).hexdigest()
+            if self._writer is not None:
+                self._writer.discard()
+                self._writer = None
+
+    def discard(self) -> None:
+        """The Host replaced this part: drop what was written."""
+        if self._writer is not None:
+            self._writer.discard()
+            self._writer = None
+
+    async def stored(self, on_error: Callable[[OSError], None] | None = None
+                     ) -> tuple[dict[str, Any], str | None]:
+        """The stored file part and its blob's sha256 (None when the disk refused it: the
+        part then says `availability: "unavailable"`)."""
+        doc: dict[str, Any] = {"kind": "file", "sha256": self._sha256, "size": self.size,
+                               "name": self.part.name,
+                               "mime": self.part.mime or "application/octet-stream",
+                               "source": "output"}
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            try:
+                return doc, await asyncio.to_thread(writer.commit)
             except OSError as exc:
                 self._failed = exc
         doc["availability"] = "unavailable"

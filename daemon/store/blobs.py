@@ -133,6 +133,10 @@ class BlobWriter:
         self._fh.write(data)
         self.size += len(data)
 
+    def hexdigest(self) -> str:
+        """The sha256 of what was written so far (the blob's name once committed)."""
+        return self._hash.hexdigest()
+
     def commit(self) -> str:
         """Flush, fsync and name the blob by its content; its sha256. Blocking: call it in
         a thread."""
