@@ -10,6 +10,7 @@ from pathlib import Path
 
 import orjson
 
+from llamon_playground.cli.client import PlaygroundClient
 from tests.support.api import Api
 from tests.support.procs import copy_example, stack_for
 
@@ -66,6 +67,12 @@ async def test_output_over_the_limit_ends_the_run_its_long_text_a_blob_served_wh
             assert headers["Content-Range"] == f"bytes 100-199/{len(whole)}"
             # A functional bound, not a speed target: the output was never held whole.
             assert peak_rss_mb(stack.daemon.popen.pid) < 400
+            # The typed client: the whole part as it streams, and from an offset.
+            async with PlaygroundClient.for_project(stack.project, stack.env) as client:
+                assert await client.part_content(run_id, "output", 0) == whole
+                tail = b"".join([chunk async for chunk in client.stream_part(
+                    run_id, "output", 0, start=len(whole) - 10)])
+                assert tail == whole[-10:]
             listed = (await api.ok("GET", f"sessions/{session}/runs"))["runs"][0]
             [cut] = [p for p in listed["output"] if p["kind"] == "text"]
             assert cut["size"] == part["size"] and cut["content_url"] == part["content_url"]
