@@ -23,10 +23,13 @@ from llamon_playground.common.request_context import REQUEST_ID
 
 log = logging.getLogger(__name__)
 
-REQUEST_HEADERS = ("Content-Type", "Accept", "Last-Event-ID")
+# Range and If-Range up, Accept-Ranges and Content-Range back: a run's part is fetched whole
+# or a range at a time (GET /runs/{id}/{side}/{index}/content, GET /files/{sha256}).
+REQUEST_HEADERS = ("Content-Type", "Accept", "Last-Event-ID", "Range", "If-Range")
 RESPONSE_HEADERS = frozenset(name.lower() for name in (
     "Content-Type", "Cache-Control", "Content-Disposition", "X-Accel-Buffering", "Location",
-    "X-Content-Type-Options", "Content-Security-Policy", "Allow"))
+    "X-Content-Type-Options", "Content-Security-Policy", "Allow", "Accept-Ranges",
+    "Content-Range", "Last-Modified", "ETag"))
 # A request body up to this size is read whole and sent with its head; an answer of known
 # size up to it goes out in one write. Larger ones stream.
 WHOLE_BODY_LIMIT = 256 * 1024

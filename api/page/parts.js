@@ -8,7 +8,7 @@ const SHA256 = /^[0-9a-f]{64}$/;
 export function renderPart(part) {
   switch (part.kind) {
     case 'text':
-      return el('div', { class: 'part text' }, part.text);
+      return part.truncated ? renderCutText(part) : el('div', { class: 'part text' }, part.text);
     case 'data':
       return el('details', { class: 'part data', open: true },
         el('summary', {}, `data${part.data && part.data.schema ? ` · ${part.data.schema}` : ''}`),
@@ -24,6 +24,24 @@ export function renderPart(part) {
     default:
       return el('pre', { class: 'part other' }, JSON.stringify(part, null, 2));
   }
+}
+
+// A long text: its excerpt, then a link to the whole (the daemon streams it from the blob
+// store as text/plain; a new tab shows it as it comes, the page never holds it).
+function renderCutText(part) {
+  const box = el('div', { class: 'part text' }, part.text);
+  const url = part.content_url;
+  if (typeof url === 'string' && url.startsWith(`${API}/runs/`)) {
+    box.append(el('div', { class: 'hint' }, el('a', { href: url, target: '_blank', rel: 'noopener' },
+      `Show all ${sizeText(part.size)}`)));
+  }
+  return box;
+}
+
+function sizeText(bytes) {
+  if (typeof bytes !== 'number') return '';
+  if (bytes >= 1e6) return `${Math.round(bytes / 1e6)} MB`;
+  return bytes >= 1e3 ? `${Math.round(bytes / 1e3)} KB` : `${bytes} bytes`;
 }
 
 function renderFile(part) {

@@ -94,8 +94,10 @@ def parts_to_wire(parts: list[dict[str, Any]], version: str,
     for part in parts:
         kind = part["kind"]
         if kind == "text":
-            out.append({"text": part["text"]} if version == V1
-                       else {"kind": "text", "text": part["text"]})
+            # A long text is stored as a blob (its part keeps an excerpt): the Host gets all.
+            text = blob_reader(part["sha256"]).decode("utf-8", "surrogatepass") \
+                if part.get("sha256") else part["text"]
+            out.append({"text": text} if version == V1 else {"kind": "text", "text": text})
         elif kind == "data":
             out.append({"data": part["data"]} if version == V1
                        else {"kind": "data", "data": part["data"]})

@@ -220,7 +220,9 @@ def bundle_of(body: Any) -> Any:
 
 
 def file_parts(run: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """The local file parts (with a blob) of a run's input and output."""
+    """The parts of a run's input and output whose content is a blob: local files, and the
+    long texts history keeps as blobs (both export their blob)."""
     for part in [*(run.get("input") or {}).get("parts", []), *(run.get("output") or [])]:
-        if isinstance(part, dict) and part.get("kind") == "file" and part.get("sha256"):
+        if isinstance(part, dict) and part.get("kind") in ("file", "text") \
+                and part.get("sha256"):
             yield part

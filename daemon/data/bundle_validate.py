@@ -46,7 +46,7 @@ EVENT_KEYS = {"seq", "run_id", "kind", "payload", "ts"}
 # newline, quote or backslash may break either (the daemon's own kinds look like this).
 EVENT_KIND_RE = re.compile(r"[A-Za-z0-9_.-]+")
 PART_KEYS = {"kind", "text", "data", "sha256", "size", "name", "mime", "source", "uri",
-             "availability", "replay", "status", "reason", "code", "message"}
+             "availability", "replay", "status", "reason", "code", "message", "truncated"}
 STATUSES = {s.value for s in RunStatus}
 
 
@@ -289,6 +289,8 @@ def _check_part(part: Any, where: str, blob_sizes: dict[str, int]) -> str | None
     if kind in required:
         if not isinstance(part.get(required[kind]), str):
             raise bad("invalid_bundle", f"a {kind} part needs a string `{required[kind]}`", where)
+        if kind == "text" and part.get("sha256") is not None:
+            return _check_blob(part, where, blob_sizes)  # a long text: its whole is a blob
         return None
     if kind == "data":
         if not isinstance(part.get("data"), dict):
@@ -301,6 +303,11 @@ def _check_part(part: Any, where: str, blob_sizes: dict[str, int]) -> str | None
         if not isinstance(part.get("uri"), str) or not part["uri"]:
             raise bad("invalid_bundle", "a file part needs `sha256` or `uri`", where)
         return None
+    return _check_blob(part, where, blob_sizes)
+
+
+def _check_blob(part: dict[str, Any], where: str, blob_sizes: dict[str, int]) -> str:
+    sha = part.get("sha256")
     if not isinstance(sha, str) or sha not in blob_sizes:
         raise bad("missing_blob", f"file {str(sha)[:80]!r} is not among the bundle's blobs",
                   where)

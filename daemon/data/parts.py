@@ -13,7 +13,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from llamon_playground.common.limits import DEFAULT_LIMITS, Limits
+from llamon_playground.common.limits import (
+    DEFAULT_LIMITS,
+    TEXT_EXCERPT_CHARS,
+    TEXT_INLINE_BYTES,
+    Limits,
+)
 from llamon_playground.daemon.data.json_depth import check_depth
 from llamon_playground.daemon.data.sizes import check_metadata
 from llamon_playground.daemon.errors import BadRequest, PayloadTooLarge
@@ -31,8 +36,8 @@ PART_KEYS = {"text": {"kind", "text"}, "data": {"kind", "data"},
 
 @dataclass
 class PendingFile:
-    """Inline file bytes held in memory until the run is accepted: a refused request writes
-    no blob."""
+    """Inline file bytes (or a long text's) held in memory until the run is accepted: a
+    refused request writes no blob. Emptied once written, so a run does not keep them."""
 
     data: bytes
     part: dict[str, Any]  # the stored part; `sha256` is filled in when the blob is written
@@ -104,7 +109,7 @@ def _parse_input_part(raw: Any, index: int, files: list[PendingFile]) -> dict[st
         text = raw.get("text")
         if not isinstance(text, str):
             raise _bad(f"{where}.text must be a string", "invalid_part")
-        return {"kind": "text", "text": text}
+        return _text_part(text, files)
     if kind == "data":
         data = raw.get("data")
         if not isinstance(data, dict):
@@ -114,6 +119,21 @@ def _parse_input_part(raw: Any, index: int, files: list[PendingFile]) -> dict[st
     if kind == "file":
         return _parse_input_file(raw, where, files)
     raise _bad(f"{where}.kind must be text, data or file (got {kind!r})", "invalid_part")
+
+
+def _text_part(text: str, files: list[PendingFile]) -> dict[str, Any]:
+    """A text part as stored: whole while small; a long one goes to the blob store like an
+    inline file (history keeps its excerpt, size and sha256), so no row, event or detail
+    answer holds it whole and the Host still gets every byte (a2a/wire.parts_to_wire)."""
+    if len(text) * 4 <= TEXT_INLINE_BYTES:
+        return {"kind": "text", "text": text}  # under the bound whatever the characters
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= TEXT_INLINE_BYTES:
+        return {"kind": "text", "text": text}
+    part: dict[str, Any] = {"kind": "text", "text": text[:TEXT_EXCERPT_CHARS],
+                            "sha256": None, "size": len(data), "truncated": True}
+    files.append(PendingFile(data, part))
+    return part
 
 
 def _parse_input_file(raw: dict[str, Any], where: str, files: list[PendingFile]) -> dict[str, Any]:

@@ -5,6 +5,15 @@
     POST   /api/playground/v1/bundles/export     {session_ids?, run_ids?} → bundle
     POST   /api/playground/v1/bundles/import     {"bundle": ...} or the bundle → 201 ID map
     DELETE /api/playground/v1/sessions           every session, run, event, unreferenced blob
+    GET    /api/playground/v1/runs/{run_id}/{input|output}/{index}/content
+                                                 one part of a run, whole (routes.py
+                                                 declares it beside the run's routes)
+
+A run's part whole is what a cut part's `content_url` names: `GET /runs/{id}` answers a
+long text as an excerpt with its size and that link, so the answer stays small whatever
+the run's output; `part_content` streams the whole from the blob store (a long text, a
+file) with Content-Length and HTTP range requests, never reading it into memory. A part
+stored inline (a short text, data) is answered from its row.
 """
 
 from __future__ import annotations
@@ -12,11 +21,14 @@ from __future__ import annotations
 import re
 from urllib.parse import quote
 
+import orjson
+
 from aiohttp import web
 
 from llamon_playground.common.config import Settings
 from llamon_playground.common.contract import API_PREFIX
 from llamon_playground.common.http_json import json_response
+from llamon_playground.daemon.errors import BadRequest
 from llamon_playground.daemon.data.bundle_json import parse_selection
 from llamon_playground.daemon.http.util import read_body, read_object
 from llamon_playground.daemon.store.history_service import HistoryService
@@ -105,3 +117,57 @@ def add_data_routes(app: web.Application, *, settings: Settings,
     r.add_post(PREFIX + "/bundles/import", routes.import_)
     r.add_delete(PREFIX + "/sessions", routes.delete_all)
     r.add_delete(PREFIX + "/sessions/{session_id}", routes.delete_session)
+
+
+SIDES = ("input", "output")
+INDEX = re.compile(r"^[0-9]{1,6}$")
+TEXT = "text/plain; charset=utf-8"
+# User content: never sniffed, never scripted, kept out of browser caches.
+SAFE = {"X-Content-Type-Options": "nosniff", "Content-Security-Policy": "sandbox",
+        "Cache-Control": "no-store"}
+
+
+async def part_content(history: HistoryService, request: web.Request) -> web.StreamResponse:
+    """The handler (routes.py declares the route)."""
+    side, index = request.match_info["side"], request.match_info["index"]
+    if side not in SIDES or not INDEX.match(index):
+        raise BadRequest("a part is named by `input` or `output` and its index",
+                         code="invalid_part_path")
+    part, path = await history.part_content(request.match_info["run_id"], side, int(index))
+    kind = part.get("kind")
+    headers = dict(SAFE)
+    if kind == "file":
+        mime = part.get("mime")
+        headers["Content-Type"] = mime if isinstance(mime, str) and _MIME.match(mime) \
+            else "application/octet-stream"
+        headers["Content-Disposition"] = content_disposition(part.get("name"),
+                                                             str(part.get("sha256")))
+    else:
+        headers["Content-Type"] = TEXT if kind != "data" else "application/json"
+    if path is not None:
+        return web.FileResponse(path, headers=headers)  # Content-Length, Range, If-Range
+    if kind == "text":
+        body = str(part.get("text", "")).encode("utf-8", "surrogatepass")
+    elif kind == "data":
+        body = orjson.dumps(part.get("data"))
+    else:
+        body = orjson.dumps(part)  # a status or error part, an external file's reference
+        headers["Content-Type"] = "application/json"
+    return _ranged(request, body, headers)
+
+
+def _ranged(request: web.Request, body: bytes, headers: dict[str, str]) -> web.Response:
+    """An inline part's bytes, or the one range asked for (as FileResponse answers)."""
+    headers["Accept-Ranges"] = "bytes"
+    if "Range" not in request.headers:
+        return web.Response(body=body, headers=headers)
+    try:
+        wanted = request.http_range
+    except ValueError:
+        wanted = slice(len(body), None)  # unreadable: unsatisfiable, as below
+    start, stop, _ = wanted.indices(len(body))
+    if start >= len(body) or start >= stop:
+        headers["Content-Range"] = f"bytes */{len(body)}"
+        return web.Response(status=416, headers=headers)
+    headers["Content-Range"] = f"bytes {start}-{stop - 1}/{len(body)}"
+    return web.Response(status=206, body=body[start:stop], headers=headers)

@@ -136,6 +136,14 @@ OPERATIONS: tuple[Op, ...] = (
        extra={204: {}},
        params=(Param("after", DIGITS, description="replay events after this seq"),
                Param("Last-Event-ID", HEADER_CURSOR, "header"))),
+    Op("GET", "/runs/{run_id}/{side}/{index}/content",
+       "One part of a run's input or output, whole (a cut part's `content_url`): a long "
+       "text as text/plain, a file as an attachment; Range requests answer 206",
+       media="*/*", errors=(400,), extra={206: {}, 416: {}},
+       params=(Param("side", {"type": "string", "enum": ["input", "output"]}, "path",
+                     required=True),
+               Param("index", {"type": "string", "pattern": "^[0-9]{1,6}$"}, "path",
+                     required=True))),
     Op("GET", "/runs/{run_id}/snippets", "Copy curl / Copy Python of the run's A2A request",
        answer=ref("Snippets")),
     # data
@@ -227,8 +235,10 @@ STATE_CHANGING = {"POST", "PUT", "PATCH", "DELETE"}
 
 
 def _parameters(op: Op) -> list[dict[str, Any]]:
+    # A path parameter is a string unless the operation declares it (a `where="path"` Param).
+    declared = {p.name for p in op.params if p.where == "path"}
     params = [{"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
-              for name in re.findall(r"{(\w+)}", op.path)]
+              for name in re.findall(r"{(\w+)}", op.path) if name not in declared]
     for p in op.params:
         entry: dict[str, Any] = {"name": p.name, "in": p.where, "required": p.required,
                                  "schema": p.schema}

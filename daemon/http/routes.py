@@ -7,6 +7,7 @@ import logging
 import os
 import sqlite3
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 from aiohttp import web
@@ -23,6 +24,7 @@ from llamon_playground.common.http_json import (
 from llamon_playground.common.platform import current as current_platform
 from llamon_playground.daemon.data.edits import parse_session_fields
 from llamon_playground.daemon.errors import ApiError, StoreError
+from llamon_playground.daemon.http.data import part_content
 from llamon_playground.daemon.http.sse import parse_cursor, prepare_stream, stream_run
 from llamon_playground.daemon.http.util import (
     choice_query,
@@ -191,3 +193,5 @@ def add_routes(app: web.Application, *, settings: Settings, store: Store, hub: E
     r.add_post(PREFIX + "/runs/{run_id}/resume", routes.resume_run)
     r.add_post(PREFIX + "/runs/{run_id}/rerun", routes.rerun_run)
     r.add_get(PREFIX + "/runs/{run_id}/events", routes.run_events)
+    r.add_get(PREFIX + "/runs/{run_id}/{side}/{index}/content",
+              partial(part_content, history))

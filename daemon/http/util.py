@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
+import secrets
 from typing import Any
 
 import orjson
 from aiohttp import web
 
 from llamon_playground.common.http_json import decimal_digits
+from llamon_playground.daemon.data.bundle_json import has_surrogate_escape
+from llamon_playground.daemon.data.long_strings import (
+    decode_span,
+    long_string_spans,
+    put_back,
+    skeleton,
+)
 from llamon_playground.daemon.errors import BadRequest, PayloadTooLarge
 
 
@@ -36,7 +45,8 @@ async def read_object(request: web.Request, max_bytes: int) -> dict[str, Any] | 
     raw = await read_body(request, max_bytes)
     if not raw.strip():
         return None
-    doc = parse_json(raw)
+    doc = await asyncio.to_thread(parse_long_json, raw) if len(raw) > LONG_BODY \
+        else parse_json(raw)
     if not isinstance(doc, dict):
         raise BadRequest("the request body must be a JSON object", code="invalid_request")
     return doc
@@ -49,6 +59,33 @@ def parse_json(raw: bytes | bytearray) -> Any:
         raise BadRequest(f"request body is not valid JSON: {exc}", code="invalid_json") from exc
     if has_long_digit_run(raw) and _has_huge_integer(doc):
         raise BadRequest("request body holds an integer beyond 64 bits", code="invalid_json")
+    return doc
+
+
+# A run body may be 16 MiB, most of it one text or one file's base64: `orjson.loads` reads
+# such a string in one C call, the GIL held throughout (the loop stood still ~50 ms, far
+# longer on a busy machine). A body over LONG_BODY is parsed in a thread with its long
+# strings cut out and decoded a slice at a time (data/long_strings.py), so the loop gets
+# the GIL between slices.
+LONG_BODY = 1 << 20
+
+
+def parse_long_json(raw: bytes | bytearray) -> Any:
+    """What parse_json answers for `raw`, no C call covering more than a slice of it.
+    Blocking: call it in a thread."""
+    spans = long_string_spans(raw)
+    if not spans:
+        return parse_json(raw)
+    marker = f"\x00{secrets.token_hex(16)}:"
+    doc = parse_json(skeleton(raw, spans, marker))
+    texts = [decode_span(raw, start, end) for start, end in spans]
+    doc = put_back(doc, marker, texts.__getitem__)
+    if has_surrogate_escape(raw):  # the stdlib decoder lets a lone one through; orjson not
+        try:
+            orjson.dumps(doc)
+        except orjson.JSONEncodeError as exc:
+            raise BadRequest(f"request body is not valid JSON: {exc}",
+                             code="invalid_json") from exc
     return doc
 
 

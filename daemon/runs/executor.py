@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
+from llamon_playground.common.heap import give_back_memory
 from llamon_playground.common.limits import DEFAULT_LIMITS, Limits
 from llamon_playground.daemon.a2a.client import A2AClient, A2AUnavailable, HostOutputTooLarge
 from llamon_playground.daemon.a2a.wire import (
@@ -103,6 +104,10 @@ class RunExecutor:
         except Exception as exc:  # a bug: still end the run, and say what happened
             log.exception("run %s crashed", run.run_id)
             await run.end(exc)
+        finally:
+            # Whatever the run's input and output took (a 16 MiB text, a long answer's
+            # buffers) is free now: give it back, so the daemon returns to its idle size.
+            give_back_memory()
 
     async def _validate(self, run: ActiveRun) -> ProjectConfig:
         self._phase(run, "validate", "started")
@@ -174,7 +179,7 @@ class RunExecutor:
         self._phase(run, "send", "started")
         process = self._host.process
         client = A2AClient(self._http, gen.url)
-        collected = OutputCollector()
+        collected = OutputCollector(self._blobs)
         run.collect_into(collected)
         try:
             interface = self._interfaces.get(gen.number)

@@ -7,12 +7,11 @@ from collections.abc import Callable
 from typing import Any
 
 from llamon_playground.daemon.runs.ending import RunEnding
-from llamon_playground.daemon.runs.output import store_parts
 from llamon_playground.daemon.runs.reconcile import closing_phases
 from llamon_playground.daemon.runs.state import RunStatus
 from llamon_playground.daemon.store.blobs import BlobStore
 from llamon_playground.daemon.store.database import Store
-from llamon_playground.daemon.store.history import run_update_op
+from llamon_playground.daemon.store.history import part_content_path, run_update_op
 from llamon_playground.daemon.store.records import utcnow
 
 log = logging.getLogger(__name__)
@@ -67,8 +66,8 @@ class RunJournal:
         a terminal status without the rest; `then` (the lock release) runs right after its
         commit."""
         output = ending.output
-        stored, shas = await store_parts(output.wire_parts() if output else [], self._blobs,
-                                         on_blob_error=lambda exc: self._degraded(run_id, exc))
+        stored, shas = await output.stored_parts(
+            self._blobs, lambda exc: self._degraded(run_id, exc)) if output else ([], [])
         error: dict[str, Any] | None = None
         if ending.message is not None:
             error = {"kind": "error", "message": ending.message}
@@ -88,7 +87,10 @@ class RunJournal:
                   for closing in closing_phases(self._open.pop(run_id, []), ending.status,
                                                 ending.reason, ending.message)]
         if stored:
-            events.append(("run.output", {"parts": stored}))
+            # As GET /runs/{id} answers them: a cut part names where its whole is served.
+            events.append(("run.output", {"parts": [
+                {**part, "content_url": part_content_path(run_id, "output", index)}
+                if part.get("truncated") else part for index, part in enumerate(stored)]}))
         if ending.message is not None:
             events.append(("run.phase", {"phase": "complete", "state": "failed",
                                          "reason": ending.reason, "message": ending.message,

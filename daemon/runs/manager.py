@@ -26,7 +26,7 @@ from llamon_playground.daemon.runs.state import TERMINAL_STATUSES, Reason, RunSt
 from llamon_playground.daemon.store.blobs import BlobStore
 from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.event_log import EventHub
-from llamon_playground.daemon.store.history import get_run, get_session, insert_run
+from llamon_playground.daemon.store.history import get_run, get_session, insert_run, run_view
 from llamon_playground.daemon.store.history_service import LiveRun
 from llamon_playground.daemon.store.ids import new_context_id, new_run_id
 from llamon_playground.daemon.store.records import utcnow
@@ -121,7 +121,7 @@ class RunManager:
     async def view(self, run_id: str) -> dict[str, Any]:
         """A run as history has it; while it is active and history is behind (degraded
         writes), with the status the daemon itself knows."""
-        run = await get_run(self._store, run_id)
+        run = await run_view(self._store, run_id)
         if run is None:
             raise NotFound(f"no run {run_id}", code="run_not_found")
         active = self.active
@@ -216,8 +216,10 @@ class RunManager:
             for pending in request.files:
                 pending.part["sha256"] = await self._blobs.put(pending.data)
                 shas.append(pending.part["sha256"])
+                pending.data = b""  # in the blob store now: the run need not hold it too
+            # Files and long texts (a rerun's come with their hash already).
             shas += [p["sha256"] for p in request.parts
-                     if p["kind"] == "file" and p.get("sha256") and p["sha256"] not in shas]
+                     if p.get("sha256") and p["sha256"] not in shas]
             row = {"id": run.run_id, "session_id": session_id, "status": RunStatus.QUEUED.value,
                    "created_at": utcnow(), "context_id": context_id, "task_id": task_id,
                    "parent_run_id": parent_run_id, "rerun_of": rerun_of,

@@ -1,24 +1,32 @@
-"""Collects what the Host streams during a run into the parts that get stored."""
+"""Collects what the Host streams during a run into the parts that get stored; long texts
+and files go to the blob store as they arrive (runs/spool.py)."""
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 from llamon_playground.daemon.a2a.wire import A2AEvent, WirePart
 from llamon_playground.daemon.data.json_depth import MAX_DEPTH, json_depth
+from llamon_playground.daemon.runs.spool import FileSpool, TextSpool
 from llamon_playground.daemon.store.blobs import BlobStore
 
 
-class OutputCollector:
-    """Artifacts by id (chunks joined), plus the latest status message and message replies."""
+# A run of consecutive text parts is one TextSpool; a file sent as bytes, a FileSpool.
+Item = WirePart | TextSpool | FileSpool
 
-    def __init__(self) -> None:
-        self._artifacts: dict[str, list[WirePart]] = {}
+
+class OutputCollector:
+    """Artifacts by id (text deltas spooled, see TextSpool), plus the latest status message
+    and message replies. With `blobs`, a long text goes to the blob store as it arrives, so
+    what the collector holds does not grow with the run's output."""
+
+    def __init__(self, blobs: BlobStore | None = None) -> None:
+        self._new_writer = blobs.writer if blobs is not None else None
+        self._artifacts: dict[str, list[Item]] = {}
         self._status_parts: list[WirePart] = []
-        self._message_parts: list[WirePart] = []
+        self._message_parts: list[Item] = []
         self.task_id: str | None = None
         self.state: str | None = None
 
@@ -33,58 +41,80 @@ class OutputCollector:
                 self._status_parts = list(event.parts)
             return []
         if event.type == "message":
-            self._message_parts.extend(event.parts)
+            self._extend(self._message_parts, event.parts)
             self.state = self.state or "completed"
             return [(p.text, True) for p in event.parts if p.kind == "text" and p.text]
         if event.type == "artifact":
             key = event.artifact_id or f"artifact-{len(self._artifacts)}"
             texts = [p.text for p in event.parts if p.kind == "text" and p.text]
             if event.append and key in self._artifacts:
-                self._artifacts[key].extend(event.parts)
+                self._extend(self._artifacts[key], event.parts)
                 return [(text, True) for text in texts]
             replaced = key in self._artifacts
-            self._artifacts[key] = list(event.parts)
+            if replaced:
+                _discard(self._artifacts[key])
+            self._artifacts[key] = []
+            self._extend(self._artifacts[key], event.parts)
             if not texts:
                 # A replacement without text still clears what a client shows for it.
                 return [("", False)] if replaced else []
             return [(text, i > 0) for i, text in enumerate(texts)]
         return []
 
+    def _extend(self, items: list[Item], parts: list[WirePart]) -> None:
+        for part in parts:
+            if part.kind == "file" and part.raw is not None and self._new_writer is not None:
+                items.append(FileSpool(part, self._new_writer))
+            elif part.kind != "text":
+                items.append(part)
+            elif items and isinstance(items[-1], TextSpool):
+                items[-1].append(part.text or "")
+            else:
+                items.append(TextSpool(part, self._new_writer))
+
     def status_text(self) -> str:
         """The text of the latest status message: a failed task's own reason."""
         return " ".join(p.text for p in self._status_parts if p.kind == "text" and p.text)
 
-    def wire_parts(self) -> list[WirePart]:
-        parts: list[WirePart] = []
+    def _items(self) -> list[Item]:
+        items: list[Item] = []
         for chunks in self._artifacts.values():
-            parts.extend(_join_text(chunks))
-        parts.extend(_join_text(self._message_parts))
-        parts.extend(self._status_parts)
-        return parts
+            items.extend(chunks)
+        items.extend(self._message_parts)
+        items.extend(self._status_parts)
+        return items
+
+    def wire_parts(self) -> list[WirePart]:
+        """The parts as the Host's, each run of text joined once (a spilled one: its
+        excerpt)."""
+        return [item.wire_part() if isinstance(item, TextSpool)
+                else item.part if isinstance(item, FileSpool) else item
+                for item in self._items()]
+
+    async def stored_parts(self, blobs: BlobStore,
+                           on_blob_error: Callable[[OSError], None] | None = None
+                           ) -> tuple[list[dict[str, Any]], list[str]]:
+        """What history stores (see store_parts), spooled texts as their blob and excerpt;
+        the blobs' hashes. Called once, at the run's end."""
+        stored: list[dict[str, Any]] = []
+        shas: list[str] = []
+        for item in self._items():
+            if isinstance(item, (TextSpool, FileSpool)):
+                doc, sha = await item.stored(on_blob_error)
+                stored.append(doc)
+                if sha is not None:
+                    shas.append(sha)
+            else:
+                docs, part_shas = await store_parts([item], blobs, on_blob_error)
+                stored.extend(docs)
+                shas.extend(part_shas)
+        return stored, shas
 
 
-def _join_text(parts: list[WirePart]) -> list[WirePart]:
-    """Each run of consecutive text parts as one. Joined once per run: adding each chunk to
-    the text so far would copy that text again for every chunk (50,000 chunks: 0.7 s of
-    the daemon's loop at the run's end)."""
-    joined: list[WirePart] = []
-    run: list[WirePart] = []
-
-    def flush() -> None:
-        if len(run) == 1:
-            joined.append(run[0])
-        elif run:  # the first part's other fields, all of the run's text
-            joined.append(replace(run[0], text="".join(p.text or "" for p in run)))
-        run.clear()
-
-    for part in parts:
-        if part.kind == "text":
-            run.append(part)
-        else:
-            flush()
-            joined.append(part)
-    flush()
-    return joined
+def _discard(items: list[Item]) -> None:
+    for item in items:
+        if isinstance(item, (TextSpool, FileSpool)):
+            item.discard()
 
 
 async def store_parts(parts: list[WirePart], blobs: BlobStore,

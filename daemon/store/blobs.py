@@ -17,6 +17,7 @@ from llamon_playground.daemon.data.parts import SHA256_RE
 from llamon_playground.daemon.errors import NotFound
 
 TMP_PREFIX = ".tmp-"
+WRITE_BUFFER = 1 << 20  # bytes a BlobWriter gathers before each write to its file
 
 
 class BlobStore:
@@ -78,6 +79,10 @@ class BlobStore:
         self.put_sync(data, expected_sha256=sha256)
         return not existed
 
+    def writer(self) -> BlobWriter:
+        """A blob to be written piece by piece (see BlobWriter)."""
+        return BlobWriter(self.root)
+
     def read(self, sha256: str) -> bytes:
         """A blob's bytes; NotFound when it is not stored."""
         path = self.path_for(sha256)
@@ -108,3 +113,56 @@ def _fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+class BlobWriter:
+    """A blob written as it arrives (a long streamed answer, a large text): bytes go to a temp
+    file and into the hash as they come, so no whole copy is ever held in memory; `commit`
+    names it by its sha256, `discard` leaves nothing behind. Writes are buffered in the
+    process and reach the disk at `commit` (fsync there, off the event loop)."""
+
+    def __init__(self, root: Path) -> None:
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self._root = root
+        self._tmp = root / f"{TMP_PREFIX}stream-{os.getpid()}-{os.urandom(6).hex()}"
+        fd = os.open(self._tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        self._fh = os.fdopen(fd, "wb", buffering=WRITE_BUFFER)
+        self._hash = hashlib.sha256()
+        self.size = 0
+
+    def write(self, data: bytes) -> None:
+        """Append `data` (OSError when the disk refuses it; then `discard`)."""
+        self._hash.update(data)
+        self._fh.write(data)
+        self.size += len(data)
+
+    def hexdigest(self) -> str:
+        """The sha256 of what was written so far (the blob's name once committed)."""
+        return self._hash.hexdigest()
+
+    def commit(self) -> str:
+        """Flush, fsync and name the blob by its content; its sha256. Blocking: call it in
+        a thread."""
+        digest = self._hash.hexdigest()
+        final = self._root / digest
+        try:
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+            self._fh.close()
+            if final.is_file() and final.stat().st_size == self.size:
+                self._tmp.unlink()  # the same bytes are stored already
+            else:
+                os.rename(self._tmp, final)
+                _fsync_dir(self._root)
+        except BaseException:
+            self.discard()
+            raise
+        return digest
+
+    def discard(self) -> None:
+        """Drop what was written; the temp file goes."""
+        try:
+            self._fh.close()
+        except OSError:
+            pass  # a buffered write that cannot be flushed any more: the file goes anyway
+        self._tmp.unlink(missing_ok=True)

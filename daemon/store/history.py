@@ -9,6 +9,8 @@ from typing import Any
 
 import orjson
 
+from llamon_playground.common.contract import API_PREFIX
+from llamon_playground.common.limits import TEXT_EXCERPT_CHARS
 from llamon_playground.daemon.data.compare import latest_scores
 from llamon_playground.daemon.errors import NotFound
 from llamon_playground.daemon.store.database import Store
@@ -105,7 +107,7 @@ async def update_run_fields(store: Store, run_id: str,
         return True
     if not await store.write(op):
         return None
-    return await get_run(store, run_id)
+    return await run_view(store, run_id)
 
 
 Page = tuple[list[dict[str, Any]], str | None]  # items, cursor of the next page (or None)
@@ -139,8 +141,48 @@ async def get_session(store: Store, session_id: str) -> dict[str, Any] | None:
 
 
 async def get_run(store: Store, run_id: str) -> dict[str, Any] | None:
+    """A run's row whole (what a rerun copies): never an API answer, see run_view."""
     row = await store.fetch_one("SELECT * FROM runs WHERE id = ?", (run_id,))
     return run_to_dict(row) if row else None
+
+
+async def run_view(store: Store, run_id: str) -> dict[str, Any] | None:
+    """A run as `GET /runs/{id}` answers it: its long parts cut in SQL (RUN_DETAIL), so the
+    answer is bounded whatever the run's output; each cut part links to its whole."""
+    select = run_list_columns([row[0] for row in await store.fetch_all(
+        "SELECT name FROM pragma_table_info('runs')")], RUN_DETAIL)
+    row = await store.fetch_one(f"SELECT {select} FROM runs WHERE id = ?", (run_id,))
+    return with_content_urls(run_to_dict(row)) if row else None
+
+
+async def stored_part(store: Store, run_id: str, side: str, index: int) -> dict[str, Any]:
+    """One stored part of a run's input or output, as history keeps it (a long text: its
+    excerpt and blob). NotFound run_not_found / part_not_found."""
+    path = f"$.parts[{index}]" if side == "input" else f"$[{index}]"
+    column = "input" if side == "input" else "output"
+    row = await store.fetch_one(
+        f"SELECT json_extract({column}, ?) AS part FROM runs WHERE id = ?", (path, run_id))
+    if row is None:
+        raise NotFound(f"no run {run_id}", code="run_not_found")
+    part = orjson.loads(row["part"]) if isinstance(row["part"], str) else None
+    if not isinstance(part, dict):
+        raise NotFound(f"run {run_id} has no {side} part {index}", code="part_not_found")
+    return part
+
+
+def with_content_urls(run: dict[str, Any]) -> dict[str, Any]:
+    """Each cut part of a run answer with `content_url`: the route that streams it whole."""
+    for side, parts in (("input", (run.get("input") or {}).get("parts") or []),
+                        ("output", run.get("output") or [])):
+        for index, part in enumerate(parts):
+            if isinstance(part, dict) and part.get("truncated"):
+                part["content_url"] = part_content_path(run["id"], side, index)
+    return run
+
+
+def part_content_path(run_id: str, side: str, index: int) -> str:
+    """Where a run's part is served whole (`GET`, with Range): daemon/http/data.py."""
+    return f"{API_PREFIX}/runs/{run_id}/{side}/{index}/content"
 
 
 async def list_runs(store: Store, session_id: str, after: int = 0, limit: int = 100,
@@ -160,7 +202,7 @@ async def list_runs(store: Store, session_id: str, after: int = 0, limit: int = 
                "ORDER BY rowid LIMIT ?")
         bound = after
     rows, cursor = _page(await store.fetch_all(sql, (session_id, bound, limit + 1)), limit)
-    return [run_to_dict(r) for r in rows], cursor
+    return [with_content_urls(run_to_dict(r)) for r in rows], cursor
 
 
 async def insert_run(store: Store, run: dict[str, Any], file_shas: list[str],
@@ -308,18 +350,26 @@ async def find_file_part(store: Store, sha256: str) -> dict[str, Any] | None:
 TEXT_CHARS = 2000
 PART_BYTES = 4096
 METADATA_BYTES = 4096
+# `GET /runs/{id}` cuts too, less: a text past TEXT_EXCERPT_CHARS (a long one is a blob
+# already, stored as that excerpt), any other part whose JSON is over DETAIL_PART_BYTES.
+DETAIL_PART_BYTES = 256 * 1024
 
 
-def parts_excerpt(column: str) -> str:
-    """SQL for the excerpt of a JSON array of stored parts held in `column` (NULL stays)."""
+def parts_excerpt(column: str, text_chars: int = TEXT_CHARS,
+                  part_bytes: int = PART_BYTES) -> str:
+    """SQL for the excerpt of a JSON array of stored parts held in `column` (NULL stays): a
+    text past `text_chars` keeps its first ones, any other part whose JSON is over
+    `part_bytes` only its kind. `size` is the whole part's bytes as stored (a long text's
+    blob, else the text's UTF-8 or the part's JSON)."""
     text = "json_extract(p.value, '$.text')"
     kind = "json_extract(p.value, '$.kind')"
     return (
         f"CASE WHEN {column} IS NULL THEN NULL ELSE (SELECT json_group_array(CASE "
-        f"WHEN {kind} = 'text' AND length({text}) > {TEXT_CHARS} THEN json_object("
-        f"'kind', 'text', 'text', substr({text}, 1, {TEXT_CHARS}), "
-        f"'truncated', json('true'), 'size', length({text})) "
-        f"WHEN {kind} IS NOT 'text' AND length(p.value) > {PART_BYTES} THEN json_object("
+        f"WHEN {kind} = 'text' AND length({text}) > {text_chars} THEN json_object("
+        f"'kind', 'text', 'text', substr({text}, 1, {text_chars}), "
+        f"'truncated', json('true'), 'size', coalesce(json_extract(p.value, '$.size'), "
+        f"length(CAST({text} AS BLOB)))) "
+        f"WHEN {kind} IS NOT 'text' AND length(p.value) > {part_bytes} THEN json_object("
         f"'kind', {kind}, 'truncated', json('true'), 'size', length(CAST(p.value AS BLOB))) "
         f"ELSE json(p.value) END) FROM json_each({column}) AS p) END")
 
@@ -345,12 +395,17 @@ RUN_INPUT = (
     f"'$.metadata_truncated', json(CASE WHEN {metadata_cut(_META)} "
     "THEN 'true' ELSE 'false' END)) END")
 RUN_EXCERPTS = {"input": RUN_INPUT, "output": parts_excerpt("output")}
+_DETAIL_PARTS = parts_excerpt(_PARTS, TEXT_EXCERPT_CHARS, DETAIL_PART_BYTES)
+RUN_DETAIL = {
+    "input": "CASE WHEN input IS NULL THEN NULL ELSE json_set(input, "
+             f"'$.parts', json(coalesce({_DETAIL_PARTS}, '[]'))) END",
+    "output": parts_excerpt("output", TEXT_EXCERPT_CHARS, DETAIL_PART_BYTES)}
 
 
-def run_list_columns(columns: list[str]) -> str:
+def run_list_columns(columns: list[str], excerpts: dict[str, str] = RUN_EXCERPTS) -> str:
     """The select list of a run list query, given the table's columns: every column as it
     is but input and output, which come as excerpts (the whole values never leave SQLite)."""
-    chosen = [f"({RUN_EXCERPTS[name]}) AS {name}" if name in RUN_EXCERPTS else name
+    chosen = [f"({excerpts[name]}) AS {name}" if name in excerpts else name
               for name in columns]
     return ", ".join(["rowid AS _rowid", *chosen])
 

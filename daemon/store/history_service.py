@@ -152,6 +152,21 @@ class HistoryService:
             raise NotFound(f"no stored file {sha}", code="file_not_found")
         return path, part
 
+    async def part_content(self, run_id: str, side: str, index: int
+                           ) -> tuple[dict[str, Any], Path | None]:
+        """A run's stored part and, when its content is a blob (a file, a long text), the
+        blob's path; NotFound when either is gone."""
+        part = await history.stored_part(self._store, run_id, side, index)
+        sha = part.get("sha256")
+        if not isinstance(sha, str):
+            return part, None
+        path = self._blobs.path_for(sha)
+        if not path.is_file():
+            raise NotFound(f"the content of {side} part {index} of run {run_id} is not "
+                           "stored (the disk refused it, or it was removed)",
+                           code="file_not_found")
+        return part, path
+
     # -- bundles ----------------------------------------------------------------------------
 
     async def export(self, session_ids: list[str] | None, run_ids: list[str] | None) -> bytes:

@@ -244,6 +244,26 @@ class PlaygroundClient:
             raise network_error(exc) from exc
         return size
 
+    async def stream_part(self, run_id: str, side: Literal["input", "output"], index: int,
+                          start: int = 0) -> AsyncGenerator[bytes, None]:
+        """The whole of one part of a run (a cut part's `content_url`), from byte `start`,
+        as it arrives: a 217 MB answer is never held here whole."""
+        url = f"{API_PREFIX}/runs/{run_id}/{side}/{index}/content"
+        headers = {"Range": f"bytes={start}-"} if start else None
+        try:
+            async with self.http.get(url, headers=headers) as resp:
+                if resp.status >= 400:
+                    raise api_error(resp.status, answer_body(await resp.read()))
+                async for chunk in resp.content.iter_any():
+                    yield chunk
+        except NETWORK_ERRORS as exc:
+            raise network_error(exc) from exc
+
+    async def part_content(self, run_id: str, side: Literal["input", "output"],
+                           index: int) -> bytes:
+        """The whole of one part of a run, in memory (see stream_part for a large one)."""
+        return b"".join([chunk async for chunk in self.stream_part(run_id, side, index)])
+
     async def import_bundle(self, path: Path) -> dict[str, Any]:
         """Import a bundle file; the ids it was given (`{"sessions": {old: new}, "runs"}`)."""
         data = await asyncio.to_thread(path.read_bytes)

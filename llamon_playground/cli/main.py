@@ -38,7 +38,7 @@ from llamon_playground.common.config import (
     log_files,
     log_json,
 )
-from llamon_playground.common.heap import freeze_startup_heap
+from llamon_playground.common.heap import freeze_startup_heap, keep_large_buffers_apart
 from llamon_playground.common.logging_setup import setup_logging
 from llamon_playground.common.runtime_dir import AlreadyRunning
 
@@ -73,6 +73,7 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     settings = build_settings(_project(args.project))
     # The Host inherits the daemon's environment: not the front's token, not systemd's.
     environ = {k: v for k, v in os.environ.items() if k not in DAEMON_ONLY_ENV}
+    keep_large_buffers_apart()
     freeze_startup_heap()
     try:
         asyncio.run(serve(settings, environ))
@@ -96,6 +97,7 @@ def _run_front(settings: Settings, options: FrontOptions) -> int:
     from llamon_playground.api.app import run_front
     from llamon_playground.api.guard import NonLoopbackBind
     from llamon_playground.api.token_store import TokenError
+    keep_large_buffers_apart()
     freeze_startup_heap()
     try:
         asyncio.run(run_front(settings, options))

@@ -10,8 +10,11 @@ than a 257 KiB one.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -34,6 +37,13 @@ class Limits:
 
 DEFAULT_LIMITS = Limits()
 
+# A text part over this many UTF-8 bytes (an input's or a Host's answer) is stored in the
+# blob store, as files are; history keeps its first TEXT_EXCERPT_CHARS characters, its size
+# and its sha256, and `GET /runs/{id}` answers that excerpt with a link to the whole text.
+# So no answer, row or event grows with one text's size (docs/storage.md, "Large text").
+TEXT_INLINE_BYTES = 64 * KIB
+TEXT_EXCERPT_CHARS = 16 * KIB
+
 # The environment variable of each field (docs/configuration.md); config.py reads them.
 LIMIT_ENV_NAMES = {
     "metadata_bytes": "LLAMON_PLAYGROUND_MAX_METADATA_BYTES",
@@ -51,9 +61,9 @@ LIMIT_ENV_NAMES = {
 def json_size_over(value: Any, limit: int) -> int | None:
     """None when `value`, as compact JSON, takes at most `limit` bytes; else a size over it.
 
-    Strings count their UTF-8 bytes and quotes (escapes are not counted), numbers their
-    `repr`, containers their brackets, colons and commas: for plain text the exact size
-    orjson writes. The walk stops at the first total over the limit, so the cost is bounded
+    Strings count their bytes as stored: UTF-8, quotes and escapes (`\\n` is 2 bytes,
+    `\\u0000` 6), numbers their `repr`, containers their brackets, colons and commas: the
+    size orjson writes. The walk stops at the first total over the limit, so the cost is bounded
     by the limit, not by the value (a 200 MiB string costs what a 257 KiB one does).
     """
     total = 0
@@ -84,7 +94,12 @@ def json_size_over(value: Any, limit: int) -> int | None:
 
 
 def _str_bytes(text: str, room: int) -> int:
-    """The UTF-8 length of `text`, computed only as far as needed to exceed `room`."""
+    """The bytes `text` takes inside a JSON string (escapes included, quotes not), computed
+    only when it may fit in `room`: a longer one is over on characters alone, and encoding
+    it would be waste."""
     if len(text) > room:
-        return len(text)  # already over on characters alone: encoding it would be waste
-    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+        return len(text)
+    try:
+        return len(orjson.dumps(text)) - 2  # at most `room` characters: bounded work
+    except orjson.JSONEncodeError:  # a lone surrogate (the stdlib parser lets them through)
+        return len(json.dumps(text, ensure_ascii=False).encode("utf-8", "surrogatepass")) - 2

@@ -4,6 +4,7 @@
   long_line   a `data: ` line of 400 MiB that never ends (written 1 MiB at a time)
   logs        600 log lines of 1 MB on stdout, then a short answer
   captures    2,000 capture events naming 64 KiB nodes, 15 to a request, then a short answer
+  deltas N    N appended artifact deltas of 1 KiB each (270,000: a 270 MB answer)
   anything else: a short answer
 
 Stdlib only (and the Playground's own Host-side capture helper), so it starts fast.
@@ -76,6 +77,13 @@ class Handler(BaseHTTPRequestHandler):
                 line = "z" * 1_000_000
                 for _ in range(600):
                     print(line, flush=True)
+            elif mode.startswith("deltas "):
+                delta = json.dumps({"jsonrpc": "2.0", "id": "1", "result": {"artifactUpdate": {
+                    "taskId": task, "contextId": "c", "append": True, "artifact": {
+                        "artifactId": "a", "parts": [{"text": "d" * 1023 + "\n"}]}}}})
+                block = (b"data: " + delta.encode() + b"\n\n") * 64
+                for _ in range(int(mode.split()[1]) // 64):
+                    self.wfile.write(block)
             elif mode == "captures" and run_id is not None:
                 capture = PlaygroundCapture.from_env()
                 assert capture is not None

@@ -38,12 +38,14 @@ class Part(TypedDict):
     text: NotRequired[str]
     data: NotRequired[Any]
     sha256: NotRequired[str | None]
-    # a file's bytes; for a cut part, its full length (a text's characters, else the part's JSON
-    # bytes)
+    # a file's bytes; for a cut part, its whole size as stored, in bytes (a text's UTF-8, else the
+    # part's JSON)
     size: NotRequired[int | None]
-    # a list answer's excerpt: a text's first 2,000 characters, else the `kind` only (`GET
-    # /runs/{id}` answers the part whole)
+    # an excerpt: a text's first characters (2,000 in a list answer, 16,384 in `GET /runs/{id}`),
+    # else the `kind` only; `content_url` streams the whole
     truncated: NotRequired[bool]
+    # on a cut part: `GET` it for the whole part (Content-Length, Range requests)
+    content_url: NotRequired[str]
     name: NotRequired[str | None]
     mime: NotRequired[str | None]
     source: NotRequired[str | None]

@@ -27,11 +27,13 @@ class Part(TypedDict):
     data: NotRequired[Any]
     sha256: NotRequired[str | None]
     size: NotRequired[Annotated[int | None, Doc(
-        "a file's bytes; for a cut part, its full length (a text's characters, else the "
-        "part's JSON bytes)")]]
+        "a file's bytes; for a cut part, its whole size as stored, in bytes (a text's "
+        "UTF-8, else the part's JSON)")]]
     truncated: NotRequired[Annotated[bool, Doc(
-        "a list answer's excerpt: a text's first 2,000 characters, else the `kind` only "
-        "(`GET /runs/{id}` answers the part whole)")]]
+        "an excerpt: a text's first characters (2,000 in a list answer, 16,384 in "
+        "`GET /runs/{id}`), else the `kind` only; `content_url` streams the whole")]]
+    content_url: NotRequired[Annotated[str, Doc(
+        "on a cut part: `GET` it for the whole part (Content-Length, Range requests)")]]
     name: NotRequired[str | None]
     mime: NotRequired[str | None]
     source: NotRequired[str | None]

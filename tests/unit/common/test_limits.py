@@ -13,7 +13,9 @@ from llamon_playground.daemon.data.sizes import check_capture_event, check_metad
 from llamon_playground.daemon.errors import BadRequest, PayloadTooLarge
 
 DOCS = [{"a": [1, 2, {"b": None, "c": True, "d": False}], "e": "é" * 10, "f": []}, {}, [],
-        "x", {"k": {"z": [[]]}}, 1.5, -3, {"n": "日本" * 100}]
+        "x", {"k": {"z": [[]]}}, 1.5, -3, {"n": "日本" * 100},
+        # Escapes count as stored: `\u0000` is 6 bytes, `\n` and `\"` 2.
+        {"nul": "\u0000" * 100, "lines": "a\nb\"c\\" * 10, "ctl": "\x1f\t"}]
 
 
 @pytest.mark.parametrize("doc", DOCS)
