@@ -7,6 +7,7 @@ import { compareView } from './compare.js';
 import { Composer } from './composer.js';
 import { Connection } from './connection.js';
 import { HistoryFooter } from './footer.js';
+import { flowOverview } from './graph.js';
 import { HostLogs } from './host_logs.js';
 import { HostPanel } from './host_panel.js';
 import { showPanel, wireKeys, wirePanels } from './keys.js';
@@ -180,8 +181,18 @@ const app = {
     this.view = null;
     $('run-pane').replaceChildren(el('p', { class: 'hint empty' },
       'No run open: send a message, or pick a turn of the thread.'));
+    this.showIdle();
     await this.loadSessions();
     await this.loadRuns();
+  },
+
+  // No run open: a Flow's graph (read from source) under the hint, from the first moment.
+  showIdle() {
+    const pane = $('run-pane');
+    const graph = this.composer && this.composer.graph;
+    if (this.view || !graph || !pane.querySelector(':scope > .empty')
+        || pane.querySelector('.graph-overview')) return;
+    pane.append(flowOverview(graph));
   },
 
   showLogs() {
@@ -351,7 +362,8 @@ function wire() {
     compare: (left, right) => compareView([left, right]).then((view) => app.showPane(view)) });
   $('suites-button').addEventListener('click', guard(() => app.suites.list()));
   $('save-suite').addEventListener('click', guard(() => app.saveSuite()));
-  app.host = new HostPanel($('host-state'), $('host-body'), (error) => app.fail(error));
+  app.host = new HostPanel($('host-state'), $('host-body'), (error) => app.fail(error),
+    { logs: () => app.logs.open(), failing: (failure) => composer.hostFailing(failure) });
   $('export-bundle').addEventListener('click', guard(async () => {
     if (await exportBundle(app.sessionId, app.picked)) app.notice('Bundle exported.');
   }));
@@ -413,7 +425,7 @@ function wire() {
   $('restart-host').addEventListener('click', guard(async () => {
     app.host.show(await call('POST', '/host/restart', {}));
   }));
-  composer.load().catch((e) => app.fail(e));
+  composer.load().then(() => app.showIdle(), (e) => app.fail(e));
   app.connection = new Connection($('connection'), { events: (source) => app.watchProject(source),
     live: () => app.live(), lost: () => app.lost() });
   app.connection.open();
