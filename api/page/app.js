@@ -81,10 +81,13 @@ const app = {
 
   async showSessions() {
     $('sessions-empty').hidden = this.sessions.length > 0;
+    // Each session with its run count and its last activity (its time today, else its date).
     $('session-list').replaceChildren(...this.sessions.map((s) => el('li', {},
-      button(`${s.title || 'untitled'} (${s.run_count ?? 0})`, () => this.pickSession(s.id), {
+      button([`${s.title || 'untitled'} (${s.run_count ?? 0})`,
+        s.last_activity_at ? el('span', { class: 'session-when', title: `last activity ${s.last_activity_at}` },
+          ` · ${when(s.last_activity_at)}`) : null], () => this.pickSession(s.id), {
         class: 'session-item', 'aria-current': s.id === this.sessionId ? 'true' : null,
-        dataset: { sessionId: s.id },
+        dataset: { sessionId: s.id, lastActivity: s.last_activity_at || '' },
       }))));
     $('more-sessions').hidden = !this.olderSessions;
     $('session-list').dataset.loaded = String(this.sessions.length);
@@ -310,6 +313,12 @@ const app = {
     on('session.updated', () => this.runsChanged());
   },
 };
+
+// An ISO time as a list shows it: its time when it is today's, else its date.
+function when(iso) {
+  const today = new Date().toISOString().slice(0, 10);
+  return iso.startsWith(today) ? iso.slice(11, 16) : iso.slice(0, 10);
+}
 
 function guard(action) {
   return async (event) => {

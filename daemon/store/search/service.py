@@ -30,7 +30,7 @@ HIT_COLUMNS = ("id", "session_id", "status", "reason", "created_at", "started_at
                "rerun_of", "resumed_by", "code_fingerprint", "a2a_version")
 _SELECT = ", ".join(f"r.{c}" for c in HIT_COLUMNS) + \
     ", r.rowid AS _rowid, r.scores, r.edited_fields, s.title AS session_title, " + \
-    input_line_sql("r")
+    input_line_sql("r.input")
 # Input and output may be long: whole and marked then, cut in Python (excerpt.py).
 _LONG = {0: f"length(r.input) > {LONG_CHARS}", 1: f"length(r.output) > {LONG_CHARS}"}
 _SNIPPETS = ", ".join(f"{snippet_sql(i, _LONG.get(i))} AS x{i}"
