@@ -45,8 +45,9 @@ export class GraphView {
       const offset = (width - (row.length * (W + GAP_X) - GAP_X)) / 2;
       return { x: offset + order.get(id) * (W + GAP_X), y: 4 + layer.get(id) * (H + GAP_Y) };
     };
+    // Sized in the graph's own units: a taken (thicker) edge keeps the same arrow head.
     const arrow = svg('marker', { id: 'graph-arrow', viewBox: '0 0 10 10', refX: 9, refY: 5,
-      markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse' },
+      markerWidth: 10, markerHeight: 10, markerUnits: 'userSpaceOnUse', orient: 'auto-start-reverse' },
     svg('path', { d: 'M 0 0 L 10 5 L 0 10 z', class: 'graph-arrow' }));
     const edgeLayer = svg('g', { class: 'graph-edges' });
     for (const [source, target] of this.edges) {
@@ -79,7 +80,8 @@ export class GraphView {
       'data-state': 'idle' },
     svg('title', {}, name),
     svg('rect', { x: at.x, y: at.y, width: W, height: H, rx: terminal ? H / 2 : 6 }),
-    svg('text', { class: 'graph-name', x: at.x + W / 2, y: at.y + (terminal ? 25 : 17), 'text-anchor': 'middle' }, label),
+    // With no run behind it a box has no second line (its time): its name sits in the middle.
+    svg('text', { class: 'graph-name', x: at.x + W / 2, y: at.y + (terminal || this.overview ? 25 : 17), 'text-anchor': 'middle' }, label),
     took);
     const item = { group, took, name, start: null, end: null, pass: null };
     this.nodes.set(id, item);

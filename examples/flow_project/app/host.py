@@ -115,8 +115,13 @@ class FlowExecutor(AgentExecutor):
         current = node_id
         while current != END:
             visited.append(current)
-            await self.trace(run_id, node_event("node.start", current))
-            data = await asyncio.to_thread(self._graph.nodes[current].func, data)
+            # The start goes out while the node runs (its time is the node's, not the
+            # send's); it is sent before the end all the same.
+            sending = asyncio.ensure_future(self.trace(run_id, node_event("node.start", current)))
+            try:
+                data = await asyncio.to_thread(self._graph.nodes[current].func, data)
+            finally:
+                await sending
             await self.trace(run_id, node_event("node.end", current))
             current = self._graph.successor(current)
         return visited, data
