@@ -191,6 +191,12 @@ async def test_a_suite_reports_exactly_what_an_edit_changed(watched: Stack) -> N
                   if s["title"] == "suite five"]
         assert [s["id"] for s in titled] == [first["session_id"]]
         assert titled[0]["run_count"] == 3 * 8  # eight runs a suite run (a chain, a session)
+        # That session deleted, the next suite run makes the suite a new one.
+        await api.ok("DELETE", f"sessions/{first['session_id']}")
+        fourth = await run_suite(api, suite["id"])
+        assert fourth["session_id"] != first["session_id"]
+        made = await api.ok("GET", f"sessions/{fourth['session_id']}")
+        assert made["title"] == "suite five" and made["metadata"] == {"suite_id": suite["id"]}
     finally:
         await api.close()
 
