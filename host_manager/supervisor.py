@@ -11,8 +11,8 @@ rest is delegated, one job per module: starting, stopping and reaping a generati
 (`launch`), the child's environment (`environment`), readiness (`readiness`), the orphan
 record (`orphans`), restart on a file change (`watch.change_policy`), back-off, crashloop
 and the pending automatic restart (`crash_policy`), the process itself (`process`); the
-status is built by the owner of each part (`generation_status`, `Reaper.status`).
-"""
+status is built by the owner of each part (`generation_status`, `Reaper.status`,
+`host_last_error`)."""
 
 from __future__ import annotations
 
@@ -23,12 +23,10 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import replace
 from typing import Any, TypeVar
 
-from llamon_playground.host_manager.watch.change_policy import (
-    CRASHLOOP_CLEARED,
-    ChangePolicy,
-    restart_wanted,
-)
+from llamon_playground.host_manager.watch.change_policy import (CRASHLOOP_CLEARED, ChangePolicy,
+                                                                restart_wanted)
 from llamon_playground.host_manager.crash_policy import Backoff, CrashPolicy
+from llamon_playground.host_manager.last_error import host_last_error
 from llamon_playground.host_manager.environment import KeptPort, local_url
 from llamon_playground.host_manager.errors import HostUnavailable
 from llamon_playground.host_manager.watch.fingerprint import WatchRules
@@ -102,7 +100,8 @@ class HostSupervisor:
                 **self._reaper.status(),
                 "backoff_until": self._backoff.until if self._state == HostState.BACKOFF else None,
                 "warm_parent": self._config.spawner.describe(),
-                "warnings": self.warnings()}
+                "warnings": self.warnings(),
+                "last_error": host_last_error(self._logs, self._state, number)}
 
     @property
     def state(self) -> HostState:

@@ -1,8 +1,10 @@
 """Screenshots of the Playground page (scripts/screenshots): the first-entry notice, the
 thread, the narrow panels, the run view, its trace timeline, a failed run, the Host logs
 panel, a comparison,
-search, the suites, a suite run's report and a Flow's graph with a run's path, each in light
-and dark, at 1280×720 (and 800×700), into docs/screenshots/.
+search, the suites, a suite run's report, a Flow's graph with a run's path, a Flow opened
+(its graph before any run), the Flow graph live (a slow node running) and a crashloop's Host
+panel, each in light and dark, at 1280×720 (and 800×700), into docs/screenshots/.
+`scripts/screenshots page flow crashloop` takes only the named groups (default: all).
 
 The pictures show nothing of the machine they were taken on: everything runs in a temporary
 folder, and the failed run is one the agent fails itself with a message of its own
@@ -20,7 +22,9 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,11 +37,16 @@ OUT = REPO / "docs" / "screenshots"
 API = "/api/playground/v1"
 
 
-def start_up(workdir: Path, example: str = "echo_agent") -> tuple[subprocess.Popen[str], str]:
-    project = workdir / example
+def start_up(workdir: Path, example: str = "echo_agent", name: str | None = None,
+             edit: Callable[[Path], None] | None = None) -> tuple[subprocess.Popen[str], str]:
+    """`up` on a copy of `example` (in `workdir/name`, changed by `edit` first)."""
+    name = name or example
+    project = workdir / name
     shutil.copytree(REPO / "examples" / example, project,
                     ignore=shutil.ignore_patterns(".llamon", "__pycache__"))
-    env = {**os.environ, "LLAMON_PLAYGROUND_RUNTIME_DIR": str(workdir / f"run-{example}")}
+    if edit is not None:
+        edit(project)
+    env = {**os.environ, "LLAMON_PLAYGROUND_RUNTIME_DIR": str(workdir / f"run-{name}")}
     up = subprocess.Popen([str(REPO / ".venv" / "bin" / "llamon-playground"), "up", str(project),
                            "--port", "0"], env=env, stdout=subprocess.PIPE, text=True)
     assert up.stdout is not None
@@ -191,28 +200,120 @@ def shoot_graph(browser: Any, login: str, scheme: str) -> None:
     context.close()
 
 
-def main() -> None:
-    OUT.mkdir(parents=True, exist_ok=True)
-    workdir = Path(tempfile.mkdtemp(prefix="lpshots", dir="/tmp"))
-    up, login = start_up(workdir)
+def send_slow(page: Any) -> Any:
+    """Send an approval tagged "slow" (approve takes 4 s); the run view once approve runs."""
+    page.get_by_role("button", name="approve: request").click()
+    draft = json.loads(page.get_by_label("Message").input_value())
+    draft.update(requestId="r-7", amount=640, requester={"name": "Ada"}, tags=["slow"])
+    page.get_by_label("Message").fill(json.dumps(draft))
+    page.get_by_role("button", name="Send", exact=True).click()
+    view = page.locator("article.run-view")
+    expect(view.locator(".graph [data-node='approve']")).to_have_attribute("data-state", "running")
+    view.locator(".graph-box").scroll_into_view_if_needed()
+    return view
+
+
+def shoot_flow_open(browser: Any, login: str, scheme: str) -> None:
+    """A Flow opened: its graph before any run (no Host started yet)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 720}, color_scheme=scheme)
+    page = context.new_page()
+    page.goto(login)
+    page.get_by_role("button", name="Got it").click()
+    expect(page.locator(".graph-overview .graph-node")).to_have_count(5)
+    page.screenshot(path=OUT / f"flow-open-{scheme}.png")
+    context.close()
+
+
+def shoot_flow_live(browser: Any, login: str, scheme: str) -> None:
+    """The Flow's graph lit live while its slow node runs, wide and narrow."""
+    context = browser.new_context(viewport={"width": 1280, "height": 720}, color_scheme=scheme)
+    page = context.new_page()
+    page.goto(login)
+    page.get_by_role("button", name="Got it").click()
+    view = send_slow(page)
+    page.screenshot(path=OUT / f"graph-live-{scheme}.png")
+    expect(view).to_have_attribute("data-status", "completed")
+    page.set_viewport_size({"width": 800, "height": 700})
+    page.get_by_role("button", name="Thread", exact=True).click()
+    send_slow(page)
+    page.screenshot(path=OUT / f"graph-live-narrow-{scheme}.png")
+    expect(page.locator("article.run-view")).to_have_attribute("data-status", "completed")
+    context.close()
+
+
+def raise_at_import(project: Path) -> None:
+    """The echo agent's module raises at import: the Host cannot start."""
+    agent = project / "app" / "agent.py"
+    head = "from __future__ import annotations\n"
+    agent.write_text(agent.read_text().replace(
+        head, f'{head}raise RuntimeError("the config is missing: set ECHO_MODE")\n', 1))
+
+
+def shoot_crashloop(browser: Any, login: str, scheme: str) -> None:
+    """A crashloop's Host panel before any run: the exception first, then the traceback."""
+    context = browser.new_context(viewport={"width": 1280, "height": 720}, color_scheme=scheme)
+    page = context.new_page()
+    page.goto(login)
+    page.get_by_role("button", name="Got it").click()
+    expect(page.locator("#host-state")).to_have_attribute("data-state", "crashloop")
+    reason = page.get_by_role("region", name="Why the Host stopped")
+    reason.locator(".host-traceback summary").click()
+    expect(reason.get_by_role("region", name="Traceback")).to_be_visible()
+    page.screenshot(path=OUT / f"crashloop-{scheme}.png")
+    page.set_viewport_size({"width": 800, "height": 700})
+    page.screenshot(path=OUT / f"crashloop-narrow-{scheme}.png")
+    context.close()
+
+
+def with_up(browser: Any, workdir: Path, example: str, *shots: Callable[..., None],
+            name: str | None = None, edit: Callable[[Path], None] | None = None,
+            start_host: bool = False) -> None:
+    """`up` on a copy of `example`, each of `shots(browser, login, scheme)` light and dark
+    (in that order), then stopped."""
+    up, login = start_up(workdir, example, name, edit)
     try:
-        url, token = login.split("/?token=")
-        runs = history(url, token)
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-            for scheme in ("light", "dark"):
-                shoot(browser, login, url, runs, scheme)
-            flow_up, flow_login = start_up(workdir, "flow_project")
+        if start_host:  # it cannot start: 503, and on to the crashloop
+            url, token = login.split("/?token=")
             try:
-                for scheme in ("light", "dark"):
-                    shoot_graph(browser, flow_login, scheme)
-            finally:
-                flow_up.send_signal(signal.SIGINT)
-                flow_up.wait(30)
-            browser.close()
+                api(url, token, "POST", "/host/start", {})
+            except urllib.error.HTTPError as exc:
+                exc.close()
+        for shot in shots:
+            for scheme in ("light", "dark"):
+                shot(browser, login, scheme)
     finally:
         up.send_signal(signal.SIGINT)  # `up` stops the daemon it started, Host included
         up.wait(30)
+
+
+def main() -> None:
+    groups = set(sys.argv[1:]) or {"page", "flow", "crashloop"}
+    expect.set_options(timeout=30_000)  # a Host's first start on a busy machine, not speed
+    OUT.mkdir(parents=True, exist_ok=True)
+    workdir = Path(tempfile.mkdtemp(prefix="lpshots", dir="/tmp"))
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+            if "page" in groups:
+                up, login = start_up(workdir)
+                try:
+                    url, token = login.split("/?token=")
+                    runs = history(url, token)
+                    for scheme in ("light", "dark"):
+                        shoot(browser, login, url, runs, scheme)
+                finally:
+                    up.send_signal(signal.SIGINT)
+                    up.wait(30)
+            if "flow" in groups:
+                with_up(browser, workdir, "flow_project", shoot_graph)
+                (workdir / "live").mkdir()
+                with_up(browser, workdir / "live", "flow_project", shoot_flow_open,
+                        shoot_flow_live)
+            if "crashloop" in groups:
+                with_up(browser, workdir, "echo_agent", shoot_crashloop, name="crashloop",
+                        edit=raise_at_import, start_host=True)
+            browser.close()
+    finally:
         shutil.rmtree(workdir, ignore_errors=True)
     print("\n".join(str(p.relative_to(REPO)) for p in sorted(OUT.glob("*.png"))), file=sys.stderr)
 

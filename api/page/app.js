@@ -7,6 +7,7 @@ import { compareView } from './compare.js';
 import { Composer } from './composer.js';
 import { Connection } from './connection.js';
 import { HistoryFooter } from './footer.js';
+import { flowOverview } from './graph.js';
 import { HostLogs } from './host_logs.js';
 import { HostPanel } from './host_panel.js';
 import { showPanel, wireKeys, wirePanels } from './keys.js';
@@ -80,10 +81,13 @@ const app = {
 
   async showSessions() {
     $('sessions-empty').hidden = this.sessions.length > 0;
+    // Each session with its run count and its last activity (its time today, else its date).
     $('session-list').replaceChildren(...this.sessions.map((s) => el('li', {},
-      button(`${s.title || 'untitled'} (${s.run_count ?? 0})`, () => this.pickSession(s.id), {
+      button([`${s.title || 'untitled'} (${s.run_count ?? 0})`,
+        s.last_activity_at ? el('span', { class: 'session-when', title: `last activity ${s.last_activity_at}` },
+          ` · ${when(s.last_activity_at)}`) : null], () => this.pickSession(s.id), {
         class: 'session-item', 'aria-current': s.id === this.sessionId ? 'true' : null,
-        dataset: { sessionId: s.id },
+        dataset: { sessionId: s.id, lastActivity: s.last_activity_at || '' },
       }))));
     $('more-sessions').hidden = !this.olderSessions;
     $('session-list').dataset.loaded = String(this.sessions.length);
@@ -180,8 +184,18 @@ const app = {
     this.view = null;
     $('run-pane').replaceChildren(el('p', { class: 'hint empty' },
       'No run open: send a message, or pick a turn of the thread.'));
+    this.showIdle();
     await this.loadSessions();
     await this.loadRuns();
+  },
+
+  // No run open: a Flow's graph (read from source) under the hint, from the first moment.
+  showIdle() {
+    const pane = $('run-pane');
+    const graph = this.composer && this.composer.graph;
+    if (this.view || !graph || !pane.querySelector(':scope > .empty')
+        || pane.querySelector('.graph-overview')) return;
+    pane.append(flowOverview(graph));
   },
 
   showLogs() {
@@ -300,6 +314,12 @@ const app = {
   },
 };
 
+// An ISO time as a list shows it: its time when it is today's, else its date.
+function when(iso) {
+  const today = new Date().toISOString().slice(0, 10);
+  return iso.startsWith(today) ? iso.slice(11, 16) : iso.slice(0, 10);
+}
+
 function guard(action) {
   return async (event) => {
     try {
@@ -351,7 +371,8 @@ function wire() {
     compare: (left, right) => compareView([left, right]).then((view) => app.showPane(view)) });
   $('suites-button').addEventListener('click', guard(() => app.suites.list()));
   $('save-suite').addEventListener('click', guard(() => app.saveSuite()));
-  app.host = new HostPanel($('host-state'), $('host-body'), (error) => app.fail(error));
+  app.host = new HostPanel($('host-state'), $('host-body'), (error) => app.fail(error),
+    { logs: () => app.logs.open(), failing: (failure) => composer.hostFailing(failure) });
   $('export-bundle').addEventListener('click', guard(async () => {
     if (await exportBundle(app.sessionId, app.picked)) app.notice('Bundle exported.');
   }));
@@ -413,7 +434,7 @@ function wire() {
   $('restart-host').addEventListener('click', guard(async () => {
     app.host.show(await call('POST', '/host/restart', {}));
   }));
-  composer.load().catch((e) => app.fail(e));
+  composer.load().then(() => app.showIdle(), (e) => app.fail(e));
   app.connection = new Connection($('connection'), { events: (source) => app.watchProject(source),
     live: () => app.live(), lost: () => app.lost() });
   app.connection.open();

@@ -31,7 +31,9 @@ export class Composer {
     const schema = await call('GET', '/composer-schema');
     const tabs = schema.tabs || [];
     this.graph = schema.graph && (schema.graph.edges || []).length ? schema.graph : null;  // a Flow's
+    this.schema = schema;
     this.showText(schema);
+    if (this.failure) this.hostFailing(this.failure);
     if (!tabs.length) return;
     this.tabs = tabs;
     const buttons = [button('Text', () => this.pick(null)),
@@ -71,6 +73,22 @@ export class Composer {
     this.examples.replaceChildren(el('span', { class: 'hint' }, schema.host_ready === false
       ? 'No Host is running, so the agent card (its input modes and examples) is not read yet; any text goes as a text part.'
       : 'The agent card names no input modes or examples; any text goes as a text part.'));
+  }
+
+  // The Host cannot start (backing off or in a crashloop, `/host`'s `last_error`): said here
+  // instead of the examples, with its exception line; back to them once it is fixed.
+  hostFailing(failure) {
+    const was = this.failure;
+    this.failure = failure;
+    if (failure) {
+      this.examples.hidden = false;
+      this.examples.dataset.state = 'host-failing';
+      this.examples.replaceChildren(el('span', { class: 'hint host-cannot-start', role: 'status' },
+        `The Host cannot start: ${failure.exception}. Fix it and save (the Host starts again on a save), or see the Host panel.`));
+    } else if (was && this.schema) {
+      delete this.examples.dataset.state;
+      this.showText(this.schema);
+    }
   }
 
   pick(tab) {

@@ -4,8 +4,11 @@
 // done (with its duration) or not reached, an edge taken; an evaluator result that names a
 // node marks it pass or fail. A node is a button: it opens that node's bar in the trace. A
 // score's "Show … in the graph" marks its node (data-focus) and focuses it.
-import { ms } from './dom.js';
+// Before any run (a Flow project opens with no run to show), `flowOverview` shows the same
+// graph in the run pane, read from source: a node there leads to its function's source.
+import { el, ms } from './dom.js';
 import { END, START, layered } from './graph_layout.js';
+import { sourceTarget } from './source.js';
 
 const SVG = 'http://www.w3.org/2000/svg';
 const W = 132;   // px: a node's box
@@ -24,9 +27,11 @@ function svg(tag, attrs = {}, ...children) {
 }
 
 export class GraphView {
-  // graph: `/composer-schema`'s graph ({nodes, edges}); pick(name): a node was chosen.
-  constructor(graph, pick) {
+  // graph: `/composer-schema`'s graph ({nodes, edges}); pick(name): a node was chosen;
+  // overview: no run behind it (its nodes are named, never "not reached").
+  constructor(graph, pick, { overview = false } = {}) {
     this.pick = pick;
+    this.overview = overview;
     this.edges = (graph.edges || []).filter((e) => Array.isArray(e) && e.length === 2);
     this.nodes = new Map();  // id -> {group, took, mark, start, end, pass}
     this.paths = new Map();  // "source>target" -> path
@@ -40,8 +45,9 @@ export class GraphView {
       const offset = (width - (row.length * (W + GAP_X) - GAP_X)) / 2;
       return { x: offset + order.get(id) * (W + GAP_X), y: 4 + layer.get(id) * (H + GAP_Y) };
     };
+    // Sized in the graph's own units: a taken (thicker) edge keeps the same arrow head.
     const arrow = svg('marker', { id: 'graph-arrow', viewBox: '0 0 10 10', refX: 9, refY: 5,
-      markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse' },
+      markerWidth: 10, markerHeight: 10, markerUnits: 'userSpaceOnUse', orient: 'auto-start-reverse' },
     svg('path', { d: 'M 0 0 L 10 5 L 0 10 z', class: 'graph-arrow' }));
     const edgeLayer = svg('g', { class: 'graph-edges' });
     for (const [source, target] of this.edges) {
@@ -74,7 +80,8 @@ export class GraphView {
       'data-state': 'idle' },
     svg('title', {}, name),
     svg('rect', { x: at.x, y: at.y, width: W, height: H, rx: terminal ? H / 2 : 6 }),
-    svg('text', { class: 'graph-name', x: at.x + W / 2, y: at.y + (terminal ? 25 : 17), 'text-anchor': 'middle' }, label),
+    // With no run behind it a box has no second line (its time): its name sits in the middle.
+    svg('text', { class: 'graph-name', x: at.x + W / 2, y: at.y + (terminal || this.overview ? 25 : 17), 'text-anchor': 'middle' }, label),
     took);
     const item = { group, took, name, start: null, end: null, pass: null };
     this.nodes.set(id, item);
@@ -158,10 +165,26 @@ export class GraphView {
   }
 
   describe(item) {
+    if (this.overview) {
+      item.group.setAttribute('aria-label', item.name);
+      return;
+    }
     const state = { idle: 'not reached', running: 'running', done: 'done', stopped: 'stopped' }[
       item.group.dataset.state] || item.group.dataset.state;
     const took = item.start !== null && item.end !== null ? `, ${ms(item.end - item.start)}` : '';
     const pass = item.pass ? `, evaluator ${item.pass}` : '';
     item.group.setAttribute('aria-label', `${item.name}: ${state}${took}${pass}`);
   }
+}
+
+// The Flow's graph with no run: what the project declares (`/composer-schema`, read from
+// source, no Host needed), shown where a run would be. A node shows where its function is.
+export function flowOverview(graph) {
+  const where = el('p', { class: 'hint graph-where', role: 'status' },
+    'Pick a node for its source. A run lights each node as it starts and ends.');
+  const view = new GraphView(graph, async (name) => {
+    where.replaceChildren(await sourceTarget(name));
+  }, { overview: true });
+  return el('details', { class: 'graph-box graph-overview', open: true },
+    el('summary', {}, 'Graph'), el('div', { class: 'graph-scroll' }, view.node), where);
 }

@@ -234,23 +234,30 @@ export class Search {
     this.items = kept;
   }
 
+  // A hit names its run (its input, or its label), its time and status; where the words
+  // matched comes under it as the reason for the hit, then the session it belongs to.
   card(hit, index, setsize) {
     // A hit of today shows its time; an older one its date.
     const created = hit.created_at || '';
     const today = new Date().toISOString().slice(0, 10);
     const when = created.startsWith(today) ? created.slice(11, 16) : created.slice(0, 10);
     const excerpt = hit.excerpt;
-    const words = excerpt
-      ? [el('span', { class: 'turn-prefix' }, FIELDS[excerpt.field] || ''), marked(excerpt)]
-      : [el('span', { class: 'turn-prefix' }, 'run: '), hit.label || hit.id];
+    const inInput = excerpt && excerpt.field === 'input';
+    const input = hit.input_excerpt || '';
+    const run = inInput ? marked(excerpt) : input || hit.label || hit.id;
+    const why = excerpt && !inInput
+      ? [el('span', { class: 'turn-prefix' }, `matched ${FIELDS[excerpt.field] || ''}`), marked(excerpt)]
+      : null;
     const item = el('li', { class: 'hit-item', 'aria-posinset': index + 1, 'aria-setsize': setsize },
       el('button', { type: 'button', class: 'hit', onclick: () => this.hooks.open(hit.id),
         'aria-current': hit.id === this.openId ? 'true' : 'false',
         dataset: { runId: hit.id, sessionId: hit.session_id } },
-      el('span', { class: 'turn-line turn-top', title: `${hit.session_title || 'untitled'} · ${hit.created_at || ''}` },
-        el('span', { class: 'hit-session' }, hit.session_title || 'untitled'),
+      el('span', { class: 'turn-line turn-top', title: `${input || hit.id} · ${hit.created_at || ''}` },
+        el('span', { class: 'hit-run' }, el('span', { class: 'turn-prefix' }, 'you: '), run),
         el('span', { class: 'when' }, when)),
-      el('span', { class: 'hit-excerpt', title: excerpt ? excerpt.text : null }, words),
+      why ? el('span', { class: 'turn-line hit-why', title: excerpt.text }, why) : null,
+      el('span', { class: 'turn-line hit-session', title: hit.session_title || 'untitled' },
+        el('span', { class: 'turn-prefix' }, 'in '), hit.session_title || 'untitled'),
       el('span', { class: 'turn-line facts' },
         el('span', { class: 'status', dataset: { status: hit.status } }, hit.status),
         hit.reason ? el('span', { class: 'reason' }, hit.reason) : null,

@@ -30,6 +30,24 @@ function mean(value) {
   return typeof value === 'number' ? String(Math.round(value * 1000) / 1000) : '–';
 }
 
+// The suite run every case's baseline comes from, when they all come from one (else null:
+// the runs the suite was saved from, or a mix).
+function baselineOf(detail) {
+  const from = new Set((detail.cases || []).map((c) => (c.baseline || {}).suite_run_id || null));
+  return from.size === 1 ? [...from][0] : null;
+}
+
+// A case named by what it sends (its first turn's input), its kind when not a single run
+// (`chain of 2`, `session of 3`) and when its run of this suite run started.
+function caseName(row) {
+  const kind = row.kind && row.kind !== 'run' ? `${row.kind} of ${row.turns}` : '';
+  const at = row.started_at ? row.started_at.slice(11, 19) : '';
+  const input = row.input_excerpt || row.kind || '';
+  return el('span', { class: 'case-run', title: [input, kind, row.started_at].filter(Boolean).join(' · ') },
+    input, kind ? el('span', { class: 'hint' }, ` (${kind})`) : null,
+    at ? el('span', { class: 'when' }, ` ${at}`) : null);
+}
+
 export class Suites {
   // hooks: show(node) puts a view in the run pane; compare(left, right) opens Compare;
   // failed(error).
@@ -85,7 +103,32 @@ export class Suites {
         button('Run', guarded(() => this.run(suite)), { 'aria-label': `Run ${suite.name}` }),
         suite.last_suite_run_id ? button('Last report', guarded(() => this.report(suite.last_suite_run_id)),
           { 'aria-label': `Last report of ${suite.name}` }) : null,
+        suite.last_suite_run_id ? button('Baseline…', guarded(() => choosing()),
+          { 'aria-label': `Baseline of ${suite.name}` }) : null,
         button('Delete', () => asking(), { 'aria-label': `Delete ${suite.name}` })]);
+    };
+    // The baseline, chosen in place among the suite's finished runs (the current one named).
+    const choosing = async () => {
+      const [detail, listed] = await Promise.all([
+        call('GET', `/suites/${encodeURIComponent(suite.id)}`),
+        call('GET', `/suites/${encodeURIComponent(suite.id)}/runs`)]);
+      const current = baselineOf(detail);
+      const runs = listed.suite_runs.filter((r) => r.status === 'completed');
+      const pick = el('select', { 'aria-label': `Baseline of ${suite.name}`, class: 'suite-baseline' },
+        current ? null : el('option', { value: '', selected: true, disabled: true },
+          'the saved runs (current)'),
+        runs.map((r) => el('option', { value: r.id, selected: r.id === current },
+          `suite run of ${r.created_at.slice(0, 16).replace('T', ' ')}${r.id === current ? ' (current)' : ''}`)));
+      actions.replaceChildren(pick,
+        button('Use as baseline', guarded(async () => {
+          if (!pick.value) return;
+          await call('PATCH', `/suites/${encodeURIComponent(suite.id)}`, { baseline_suite_run_id: pick.value });
+          plain();
+          actions.prepend(el('span', { class: 'hint baseline-now', role: 'status' },
+            'Baseline set: the next runs compare with it.'));
+        }), { 'aria-label': `Use as the baseline of ${suite.name}` }),
+        button('Keep', () => { plain(); actions.querySelector('button').focus(); }));
+      pick.focus();
     };
     const asking = () => {
       actions.replaceChildren(
@@ -229,7 +272,8 @@ export class Suites {
       return el('tr', { class: 'case-row', dataset: { caseId: row.case_id, state: row.state,
         changed: row.changed ? 'true' : 'false', moved: row.status_moved ? 'true' : 'false' } },
       el('td', {}, String(row.position + 1)),
-      el('td', {}, row.kind || '', base.deleted ? el('span', { class: 'hint' }, ' (baseline deleted)') : null),
+      el('td', { class: 'case-name' }, caseName(row),
+        base.deleted ? el('span', { class: 'hint' }, ' (baseline deleted)') : null),
       el('td', {}, row.state),
       el('td', { class: row.status_moved ? 'moved' : null }, shown),
       el('td', {}, done ? signed(row.duration_delta_ms, 'ms') : ''),

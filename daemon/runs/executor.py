@@ -42,6 +42,7 @@ from llamon_playground.daemon.runs.state import Reason, RunStatus
 from llamon_playground.daemon.store.blobs import BlobStore
 from llamon_playground.host_manager.capture import ENVELOPE_KEY, envelope
 from llamon_playground.host_manager.errors import HostUnavailable
+from llamon_playground.host_manager.last_error import trimmed_tail
 from llamon_playground.host_manager.watch.fingerprint import digest
 from llamon_playground.host_manager.generation import Generation
 from llamon_playground.host_manager.process import HostProcess
@@ -73,7 +74,8 @@ class RunExecutor:
         self._journal.event(run.run_id, kind, payload)
 
     def _log_tail(self, run: ActiveRun) -> list[str]:
-        return self._host.log_window(run.log_from, run.generation, LOG_TAIL_LINES)
+        # A traceback's exception line first, the Playground's own frames left out.
+        return trimmed_tail(self._host.log_window(run.log_from, run.generation, LOG_TAIL_LINES))
 
     def _phase(self, run: ActiveRun, phase: str, state: str, **detail: Any) -> None:
         self._journal.phase(run.run_id, phase, state, **detail)
@@ -163,7 +165,7 @@ class RunExecutor:
             generation = await self._host.ensure_ready()
         except HostUnavailable as exc:
             # The ending closes the phases left open (the innermost says why).
-            raise RunFailure(exc.reason, exc.message, log_tail=exc.log_tail,
+            raise RunFailure(exc.reason, exc.message, log_tail=trimmed_tail(exc.log_tail),
                              recommended_run_command=config.recommended_run_command()) from exc
         if not running:
             self._phase(run, "start", "completed", generation=generation.number)

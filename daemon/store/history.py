@@ -127,17 +127,19 @@ async def list_sessions(store: Store, after: int = 0, limit: int = 100,
     sessions and reads older ones only when asked: a year of history is thousands)."""
     where, order, bound = ("<", "DESC", after or 2**63 - 1) if newest_first else (">", "", after)
     rows, cursor = _page(await store.fetch_all(
-        f"SELECT {SESSION_LIST_COLUMNS}, "
+        f"SELECT {SESSION_LIST_COLUMNS}, {LAST_ACTIVITY}, "
         "(SELECT COUNT(*) FROM runs r WHERE r.session_id = s.id) AS run_count "
         f"FROM sessions s WHERE s.rowid {where} ? ORDER BY s.rowid {order} LIMIT ?",
         (bound, limit + 1)), limit)
     return [{**session_to_dict(r), "run_count": r["run_count"],
+             "last_activity_at": r["last_activity_at"],
              "metadata_truncated": bool(r["metadata_truncated"])} for r in rows], cursor
 
 
 async def get_session(store: Store, session_id: str) -> dict[str, Any] | None:
-    row = await store.fetch_one("SELECT * FROM sessions WHERE id = ?", (session_id,))
-    return session_to_dict(row) if row else None
+    row = await store.fetch_one(f"SELECT s.*, {LAST_ACTIVITY} FROM sessions s WHERE id = ?",
+                                (session_id,))
+    return {**session_to_dict(row), "last_activity_at": row["last_activity_at"]} if row else None
 
 
 async def get_run(store: Store, run_id: str) -> dict[str, Any] | None:
@@ -410,6 +412,12 @@ def run_list_columns(columns: list[str], excerpts: dict[str, str] = RUN_EXCERPTS
     return ", ".join(["rowid AS _rowid", *chosen])
 
 
+# A session's last activity: its newest run's end (or start, while it runs; runs never
+# overlap, so no older run ended later), else its creation. One index lookup a session.
+LAST_ACTIVITY = (
+    "coalesce((SELECT max(r.created_at, coalesce(r.ended_at, r.created_at)) FROM runs r "
+    "WHERE r.session_id = s.id ORDER BY r.created_at DESC LIMIT 1), s.created_at) "
+    "AS last_activity_at")
 SESSION_LIST_COLUMNS = ("s.rowid AS _rowid, s.id, s.title, s.context_id, s.created_at, "
                         f"({metadata_excerpt('s.metadata')}) AS metadata, "
                         f"({metadata_cut('s.metadata')}) AS metadata_truncated")

@@ -16,6 +16,7 @@ import orjson
 from llamon_playground.daemon.errors import Conflict
 from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.records import utcnow
+from llamon_playground.daemon.store.search.run_line import input_line_sql
 from llamon_playground.daemon.suites.cases import Case
 
 JSON_COLUMNS = ("turns", "baseline", "run_ids", "result", "row")
@@ -158,20 +159,32 @@ async def delete_suite(store: Store, suite_id: str) -> list[str]:
 
 # -- suite runs ---------------------------------------------------------------------------
 
+# The session of a suite's latest run, while it exists: where the next run's cases go too.
+SUITE_SESSION_SQL = (
+    "SELECT r.session_id FROM suite_runs r JOIN sessions s ON s.id = r.session_id "
+    "WHERE r.suite_id = ? ORDER BY r.rowid DESC LIMIT 1")
+
+
 async def insert_suite_run(store: Store, row: dict[str, Any], cases: list[dict[str, Any]],
-                           session: dict[str, Any]) -> None:
-    """The suite run, its session (where its cases' runs go) and a pending result a case,
-    in one write: a run on save starts one commit after the Host is Ready."""
-    def op(conn: sqlite3.Connection) -> None:
-        conn.execute("INSERT INTO sessions (id, title, context_id, created_at, metadata) "
-                     "VALUES (:id, :title, :context_id, :created_at, :metadata)", session)
+                           session: dict[str, Any]) -> str:
+    """The suite run, a pending result a case and the session its cases' runs go to, in one
+    write (a run on save starts one commit after the Host is Ready): the session of the
+    suite's runs before (one session a suite, however often it runs), else `session`, made
+    now. Answers the session's id (also set in `row`)."""
+    def op(conn: sqlite3.Connection) -> str:
+        found = conn.execute(SUITE_SESSION_SQL, (row["suite_id"],)).fetchone()
+        if found is None:
+            conn.execute("INSERT INTO sessions (id, title, context_id, created_at, metadata) "
+                         "VALUES (:id, :title, :context_id, :created_at, :metadata)", session)
+        row["session_id"] = found[0] if found is not None else session["id"]
         conn.execute("INSERT INTO suite_runs (id, suite_id, session_id, status, trigger, "
                      "created_at) VALUES (:id, :suite_id, :session_id, :status, :trigger, "
                      ":created_at)", row)
         conn.executemany(
             "INSERT INTO suite_results (suite_run_id, case_id, position, state) "
             "VALUES (?, ?, ?, 'pending')", [(row["id"], c["id"], c["position"]) for c in cases])
-    await store.write(op)
+        return str(row["session_id"])
+    return str(await store.write(op))
 
 
 def suite_run_update_op(suite_run_id: str, fields: dict[str, Any]) -> Any:
@@ -217,9 +230,14 @@ async def get_results(store: Store, suite_run_id: str) -> list[dict[str, Any]]:
 
 # What a report reads of each case: its row and the few baseline fields it shows, cut out
 # in SQL (the stored result and baseline hold whole outputs, which a report never shows).
-REPORT_SQL = """
+# A case names itself by its first turn's input (`input_line`), its turn count and when
+# its first new run started.
+REPORT_SQL = f"""
 SELECT r.case_id, r.position, r.state, r.run_ids, r.row,
        json_extract(r.result, '$.skipped_for') AS skipped_for, c.kind,
+       {input_line_sql("c.turns", "$[0].input")}, json_array_length(c.turns) AS turn_count,
+       (SELECT created_at FROM runs WHERE id = json_extract(r.run_ids, '$[0]'))
+         AS run_created_at,
        json_object('run_id', json_extract(c.baseline, '$.run_id'),
                    'run_ids', json(coalesce(json_extract(c.baseline, '$.run_ids'), '[]')),
                    'status', json_extract(c.baseline, '$.status'),

@@ -26,6 +26,7 @@ from llamon_playground.daemon.store.event_log import EventHub
 from llamon_playground.daemon.store.history import get_run, unreferenced
 from llamon_playground.daemon.store.ids import new_context_id, new_session_id
 from llamon_playground.daemon.store.records import utcnow
+from llamon_playground.daemon.store.search.run_line import input_line, parts_line
 from llamon_playground.daemon.suites import records
 from llamon_playground.daemon.suites.cases import build_case, result_of
 from llamon_playground.daemon.suites.report import compare_case, summary
@@ -126,11 +127,11 @@ class SuiteService:
         self._runs.hold_for_suite(suite_run_id)  # no await since the check: 409 or ours
         try:
             now = utcnow()
+            # Used only when the suite has no session yet: its runs share one.
             session = {"id": new_session_id(), "title": f"suite {suite['name']}"[:500],
                        "context_id": new_context_id(), "created_at": now,
-                       "metadata": orjson.dumps({"suite_id": suite_id,
-                                                 "suite_run_id": suite_run_id}).decode()}
-            row = {"id": suite_run_id, "suite_id": suite_id, "session_id": session["id"],
+                       "metadata": orjson.dumps({"suite_id": suite_id}).decode()}
+            row = {"id": suite_run_id, "suite_id": suite_id, "session_id": None,
                    "status": "running", "trigger": trigger, "created_at": now}
             await records.insert_suite_run(self._store, row, cases, session)
         except BaseException:
@@ -177,7 +178,9 @@ class SuiteService:
         cases = []
         for r, baseline in zip(results, baselines, strict=True):
             cases.append({"case_id": r["case_id"], "position": r["position"],
-                          "kind": r["kind"], "state": r["state"], "run_ids": r["run_ids"],
+                          "kind": r["kind"], "input_excerpt": input_line(r),
+                          "turns": r["turn_count"], "started_at": r["run_created_at"],
+                          "state": r["state"], "run_ids": r["run_ids"],
                           "skipped_for": r["skipped_for"],
                           "baseline": _baseline_view(baseline, alive), **(r["row"] or {})})
         prints = sorted({str(b["code_fingerprint"]) for b in baselines
@@ -292,4 +295,6 @@ def _case_view(case: dict[str, Any], alive: set[str]) -> dict[str, Any]:
     return {"id": case["id"], "position": case["position"], "kind": case["kind"],
             "source_run_id": case["source_run_id"],
             "source_session_id": case["source_session_id"], "turns": len(case["turns"]),
+            "input_excerpt": parts_line(case["turns"][0]["input"]["parts"]
+                                        if case["turns"] else []),
             "baseline": _baseline_view(case["baseline"], alive)}

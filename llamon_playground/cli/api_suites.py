@@ -72,6 +72,8 @@ class SuiteCase(TypedDict):
     source_run_id: str | None
     source_session_id: str | None
     turns: int
+    # its first turn's input in one line (as a search hit's `input_excerpt`): names the case
+    input_excerpt: str
     baseline: CaseBaseline
 
 
@@ -128,6 +130,10 @@ class CaseRow(TypedDict):
     case_id: str
     position: int
     kind: str | None
+    # its first turn's input in one line (as a search hit's `input_excerpt`): names the case
+    input_excerpt: str
+    turns: int  # how many turns the case replays
+    started_at: str | None  # when its first run of this suite run was made (null before it started)
     state: Literal["pending", "running", "done", "skipped"]
     run_ids: list[str]
     skipped_for: str | None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from llamon_playground.common.contract import API_PREFIX
@@ -122,7 +123,10 @@ def test_session_create_rename_delete(page: Any) -> None:
     title.fill("my session")
     button(page, "Rename").click()
     current = page.locator(".session-item[aria-current=true]")
-    expect(current).to_have_text("my session (0)")
+    # No run yet: its last activity is its creation, today (a time, the date on hover).
+    expect(current).to_have_text(re.compile(r"^my session \(0\) · \d\d:\d\d$"))
+    expect(current.locator(".session-when")).to_have_attribute(
+        "title", re.compile(r"^last activity \d{4}-\d\d-\d\dT"))
     accept_dialogs(page)
     button(page, "Delete session").click()
     expect(page.locator(".session-item", has_text="my session")).to_have_count(0)

@@ -55,7 +55,7 @@ def test_words_find_runs_in_every_session_marked_and_a_hit_opens_its_run(page: A
     marks = page.locator("#search-results mark")
     assert sorted(m.lower() for m in marks.all_inner_texts()) == ["quokka", "quokka"], \
         marks.all_inner_texts()
-    expect(hits.nth(0).locator(".hit-excerpt")).to_contain_text('<img src=x onerror="window.__xss=1">')
+    expect(hits.nth(0).locator(".hit-run")).to_contain_text('<img src=x onerror="window.__xss=1">')
     assert page.locator("#search-results img").count() == 0
     assert page.evaluate("window.__xss") is None
     expect(page.locator("#session-list")).to_be_hidden()  # the hits take the column
@@ -111,6 +111,37 @@ def test_filters_status_label_and_a_failed_evaluator(page: Any) -> None:
     expect(page.locator("#search-results")).to_be_hidden()
 
 
+def test_hits_name_their_runs_whatever_matched(page: Any) -> None:
+    # Three runs in one session titled after the first: "ocelot" is in the title of all
+    # three and in the input of the first only.
+    _, first = finished(page, "stream ocelot prowls")
+    _, second = finished(page, "stream the second try")
+    _, third = finished(page, "refuse the third", "failed")
+    search_box(page).fill("ocelot")
+    hits = page.locator("#search-results .hit")
+    expect(hits).to_have_count(3)
+    by_id = {run_id: page.locator(f"#search-results .hit[data-run-id='{run_id}']")
+             for run_id in (first, second, third)}
+    # Each hit says which run it is: its input, its status; the title only as the reason.
+    expect(by_id[second].locator(".hit-run")).to_have_text("you: stream the second try")
+    expect(by_id[second].locator(".hit-why")).to_have_text("matched session: stream ocelot prowls")
+    expect(by_id[second].locator(".hit-why mark")).to_have_text("ocelot")
+    expect(by_id[second].locator(".status")).to_have_text("completed")
+    expect(by_id[third].locator(".hit-run")).to_have_text("you: refuse the third")
+    expect(by_id[third].locator(".status")).to_have_text("failed")
+    expect(by_id[third].locator(".when")).to_have_text(re.compile(r"^\d\d:\d\d$"))
+    # The run whose input matched shows its input marked, and no second reason.
+    expect(by_id[first].locator(".hit-run mark")).to_have_text("ocelot")
+    expect(by_id[first].locator(".hit-why")).to_have_count(0)
+    # Found by a filter alone: still named by its input, never by its id alone.
+    search_box(page).fill("")
+    filters = page.locator("#search-filters")
+    filters.locator("summary").click()
+    filters.get_by_role("checkbox", name="failed", exact=True).check()
+    expect(by_id[third].locator(".hit-run")).to_have_text("you: refuse the third")
+    search_box(page).press("Escape")
+
+
 def test_the_hits_follow_history_while_the_reader_is_at_the_top(
         page: Any, front_url: str) -> None:
     finished(page, "stream a kiwi ripens")
@@ -125,7 +156,7 @@ def test_the_hits_follow_history_while_the_reader_is_at_the_top(
     assert started.status == 202, started.text()
     expect(hits).to_have_count(2)
     expect(hits.first).to_have_attribute("data-run-id", started.json()["run_id"])
-    expect(hits.first.locator(".hit-session")).to_have_text("elsewhere")
+    expect(hits.first.locator(".hit-session")).to_have_text("in elsewhere")
 
 
 def test_a_thousand_hits_are_read_a_page_at_a_time_with_a_small_dom(

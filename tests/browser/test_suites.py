@@ -5,8 +5,10 @@ axe-core violation light and dark."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from llamon_playground.common.contract import API_PREFIX
 from tests.browser.accessibility import blocking_violations
 from tests.browser.helpers import button, expect, finished, slow_run_streaming
 
@@ -50,6 +52,10 @@ def test_picked_runs_saved_run_as_a_suite_and_a_row_opens_compare(page: Any) -> 
     expect(rows.nth(0)).to_have_attribute("data-state", "done")
     expect(rows.nth(0)).to_contain_text("completed, as before")
     expect(rows.nth(1)).to_contain_text("failed, as before")
+    # Each case is named by what it sends (never a bare "run") and its run's time.
+    expect(rows.nth(0).locator(".case-name")).to_contain_text("stream alpha hello")
+    expect(rows.nth(1).locator(".case-name")).to_contain_text("refuse the beta request")
+    expect(rows.nth(0).locator(".case-name .when")).to_have_text(re.compile(r"^ \d\d:\d\d:\d\d$"))
     expect(report.locator(".suite-summary")).to_contain_text("moved status")
     expect(report).to_contain_text("Counts only")
 
@@ -121,6 +127,46 @@ def test_a_suite_is_set_to_run_on_save_made_the_baseline_and_deleted(page: Any) 
     suites.get_by_role("button", name="Delete controls").click()
     suites.get_by_role("button", name="Yes, delete controls").click()
     expect(page.get_by_role("article", name="Suites").locator(".suite-item", has_text="controls")).to_have_count(0)
+
+
+def test_the_baseline_is_chosen_in_the_suites_view_and_runs_share_a_session(
+        page: Any, front_url: str) -> None:
+    _, run_id = finished(page, "stream zeta hello")
+    run_suite(page, "chosen", [run_id])
+    button(page, "Suites").click()
+    page.get_by_role("button", name="Run chosen", exact=True).click()
+    second = page.get_by_role("article", name="Suite report")
+    expect(second).to_have_attribute("data-status", "completed")
+    api = f"{front_url}{API_PREFIX}"
+    suite = next(x for x in page.request.get(f"{api}/suites").json()["suites"]
+                 if x["name"] == "chosen")
+    runs = page.request.get(f"{api}/suites/{suite['id']}/runs").json()["suite_runs"]
+    older, newer = runs[1], runs[0]
+    # Both suite runs put their cases' runs in one session, named once in the list.
+    assert older["session_id"] == newer["session_id"]
+    expect(page.locator(".session-item", has_text="suite chosen")).to_have_count(1)
+    expect(page.locator(".session-item", has_text="suite chosen")).to_contain_text("suite chosen (2)")
+
+    button(page, "Suites").click()
+    suites = page.get_by_role("article", name="Suites")
+    suites.get_by_role("button", name="Baseline of chosen").click()
+    pick = suites.get_by_role("combobox", name="Baseline of chosen")
+    expect(pick).to_be_focused()
+    expect(pick.locator("option:checked")).to_have_text("the saved runs (current)")
+    expect(pick.locator("option:not([disabled])")).to_have_count(2)
+    pick.select_option(older["id"])
+    suites.get_by_role("button", name="Use as the baseline of chosen").click()
+    expect(suites.locator(".baseline-now")).to_have_text("Baseline set: the next runs compare with it.")
+    cases = page.request.get(f"{api}/suites/{suite['id']}").json()["cases"]
+    assert [c["baseline"]["suite_run_id"] for c in cases] == [older["id"]]
+    # Asked again, it names the chosen run as the current one.
+    suites.get_by_role("button", name="Baseline of chosen").click()
+    expect(pick.locator("option:checked")).to_contain_text("(current)")
+    expect(pick).to_have_value(older["id"])
+    found = blocking_violations(page)
+    assert not found, found
+    suites.get_by_role("button", name="Keep").click()
+    expect(suites.get_by_role("button", name="Baseline of chosen")).to_be_visible()
 
 
 def test_the_suite_views_have_no_serious_violation(scheme_page: Any, request: Any) -> None:

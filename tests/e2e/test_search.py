@@ -63,6 +63,16 @@ async def test_words_of_inputs_outputs_labels_notes_and_titles_are_found(api: Ap
     assert "output" not in hit and "input" not in hit  # a page of hits stays small
     # A session's title finds its runs, newest first; every word must match somewhere.
     assert await found(api, "quarterly") == [echoed["id"], asked["id"]]
+    # A hit matched by its session's title still names its run: its input, time, status.
+    by_title = (await search(api, "quarterly"))["hits"]
+    assert [(h["input_excerpt"], h["excerpt"]["field"]) for h in by_title] == [
+        ("stream zebra crossing", "title"), ("ask", "title")]
+    assert [h["status"] for h in by_title] == ["completed", "input_required"]
+    assert all(h["created_at"] for h in by_title)
+    # Filters alone: no excerpt, the input still names the run.
+    only = [h for h in (await search(api, status="completed", session=session))["hits"]
+            if h["id"] == echoed["id"]]
+    assert only[0]["excerpt"] is None and only[0]["input_excerpt"] == "stream zebra crossing"
     assert await found(api, "quarterly zebra") == [echoed["id"]]
     assert await found(api, "zebra periscope") == []
     assert await found(api, '"crossing zebra"') == [] and \
@@ -186,6 +196,11 @@ def test_the_cli_prints_hits_and_json(daemon: Stack) -> None:
     result = cli(daemon, "search", "quokka", "--project", project)
     assert result.returncode == 0, result.stderr
     assert "completed" in result.stdout and "input: stream [quokka] smiles" in result.stdout
+    # Found by a filter alone, a hit is named by its input (not by its id alone).
+    filtered = cli(daemon, "search", "--status", "completed", "--session", session,
+                   "--project", project)
+    assert filtered.returncode == 0, filtered.stderr
+    assert "completed  input: stream quokka smiles" in filtered.stdout, filtered.stdout
     page = orjson.loads(cli(daemon, "search", "quokka", "--status", "failed", "--project",
                             project, "--json").stdout)
     assert page == {"hits": [], "next_after": None}

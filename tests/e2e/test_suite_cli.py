@@ -53,6 +53,8 @@ def test_suite_run_follow_exits_0_unchanged_and_5_when_a_status_moved(watched: S
     lines = out.splitlines()
     assert [line.split()[0] for line in lines[:2]] == ["[1/2]", "[2/2]"]
     assert "completed → completed" in lines[0] and "failed → failed" in lines[1]
+    # Each case is named by what it sends, never a bare `run`.
+    assert lines[0].startswith("[1/2] stream hello there ") and lines[1].startswith("[2/2] fail ")
     assert "changed 0  status moved 0" in out
 
     # A score moves (no "hello" any more): still 0, scores never decide.
@@ -69,7 +71,7 @@ def test_suite_run_follow_exits_0_unchanged_and_5_when_a_status_moved(watched: S
     assert report["summary"]["statuses_moved"] == [
         {"before": "failed", "after": "completed", "count": 1}]
     out = run(watched, "suite", "report", report["id"], "--project", project, code=5)
-    assert "STATUS MOVED" in out
+    assert "STATUS MOVED" in out and "[2/2] fail " in out
     # Its results as the baselines: the same code moves nothing now.
     run(watched, "suite", "baseline", "ci", report["id"], "--project", project)
     out = run(watched, "suite", "run", "ci", "--follow", "--project", project)

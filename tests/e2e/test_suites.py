@@ -121,6 +121,8 @@ async def test_a_suite_reports_exactly_what_an_edit_changed(watched: Stack) -> N
         suite = await api.ok("POST", "suites", {"name": "five", "cases": cases}, 201)
         assert [c["kind"] for c in suite["cases"]] == ["run", "run", "chain", "session", "run"]
         assert [c["turns"] for c in suite["cases"]] == [1, 1, 2, 3, 1]
+        names = ["stream hello there", "data (+1 parts)", "ask", "say one", "fail"]
+        assert [c["input_excerpt"] for c in suite["cases"]] == names
 
         first = await run_suite(api, suite["id"])
         assert first["status"] == "completed" and first["automatic_verdict"] is None
@@ -129,6 +131,10 @@ async def test_a_suite_reports_exactly_what_an_edit_changed(watched: Stack) -> N
             "completed", "completed", "completed", "completed", "failed"]
         assert first["summary"]["changed"] == 0, first["cases"]
         assert first["summary"]["status_moved_cases"] == 0
+        # Each case row names its run: what it sends, how many turns, when it started.
+        assert [c["input_excerpt"] for c in first["cases"]] == names
+        assert [c["turns"] for c in first["cases"]] == [1, 1, 2, 3, 1]
+        assert all(c["started_at"] >= first["created_at"] for c in first["cases"])
         # Each turn a normal run, tagged with its suite run and case; a session's turns share
         # one new context, a chain's answer resumes its question.
         session_case = first["cases"][3]
@@ -179,6 +185,18 @@ async def test_a_suite_reports_exactly_what_an_edit_changed(watched: Stack) -> N
         await api.ok("PATCH", f"suites/{suite['id']}", {"baseline_suite_run_id": second["id"]})
         third = await run_suite(api, suite["id"])
         assert third["summary"]["changed"] == 0, third["cases"]
+        # Three suite runs, one session: the suite's runs gather there, one title.
+        assert first["session_id"] == second["session_id"] == third["session_id"]
+        titled = [s for s in (await api.ok("GET", "sessions?limit=1000"))["sessions"]
+                  if s["title"] == "suite five"]
+        assert [s["id"] for s in titled] == [first["session_id"]]
+        assert titled[0]["run_count"] == 3 * 8  # eight runs a suite run (a chain, a session)
+        # That session deleted, the next suite run makes the suite a new one.
+        await api.ok("DELETE", f"sessions/{first['session_id']}")
+        fourth = await run_suite(api, suite["id"])
+        assert fourth["session_id"] != first["session_id"]
+        made = await api.ok("GET", f"sessions/{fourth['session_id']}")
+        assert made["title"] == "suite five" and made["metadata"] == {"suite_id": suite["id"]}
     finally:
         await api.close()
 

@@ -21,6 +21,7 @@ from llamon_playground.daemon.store.search.query import (
     SearchQuery,
     invalid,
 )
+from llamon_playground.daemon.store.search.run_line import input_line, input_line_sql
 
 # What a hit says of its run: the run list's fields without the parts, scores and error
 # (a page of hits stays small however long the outputs are), its session's title.
@@ -28,7 +29,8 @@ HIT_COLUMNS = ("id", "session_id", "status", "reason", "created_at", "started_at
                "ended_at", "duration_ms", "label", "note", "generation", "parent_run_id",
                "rerun_of", "resumed_by", "code_fingerprint", "a2a_version")
 _SELECT = ", ".join(f"r.{c}" for c in HIT_COLUMNS) + \
-    ", r.rowid AS _rowid, r.scores, r.edited_fields, s.title AS session_title"
+    ", r.rowid AS _rowid, r.scores, r.edited_fields, s.title AS session_title, " + \
+    input_line_sql("r.input")
 # Input and output may be long: whole and marked then, cut in Python (excerpt.py).
 _LONG = {0: f"length(r.input) > {LONG_CHARS}", 1: f"length(r.output) > {LONG_CHARS}"}
 _SNIPPETS = ", ".join(f"{snippet_sql(i, _LONG.get(i))} AS x{i}"
@@ -94,6 +96,7 @@ def statement(query: SearchQuery, after: int, rows: int) -> tuple[str, tuple[Any
 def hit(row: sqlite3.Row) -> dict[str, Any]:
     doc: dict[str, Any] = {c: row[c] for c in HIT_COLUMNS}
     doc["session_title"] = row["session_title"] or ""
+    doc["input_excerpt"] = input_line(row)
     doc["score_summary"] = score_summary(orjson.loads(row["scores"] or "[]"))
     edited = orjson.loads(row["edited_fields"]) if row["edited_fields"] else []
     doc["edited_fields"] = edited

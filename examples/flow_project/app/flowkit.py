@@ -77,10 +77,22 @@ class Graph:
         current = node_id
         while current != END:
             visited.append(current)
-            if tracer is not None:
-                tracer({"type": "node.start", "node": current, "ts": time.time()})
-            data = self.nodes[current].func(data)
-            if tracer is not None:
-                tracer({"type": "node.end", "node": current, "ts": time.time()})
+            data = self.step(current, data, tracer)
             current = self.successor(current)
         return visited, data
+
+    def step(self, node_id: str, data: dict[str, Any], tracer: Tracer | None = None
+             ) -> dict[str, Any]:
+        """Run one node: its output. `tracer` gets the node's start before it runs and its
+        end after, each when it happens (as a NodeTracer reports them)."""
+        if tracer is not None:
+            tracer(node_event("node.start", node_id))
+        data = self.nodes[node_id].func(data)
+        if tracer is not None:
+            tracer(node_event("node.end", node_id))
+        return data
+
+
+def node_event(kind: str, node_id: str) -> dict[str, Any]:
+    """A NodeTracer-style event, stamped now (Unix epoch seconds)."""
+    return {"type": kind, "node": node_id, "ts": time.time()}

@@ -8,8 +8,9 @@ A message's first data part picks the start node: the first node connected from 
 an input contract whose schema id equals ``data["schema"]``. The Flow runs along its edges
 and the task completes with one artifact: a text summary and the last node's output as a
 data part. Input no start node accepts is rejected. For a Playground request it reports
-each node's start and end (with their times) and one evaluator result, `decided`, back to
-the daemon over the capture channel.
+each node's start and end (with their times) as they happen, and then one evaluator
+result, `decided`, back to the daemon over the capture channel. A request tagged "slow"
+(`"tags": ["slow"]`) makes `approve` take 4 s (app/nodes.py), to watch a node run.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from a2a.types import (
 from google.protobuf.json_format import MessageToDict
 from starlette.applications import Starlette
 
-from app.flowkit import Graph
+from app.flowkit import END, Graph, node_event
 from app.graph import graph as approval_graph
 from llamon_playground.host_manager.host_side.capture import (
     LoopbackGuard,
@@ -96,14 +97,38 @@ class FlowExecutor(AgentExecutor):
                 f"send a data part whose schema is one of: {', '.join(schemas)}")]))
             return
         node, _contract = entry
-        trace: list[dict[str, Any]] = []
-        visited, result = self._graph.run(node.id, data, trace.append)
+        visited, result = await self.run_flow(node.id, data, run_id)
         if self._capture is not None and run_id is not None:
-            await self._capture.aemit(run_id, [*trace, decided(result, visited[-1])])
+            await self._capture.aemit(run_id, [decided(result, visited[-1])])
         summary = f"{' -> '.join(visited)}: {result.get('decision', 'done')}"
         await updater.add_artifact([new_text_part(summary), new_data_part(result)],
                                    name="result", last_chunk=True)
         await updater.complete()
+
+    async def run_flow(self, node_id: str, data: dict[str, Any], run_id: str | None
+                       ) -> tuple[list[str], dict[str, Any]]:
+        """Run the Flow node by node, each in a worker thread (a slow node never holds up
+        the server), sending each node's start and end over the capture channel as it
+        happens, as a llamon Flow's NodeTracer does: the Playground's graph lights the node
+        that runs while it runs."""
+        visited: list[str] = []
+        current = node_id
+        while current != END:
+            visited.append(current)
+            # The start goes out while the node runs (its time is the node's, not the
+            # send's); it is sent before the end all the same.
+            sending = asyncio.ensure_future(self.trace(run_id, node_event("node.start", current)))
+            try:
+                data = await asyncio.to_thread(self._graph.nodes[current].func, data)
+            finally:
+                await sending
+            await self.trace(run_id, node_event("node.end", current))
+            current = self._graph.successor(current)
+        return visited, data
+
+    async def trace(self, run_id: str | None, event: dict[str, Any]) -> None:
+        if self._capture is not None and run_id is not None:
+            await self._capture.aemit(run_id, [event])
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         # Every run finishes in one step; there is nothing to interrupt.

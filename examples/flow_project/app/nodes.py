@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 AUTO_APPROVE_LIMIT = 1000
+# A request tagged "slow" makes `approve` take this long: a node that runs for a while, to
+# watch the graph light it while it runs.
+SLOW_TAG = "slow"
+SLOW_SECONDS = 4.0
 
 
 def approve(data: dict[str, Any]) -> dict[str, Any]:
     """Approve small amounts at once; larger ones wait for a reviewer."""
+    if SLOW_TAG in (data.get("tags") or []):
+        time.sleep(SLOW_SECONDS)
     amount = float(data.get("amount") or 0)
     decision = "approved" if amount <= AUTO_APPROVE_LIMIT else "needs_review"
     return {"schema": "approval.result.v1", "requestId": data.get("requestId", ""),

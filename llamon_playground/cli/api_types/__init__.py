@@ -30,6 +30,7 @@ from llamon_playground.cli.api_types.host import (
     HistorySize,
     HostError,
     HostErrorDetail,
+    HostLastError,
     HostLogs,
     HostStatus,
     HostWarning,
@@ -62,9 +63,9 @@ from llamon_playground.cli.api_types.runs import (
 __all__ = [
     "Bundle", "BundleBlob", "BundleImported", "Compare", "ComposerSchema", "DeletedCounts", "Error",
     "ErrorDetail", "Health", "HistoryDeleted", "HistorySize", "HostError", "HostErrorDetail",
-    "HostLogs", "HostStatus", "HostWarning", "Landing", "Lineage", "LogLine", "OpenApiDocument",
-    "Part", "ReapedProcess", "RerunTree", "RetentionPolicy", "Run", "RunAccepted", "RunEvent",
-    "RunInput", "RunList", "RunSummary", "ScoreSummary", "SearchExcerpt", "SearchHit",
-    "SearchResults", "Session", "SessionDeleted", "SessionList", "Snippets", "SourceTarget",
-    "TextCut", "TextDiff", "WarmParent", "WatchCounters",
+    "HostLastError", "HostLogs", "HostStatus", "HostWarning", "Landing", "Lineage", "LogLine",
+    "OpenApiDocument", "Part", "ReapedProcess", "RerunTree", "RetentionPolicy", "Run",
+    "RunAccepted", "RunEvent", "RunInput", "RunList", "RunSummary", "ScoreSummary", "SearchExcerpt",
+    "SearchHit", "SearchResults", "Session", "SessionDeleted", "SessionList", "Snippets",
+    "SourceTarget", "TextCut", "TextDiff", "WarmParent", "WatchCounters",
 ]

@@ -170,7 +170,12 @@ class SearchHit(TypedDict):
     score_summary: ScoreSummary
     edited: bool
     edited_fields: list[str]
-    excerpt: SearchExcerpt | None  # null when no words were searched
+    # the run's input in one line (its first part: text, `{schema}` of a data part, `file name`;
+    # `(+N parts)` when more followed), at most 160 characters: names the run whatever the words
+    # matched
+    input_excerpt: str
+    # null when no words were searched, else where they matched: the reason for the hit
+    excerpt: SearchExcerpt | None
 
 
 class SearchResults(TypedDict):

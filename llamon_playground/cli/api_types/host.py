@@ -13,8 +13,9 @@ from __future__ import annotations
 from typing import Any, Literal, NotRequired, TypedDict
 
 __all__ = [
-    "Health", "HistorySize", "HostError", "HostErrorDetail", "HostLogs", "HostStatus",
-    "HostWarning", "LogLine", "ReapedProcess", "RetentionPolicy", "WarmParent", "WatchCounters",
+    "Health", "HistorySize", "HostError", "HostErrorDetail", "HostLastError", "HostLogs",
+    "HostStatus", "HostWarning", "LogLine", "ReapedProcess", "RetentionPolicy", "WarmParent",
+    "WatchCounters",
 ]
 
 
@@ -52,6 +53,16 @@ class ReapedProcess(TypedDict):
     at: NotRequired[float]  # Unix time
 
 
+class HostLastError(TypedDict):
+    """Why the Host's latest generation died, read from its output (docs/host.md)."""
+
+    exception: str  # the traceback's last line, e.g. `RuntimeError: boom`
+    # the traceback without the Playground's own preloader and runpy frames, the exception last
+    traceback: list[str]
+    frames_left_out: int  # how many of the Playground's own frames were left out
+    generation: int
+
+
 class HostStatus(TypedDict):
     """The Host's state machine and its current generation."""
 
@@ -73,6 +84,9 @@ class HostStatus(TypedDict):
     start_reason: str | None  # why that mode (docs/host.md)
     warm_parent: WarmParent | None
     warnings: list[HostWarning]
+    # while backing off or in a crashloop: the last traceback the Host wrote (None when it wrote
+    # none, or is not failing)
+    last_error: HostLastError | None
     watch: NotRequired[WatchCounters]  # GET /host and the control actions
     # GET /host and the control actions: the side of the platform seam the daemon runs
     # (docs/operations.md)

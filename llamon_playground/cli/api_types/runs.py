@@ -69,6 +69,9 @@ class Session(TypedDict):
     run_count: NotRequired[int]  # in listings
     # in listings: the metadata is over 4,096 bytes and shown as `{}`
     metadata_truncated: NotRequired[bool]
+    # in listings and GET /sessions/{id}: the newest run's end (its start while it runs), else the
+    # session's creation
+    last_activity_at: NotRequired[str]
 
 
 class SessionList(TypedDict):

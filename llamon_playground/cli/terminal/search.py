@@ -31,10 +31,18 @@ def marked(excerpt: SearchExcerpt | None) -> str:
 
 
 def hit_line(hit: SearchHit) -> str:
+    """One hit: id, time, status, label, the run's input (what names it) and, when the
+    words matched elsewhere, where (`matched title: …`): the reason for the hit."""
     label = f"  \"{hit['label']}\"" if hit.get("label") else ""
     reason = f" ({hit['reason']})" if hit.get("reason") else ""
-    return (f"{hit['id']}  {hit['created_at']}  {hit['status']}{reason}{label}  "
-            f"{marked(hit.get('excerpt'))}").rstrip()
+    excerpt = hit.get("excerpt")
+    if excerpt is not None and excerpt["field"] == "input":
+        said = marked(excerpt)  # the input itself, its matches marked
+    else:
+        said = f"input: {hit.get('input_excerpt', '')}"
+        if excerpt is not None:
+            said += f"  (matched {marked(excerpt)})"
+    return f"{hit['id']}  {hit['created_at']}  {hit['status']}{reason}{label}  {said}".rstrip()
 
 
 async def search(client: PlaygroundClient, args: argparse.Namespace) -> int:

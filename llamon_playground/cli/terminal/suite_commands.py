@@ -34,11 +34,24 @@ def _moves(row: CaseRow) -> str:
     return ", ".join(bits) or "same"
 
 
+CASE_NAME_CHARS = 40
+
+
+def case_name(row: CaseRow) -> str:
+    """A case by what it sends (its first turn's input, cut), `(chain of 2)` when it is
+    more than one run: never a bare `run`."""
+    name = row.get("input_excerpt") or "-"
+    if len(name) > CASE_NAME_CHARS:
+        name = name[:CASE_NAME_CHARS - 1] + "…"
+    kind = row.get("kind")
+    return f"{name} ({kind} of {row.get('turns')})" if kind and kind != "run" else name
+
+
 def case_line(row: CaseRow, total: int) -> str:
     status = f"{row.get('status_before') or '-'} → {row.get('status_after') or '-'}"
     moved = "  STATUS MOVED" if row.get("status_moved") else ""
-    return (f"[{row['position'] + 1}/{total}] {row['kind'] or '-':<7} {status:<26} "
-            f"{_moves(row)}{moved}")
+    return (f"[{row['position'] + 1}/{total}] {case_name(row):<{CASE_NAME_CHARS}} "
+            f"{status:<26} {_moves(row)}{moved}")
 
 
 def summary_table(report: SuiteRun) -> list[str]:
@@ -114,10 +127,12 @@ async def run(client: PlaygroundClient, args: argparse.Namespace) -> int:
             print(f"{suite_run_id} {started['status']}")
         return EXIT_OK
     total = suite["case_count"]
+    # The progress events name a case by id: its input and turns come from the suite.
+    cases = {c["id"]: c for c in (await client.suites.get(suite["id"]))["cases"]}
     async for event in client.suites.progress(suite_run_id):
         if event.kind == "suite.case" and event.data.get("state") in ("done", "skipped") \
                 and not args.json:
-            print(case_line(_row(event.data), total), flush=True)
+            print(case_line(_row(event.data, cases), total), flush=True)
         if suite_finished(event):
             break
     report = await client.suites.report(suite_run_id)
@@ -128,9 +143,11 @@ async def run(client: PlaygroundClient, args: argparse.Namespace) -> int:
     return exit_code(report)
 
 
-def _row(data: dict[str, Any]) -> CaseRow:
+def _row(data: dict[str, Any], cases: dict[str, Any]) -> CaseRow:
+    case = cases.get(str(data.get("case_id")), {})
     row: Any = {"case_id": data.get("case_id"), "position": data.get("position", 0),
-                "kind": data.get("kind"), "state": data.get("state"),
+                "kind": data.get("kind"), "input_excerpt": case.get("input_excerpt"),
+                "turns": case.get("turns"), "state": data.get("state"),
                 "skipped_for": data.get("reason"), **(data.get("row") or {})}
     return row  # type: ignore[no-any-return]
 

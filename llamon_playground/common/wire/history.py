@@ -57,6 +57,9 @@ class Session(TypedDict):
     run_count: NotRequired[Annotated[int, Doc("in listings")]]
     metadata_truncated: NotRequired[Annotated[bool, Doc(
         "in listings: the metadata is over 4,096 bytes and shown as `{}`")]]
+    last_activity_at: NotRequired[Annotated[str, Doc(
+        "in listings and GET /sessions/{id}: the newest run's end (its start while it "
+        "runs), else the session's creation")]]
 
 
 class SessionList(TypedDict):

@@ -41,6 +41,16 @@ class ReapedProcess(TypedDict):
     at: NotRequired[Annotated[float, Doc("Unix time")]]
 
 
+class HostLastError(TypedDict):
+    """Why the Host's latest generation died, read from its output (docs/host.md)."""
+
+    exception: Annotated[str, Doc("the traceback's last line, e.g. `RuntimeError: boom`")]
+    traceback: Annotated[list[str], Doc("the traceback without the Playground's own "
+                                        "preloader and runpy frames, the exception last")]
+    frames_left_out: Annotated[int, Doc("how many of the Playground's own frames were left out")]
+    generation: int
+
+
 class HostStatus(TypedDict):
     """The Host's state machine and its current generation."""
 
@@ -62,6 +72,9 @@ class HostStatus(TypedDict):
     start_reason: Annotated[str | None, Doc("why that mode (docs/host.md)")]
     warm_parent: WarmParent | None
     warnings: list[HostWarning]
+    last_error: Annotated[HostLastError | None,
+                          Doc("while backing off or in a crashloop: the last traceback the "
+                              "Host wrote (None when it wrote none, or is not failing)")]
     watch: NotRequired[Annotated[WatchCounters, Doc("GET /host and the control actions")]]
     platform: NotRequired[Annotated[
         Literal["linux", "portable"],

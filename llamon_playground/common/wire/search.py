@@ -40,7 +40,12 @@ class SearchHit(TypedDict):
     score_summary: ScoreSummary
     edited: bool
     edited_fields: list[str]
-    excerpt: Annotated[SearchExcerpt | None, Doc("null when no words were searched")]
+    input_excerpt: Annotated[str, Doc(
+        "the run's input in one line (its first part: text, `{schema}` of a data part, "
+        "`file name`; `(+N parts)` when more followed), at most 160 characters: names the "
+        "run whatever the words matched")]
+    excerpt: Annotated[SearchExcerpt | None, Doc("null when no words were searched, else "
+                                                 "where they matched: the reason for the hit")]
 
 
 class SearchResults(TypedDict):

@@ -68,6 +68,8 @@ class SuiteCase(TypedDict):
     source_run_id: str | None
     source_session_id: str | None
     turns: int
+    input_excerpt: Annotated[str, Doc("its first turn's input in one line (as a search "
+                                      "hit's `input_excerpt`): names the case")]
     baseline: CaseBaseline
 
 
@@ -124,6 +126,11 @@ class CaseRow(TypedDict):
     case_id: str
     position: int
     kind: str | None
+    input_excerpt: Annotated[str, Doc("its first turn's input in one line (as a search "
+                                      "hit's `input_excerpt`): names the case")]
+    turns: Annotated[int, Doc("how many turns the case replays")]
+    started_at: Annotated[str | None, Doc("when its first run of this suite run was made "
+                                          "(null before it started)")]
     state: CaseState
     run_ids: list[str]
     skipped_for: str | None
