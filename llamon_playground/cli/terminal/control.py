@@ -325,14 +325,15 @@ def stop_daemon_pid(settings: Settings, pid: int, timeout: float) -> bool:
     except ProcessLookupError:
         return True
     deadline = time.monotonic() + timeout
-    while _lock_held(settings):
+    while lock_held(settings):
         if time.monotonic() > deadline:
             return False
         time.sleep(0.05)
     return True
 
 
-def _lock_held(settings: Settings) -> bool:
+def lock_held(settings: Settings) -> bool:
+    """Whether a daemon holds the project's lock (it lets go last, once wholly gone)."""
     try:
         fd = os.open(settings.lock_path, os.O_RDWR | os.O_CLOEXEC)
     except FileNotFoundError:

@@ -26,6 +26,7 @@ import psutil
 
 from llamon_playground.cli.connect import check_runtime_dir, spawn_daemon
 from llamon_playground.cli.errors import DaemonNotRunning
+from llamon_playground.cli.terminal.control import lock_held
 from llamon_playground.common.config import Settings
 
 POLL_S = 0.1
@@ -34,6 +35,7 @@ MAX_TRIES = len(RESTART_DELAYS)  # then `up` stops trying, and says where to loo
 STABLE_S = 30.0  # a daemon up this long starts the count afresh
 START_TIMEOUT = 30.0
 HEALTH_TIMEOUT = 1.0
+REAP_WAIT = 5.0
 
 
 def _gone(pid: int) -> bool:
@@ -74,7 +76,14 @@ def discovered_pid(settings: Settings) -> int | None:
 
 
 def how_it_ended(proc: subprocess.Popen[bytes] | None) -> str:
-    code = proc.poll() if proc is not None else None
+    """How our child ended, once it has wholly: a multi-threaded process shows as a zombie
+    while its other threads still exit (and it still holds the project's lock)."""
+    code = None
+    if proc is not None:
+        try:
+            code = proc.wait(REAP_WAIT)
+        except subprocess.TimeoutExpired:
+            pass
     if code is None:
         return "it crashed"
     if code < 0:
@@ -141,9 +150,18 @@ class DaemonWatch:
             tries += 1
             self._say(f"the daemon (pid {self.pid}) died ({how_it_ended(self._proc)}); "
                       f"starting it again in {delay:g} s (try {tries} of {MAX_TRIES})")
+            self._until_unlocked()
             if self._done.wait(delay) or not self._restart():
                 continue
             since = time.monotonic()
+
+    def _until_unlocked(self) -> None:
+        # A dead daemon not ours to reap may still be exiting its other threads, holding
+        # the lock: a daemon started now would refuse to serve.
+        deadline = time.monotonic() + REAP_WAIT
+        while lock_held(self._settings) and not answers(self._settings) \
+                and time.monotonic() < deadline and not self._done.wait(0.05):
+            pass
 
     def _restart(self) -> bool:
         """Start a daemon (or follow one that already answers); whether one serves."""
