@@ -1,10 +1,11 @@
 """`up` in front of an open page: its daemon is killed, `up` starts it again by itself, and
-the page, left alone, comes back live on the same front and port. The run it was streaming
-ends honestly (the new daemon's boot recovery: interrupted, daemon_restarted), and a run
+the page, left alone, comes back live on the same front and port (while the daemon is away,
+the command it advises names the project). The run it was streaming ends honestly (the new daemon's boot recovery: interrupted, daemon_restarted), and a run
 it starts afterwards completes."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -65,8 +66,16 @@ def test_up_brings_a_killed_daemon_back_under_an_open_page(browser: Any,
         expect(connection).to_have_attribute("data-state", "live")
         view, _ = slow_run_streaming(page, 2)
         first = int(orjson.loads(stack.settings.discovery_path.read_bytes())["pid"])
+        up.signal(signal.SIGSTOP)  # held a moment, so the page's outage can be seen
         os.kill(first, signal.SIGKILL)
         wait_for(lambda: pid_ended(first), 10, "the daemon to die")
+        expect(connection).to_have_attribute("data-state", "lost")
+        # What the page tells a person to run names the project.
+        page.get_by_label("Message").fill("while the daemon is away")
+        page.get_by_label("Message").press("Control+Enter")
+        expect(page.locator("#notice")).to_contain_text(
+            f"start it with `llamon-playground up {stack.project}`")
+        up.signal(signal.SIGCONT)
         # `up` starts it again and says so; nobody touches the page.
         wait_for(lambda: "started the daemon again" in up.output(), 30, "`up`'s restart")
         assert f"the daemon (pid {first}) died (killed by SIGKILL)" in up.output()
@@ -79,6 +88,8 @@ def test_up_brings_a_killed_daemon_back_under_an_open_page(browser: Any,
         assert page.url.startswith(link.split("?")[0]) and not errors, errors
         assert up.popen.poll() is None
     finally:
+        with contextlib.suppress(ProcessLookupError):
+            up.signal(signal.SIGCONT)
         context.close()
         stop(stack)
         try:
