@@ -120,9 +120,14 @@ class DaemonWatch:
         self._thread.start()
 
     def close(self) -> None:
+        """Stop watching; a daemon found stopped cleanly by then is named in `stopped` (the
+        front may end first: `stop` ends it right after the daemon)."""
         self._done.set()
         if self._thread is not None:
             self._thread.join(timeout=START_TIMEOUT)
+        if self.stopped is None and not self.gave_up and _gone(self.pid) \
+                and discovered_pid(self._settings) is None:
+            self.stopped = self.pid
 
     def current(self) -> tuple[int, bool]:
         with self._lock:
