@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -42,6 +43,7 @@ class FrontOptions:
     port: int = 8765
     auth: bool = True
     show_token_url: bool = False  # `up` prints the URL with the token; a service never does
+    lifeline: bool = False  # stdin is a pipe from the `up` it serves: its EOF ends the front
 
 
 def make_front_app(settings: Settings, door: Door) -> web.Application:
@@ -147,9 +149,39 @@ async def _serve(settings: Settings, options: FrontOptions, door: Door,
             _announce_auth(settings, door, url, options)
             if ready is not None:
                 ready.set()
-        await wait_for_stop_signal(announce)
+        stop = asyncio.Event()
+        if options.lifeline:
+            _watch_lifeline(loop, stop)
+        try:
+            await wait_for_stop_signal(announce, stop)
+        finally:
+            if options.lifeline:
+                loop.remove_reader(LIFELINE_FD)
     finally:
         await runner.cleanup()
+
+
+LIFELINE_FD = 0  # stdin: `up` keeps the pipe's only write end
+
+
+def _watch_lifeline(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> None:
+    """The front dies with its `up`, however `up` went (SIGKILL too): the kernel closes a
+    dead process's descriptors, so the pipe reads EOF, on every platform alike (the Host's
+    lifeline does the same, host_manager/lifeline.py). The stop is the clean one."""
+    def readable() -> None:
+        try:
+            data = os.read(LIFELINE_FD, 512)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            log.warning("the `up` that started this front is gone: the front stops")
+            loop.remove_reader(LIFELINE_FD)
+            stop.set()
+
+    os.set_blocking(LIFELINE_FD, False)
+    loop.add_reader(LIFELINE_FD, readable)
 
 
 def _announce_auth(settings: Settings, door: Door, url: str, options: FrontOptions) -> None:

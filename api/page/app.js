@@ -341,6 +341,7 @@ async function showProject(welcome) {
   const name = project.split('/').filter(Boolean).pop() || project;
   $('project').replaceChildren(el('strong', {}, name), ' ', el('span', { class: 'path' }, project));
   $('project').title = project;
+  app.notices.project = project;
   welcome.forProject(project);
 }
 

@@ -6,11 +6,19 @@
 export const DAEMON = 'daemon';
 export const ACTION = 'action';
 
+// The command that starts the project's daemon, its path quoted as a shell would need.
+export function upCommand(project) {
+  if (!project) return 'llamon-playground up';
+  const quoted = /^[A-Za-z0-9_./-]+$/.test(project) ? project : `'${project.replaceAll("'", "'\\''")}'`;
+  return `llamon-playground up ${quoted}`;
+}
+
 export class Notices {
   constructor(node, dismiss) {
     this.node = node;        // the notice text
     this.dismiss = dismiss;  // its × button
     this.owner = null;
+    this.project = null;     // the project's path, once /health said it: named in commands
     dismiss.addEventListener('click', () => this.clear());
   }
 
@@ -30,7 +38,7 @@ export class Notices {
   fail(error) {
     if (error && error.status === 503 && error.detail && error.detail.error === 'daemon_unavailable') {
       this.show('The daemon does not answer (503 daemon_unavailable). The page reconnects '
-        + 'by itself; if it stays lost, start it with `llamon-playground up`.', DAEMON);
+        + `by itself; if it stays lost, start it with \`${upCommand(this.project)}\`.`, DAEMON);
       return;
     }
     this.show(error && error.message ? error.message : String(error));

@@ -59,11 +59,13 @@ def project_warnings(config: ProjectConfig, project_dir: Path) -> list[dict[str,
 
 def host_command_warnings(project_dir: Path,
                           environ: Mapping[str, str] | None = None) -> list[str]:
-    """Everything visible before the first start (for `up` to say at once)."""
+    """Everything visible before the first start (for `up` to say at once): the standing
+    warnings `status` and `GET /host` show (a PostgreSQL backend, the default command), then
+    an executable that is not there."""
     try:
         config = load_project_config(project_dir)
     except ProjectError as exc:
         return [f"the project cannot be read: {exc}"]
-    found = [default_command_note(config, project_dir),
-             missing_executable(config.resolved_host_command(), project_dir, environ)]
+    found = [w["message"] for w in project_warnings(config, project_dir)]
+    found.append(missing_executable(config.resolved_host_command(), project_dir, environ) or "")
     return [w for w in found if w]

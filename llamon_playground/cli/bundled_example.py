@@ -10,6 +10,7 @@ the copy (its `.llamon/` history) is left alone.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sysconfig
 from collections.abc import Mapping
@@ -17,6 +18,10 @@ from importlib import resources
 from pathlib import Path
 
 EXAMPLE = "echo_agent"
+# What the example's Host imports that the Playground itself does not: the `examples` extra
+# of pyproject.toml installs them (their import names, not their distributions').
+EXAMPLE_MODULES = ("a2a", "starlette", "uvicorn")
+EXTRA_INSTALL = "pip install 'llamon-playground[examples]'"
 
 
 def shipped_example() -> Path:
@@ -50,3 +55,32 @@ def bundled_example(environ: Mapping[str, str] = os.environ) -> Path:
         tmp.write_bytes(data)
         tmp.replace(dest)
     return target
+
+
+def is_bundled_example(project_dir: Path) -> bool:
+    """The bundled example, or a copy of it (its pyproject.toml unchanged)."""
+    try:
+        return (project_dir / "pyproject.toml").read_bytes() == \
+            (shipped_example() / "pyproject.toml").read_bytes()
+    except OSError:
+        return False
+
+
+def _importable(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def missing_extra(project_dir: Path) -> str | None:
+    """For the bundled example on an interpreter without the `examples` extra: every
+    missing module and the one command that installs them all (the Host runs on this
+    interpreter, `{python}`), said before any run fails on the first of them."""
+    if not is_bundled_example(project_dir):
+        return None
+    missing = [name for name in EXAMPLE_MODULES if not _importable(name)]
+    if not missing:
+        return None
+    return (f"the bundled example's Host needs the `examples` extra, and this Python "
+            f"lacks {', '.join(repr(m) for m in missing)}: install it with `{EXTRA_INSTALL}`")

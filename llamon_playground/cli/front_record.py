@@ -1,9 +1,11 @@
 """Where the fronts `up` started serve: `<runtime dir>/fronts/<pid>.json` (0600),
-`{pid, url, detached}`.
+`{pid, url, detached, auth, up_pid}`.
 
-The daemon never learns its fronts' addresses; `list` reads these to show one, and `stop`
-ends the fronts `up --detach` left running along with their daemon (a foreground `up`
-ends by itself when its daemon stops).
+The daemon never learns its fronts' addresses; `list` reads these to show one, a second `up`
+reads them to attach to the front already serving (instead of a second one failing on the
+same port), and `stop` ends every front of the project: the recorded ones, and any other
+`front` process of ours serving the project (one whose `up` was killed before it wrote the
+record, one started by hand).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,20 +23,25 @@ import psutil
 from llamon_playground.common.config import Settings
 
 FRONT_LINE = "llamon Playground front: "  # the front's announce line (api/app.py)
+STOP_WAIT = 10.0  # how long `stop` waits for a front to let go of its port
+COMMAND_NAMES = ("llamon_playground", "llamon-playground")
 
 
 def _folder(runtime_dir: Path) -> Path:
     return runtime_dir / "fronts"
 
 
-def record_front(settings: Settings, pid: int, url: str, detached: bool = False) -> None:
+def record_front(settings: Settings, pid: int, url: str, *, detached: bool = False,
+                 auth: bool = True, up_pid: int | None = None) -> None:
+    """Write the front's record; `up_pid` is the foreground `up` that supervises it."""
     folder = _folder(settings.runtime_dir)
     tmp = folder / f"{pid}.json.tmp"
+    doc = {"pid": pid, "url": url, "detached": detached, "auth": auth, "up_pid": up_pid}
     with contextlib.suppress(OSError):
         folder.mkdir(mode=0o700, exist_ok=True)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "wb") as fh:
-            fh.write(orjson.dumps({"pid": pid, "url": url, "detached": detached}))
+            fh.write(orjson.dumps(doc))
         tmp.replace(folder / f"{pid}.json")
 
 
@@ -72,13 +80,49 @@ def forget_front(settings: Settings, pid: int) -> None:
         (_folder(settings.runtime_dir) / f"{pid}.json").unlink()
 
 
-def stop_detached_fronts(settings: Settings) -> list[int]:
-    """SIGTERM the fronts `up --detach` left; their pids."""
+def _serves(cmdline: list[str], project_dir: Path) -> bool:
+    """A `llamon-playground front PROJECT` command line, for this project."""
+    if "front" not in cmdline or not any(name in part for part in cmdline[:3]
+                                         for name in COMMAND_NAMES):
+        return False
+    at = cmdline.index("front")
+    if at + 1 >= len(cmdline):
+        return False
+    try:
+        return Path(cmdline[at + 1]).resolve() == project_dir.resolve()
+    except (OSError, ValueError):
+        return False
+
+
+def unrecorded_fronts(settings: Settings) -> list[int]:
+    """Front processes of this user serving the project that no record names."""
+    recorded = {int(doc["pid"]) for doc in fronts_in(settings.runtime_dir)}
+    found = []
+    for proc in psutil.process_iter(["pid", "uids", "cmdline"]):
+        try:
+            if proc.info["uids"] is None or proc.info["uids"].real != os.getuid():
+                continue
+            if proc.pid not in recorded and proc.pid != os.getpid() \
+                    and _serves(proc.info["cmdline"] or [], settings.project_dir):
+                found.append(proc.pid)
+        except (psutil.Error, KeyError, TypeError):
+            continue
+    return found
+
+
+def stop_fronts(settings: Settings, wait: float = STOP_WAIT) -> list[int]:
+    """SIGTERM every front of the project (recorded or found); wait until they are gone, so
+    their port is free when this returns. Their pids."""
+    pids = [int(doc["pid"]) for doc in fronts_in(settings.runtime_dir)]
+    pids += unrecorded_fronts(settings)
     stopped = []
-    for doc in fronts_in(settings.runtime_dir):
-        if doc.get("detached"):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(int(doc["pid"]), signal.SIGTERM)
-            forget_front(settings, int(doc["pid"]))
-            stopped.append(int(doc["pid"]))
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+            stopped.append(pid)
+    deadline = time.monotonic() + wait
+    for pid in stopped:
+        with contextlib.suppress(psutil.Error):
+            psutil.Process(pid).wait(max(0.0, deadline - time.monotonic()))
+        forget_front(settings, pid)
     return stopped

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import os
 import sys
 import tomllib
@@ -89,7 +90,8 @@ def cmd_daemon(args: argparse.Namespace) -> int:
 def _front_options(args: argparse.Namespace, show_token_url: bool) -> FrontOptions:
     from llamon_playground.api.app import FrontOptions
     return FrontOptions(host=args.host, port=args.port, auth=not args.no_auth,
-                        show_token_url=show_token_url or args.print_token_url)
+                        show_token_url=show_token_url or args.print_token_url,
+                        lifeline=getattr(args, "lifeline", False))
 
 
 def _run_front(settings: Settings, options: FrontOptions) -> int:
@@ -106,6 +108,13 @@ def _run_front(settings: Settings, options: FrontOptions) -> int:
         return EXIT_USAGE
     except PermissionError as exc:
         print(f"llamon-playground: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            raise
+        print(f"llamon-playground: port {options.port} on {options.host} is in use (another "
+              f"front, or another program): `llamon-playground list` shows the fronts "
+              f"serving; choose another port with --port", file=sys.stderr, flush=True)
         return EXIT_ERROR
     return EXIT_OK
 
@@ -194,6 +203,8 @@ def build_parser() -> argparse.ArgumentParser:
     _front_args(front)
     # `up` runs its front as a child process that prints the URL with the token.
     front.add_argument("--print-token-url", action="store_true", help=argparse.SUPPRESS)
+    # ... and ties it to its own life: stdin is a pipe whose EOF ends the front.
+    front.add_argument("--lifeline", action="store_true", help=argparse.SUPPRESS)
     front.set_defaults(func=cmd_front)
 
     status = sub.add_parser("status", help="daemon, Host and active run of a project")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import subprocess
 import sys
 
@@ -102,15 +104,25 @@ async def test_up_serves_the_front_and_stops_the_daemon_it_started(stack: Stack)
         async with aiohttp.ClientSession() as http, http.get(
                 front_url + "health", headers={"Authorization": f"Bearer {token}"}) as resp:
             assert resp.status == 200
+        # A second `up` while that front serves attaches to it: its URL, exit 0.
+        again = cli(stack, "up", str(stack.project), "--port", "0")
+        assert again.returncode == 0, again.stderr
+        assert f"open in a browser: {front_url}?token={token}" in again.stdout
+        assert f"this front (pid {front_pid}) already serves the project" in again.stdout
         # Attached to a daemon it did not start: that one keeps running, and `up` says so.
+        os.kill(front_pid, signal.SIGTERM)
+        wait_for(lambda: pid_ended(front_pid), 10, "the detached front to stop")
         output = up_until_ctrl_c(stack, "up2.log")
         assert "attached to the running daemon" in output
         assert "was running before `up` and keeps running" in output
         assert psutil.pid_exists(daemon_pid)
         # `stop` ends the daemon and the front `up --detach` left.
+        detached = cli(stack, "up", str(stack.project), "--port", "0", "--detach")
+        assert detached.returncode == 0, detached.stderr
+        front_pid = int(re.findall(r"the front \(pid (\d+)\)", detached.stdout)[0])
         stopped = cli(stack, "stop", str(stack.project))
         assert stopped.returncode == 0 and f"stopped the front (pid {front_pid})" in stopped.stdout
-        wait_for(lambda: pid_ended(front_pid), 10, "the front to stop")
+        assert pid_ended(front_pid)  # `stop` waits for its fronts: their port is free
         daemon_pid = front_pid = None
     finally:
         up.stop()

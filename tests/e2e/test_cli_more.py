@@ -146,7 +146,7 @@ def test_up_refuses_a_folder_that_is_not_a_project(stack: Stack, tmp_path: Path)
         assert cli(stack, "stop", str(empty)).returncode == 0
 
 
-def test_an_explicit_stop_ends_up_but_a_crash_does_not(stack: Stack) -> None:
+def test_an_explicit_stop_ends_up_and_a_crash_is_restarted(stack: Stack) -> None:
     up = Proc([sys.executable, "-m", "llamon_playground", "up", str(stack.project), "--port",
                "0"], stack.env, stack.runtime_base / "up.log", REPO)
     try:
@@ -156,10 +156,11 @@ def test_an_explicit_stop_ends_up_but_a_crash_does_not(stack: Stack) -> None:
         assert (stack.settings.runtime_dir / "daemon.log").stat().st_mode & 0o777 == 0o600
         link = up.output().split("open in a browser: ")[1].split()[0]
         url, token = link.split("?token=")
-        # A crash: the daemon is killed and another one comes; `up` and its front stay.
+        # A crash: the daemon is killed, and `up` starts another, saying so; its front stays.
         os.kill(first, signal.SIGKILL)
-        wait_for(lambda: pid_ended(first), 10, "the daemon to die")
-        stack.start_daemon()
+        wait_for(lambda: "started the daemon again (pid" in up.output(), 30,
+                 "`up` to start the daemon again")
+        assert "the daemon (pid %d) died (killed by SIGKILL)" % first in up.output()
 
         async def health() -> int:
             async with aiohttp.ClientSession() as http, http.get(

@@ -136,8 +136,8 @@ def add_control_commands(sub: Any, project_of: Callable[[str | None], Any]) -> N
     json_arg(history)
     history.set_defaults(func=lambda args: history_command(project_of, args))
 
-    stop = sub.add_parser("stop", help="stop the project's daemon gracefully (and a front "
-                                       "`up --detach` left running)")
+    stop = sub.add_parser("stop", help="stop the project's daemon gracefully, and every "
+                                       "front serving the project")
     project_arg(stop)
     stop.add_argument("--timeout", type=float, default=60.0,
                       help="seconds to wait for the daemon to stop (default 60)")

@@ -13,10 +13,12 @@ import argparse
 import asyncio
 import fcntl
 import os
+import shlex
 import signal
 import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -29,7 +31,7 @@ from llamon_playground.cli.client import (
     health,
     text_part,
 )
-from llamon_playground.cli.front_record import stop_detached_fronts
+from llamon_playground.cli.front_record import stop_fronts
 from llamon_playground.cli.terminal.show import (
     print_history,
     print_trimmed,
@@ -54,6 +56,17 @@ def fail(message: str) -> None:
     print(f"llamon-playground: {message}", file=sys.stderr, flush=True)
 
 
+def project_command(settings: Settings, *words: str) -> str:
+    """`llamon-playground WORDS`, naming the project unless it is the current folder: a
+    command to copy that acts on the project the message is about."""
+    argv = ["llamon-playground", *words]
+    try:
+        here = Path.cwd().resolve() == settings.project_dir.resolve()
+    except OSError:
+        here = False
+    return shlex.join(argv if here else [*argv, str(settings.project_dir)])
+
+
 def run_command(settings: Settings, args: argparse.Namespace, command: Command) -> int:
     """Run `command` against the daemon, mapping what went wrong to an exit code."""
     async def main() -> int:
@@ -63,7 +76,7 @@ def run_command(settings: Settings, args: argparse.Namespace, command: Command) 
         return asyncio.run(main())
     except DaemonNotRunning as exc:
         fail(f"no daemon serves {settings.project_dir} ({exc}); start one with "
-             "`llamon-playground up`")
+             f"`{project_command(settings, 'up')}`")
         return EXIT_NOT_RUNNING
     except ApiError as exc:
         if getattr(args, "json", False):
@@ -282,18 +295,26 @@ async def history_trim(client: PlaygroundClient, args: argparse.Namespace) -> in
 
 def stop_daemon(settings: Settings, args: argparse.Namespace) -> int:
     """Graceful shutdown: SIGTERM to the pid the daemon itself reports, then wait until it
-    has let go of the project's lock (its last act)."""
+    has let go of the project's lock (its last act); then every front of the project, its
+    `up`'s or not (a foreground `up` ends with its front). With no daemon running, the
+    fronts still go (a daemon that crashed under them): exit 0 if one did, else 3."""
     try:
-        pid = int(asyncio.run(health(settings))["pid"])
+        pid: int | None = int(asyncio.run(health(settings))["pid"])
     except DaemonNotRunning:
+        pid = None
+    if pid is not None:
+        if not stop_daemon_pid(settings, pid, args.timeout):
+            fail(f"the daemon (pid {pid}) did not stop within {args.timeout:g} s")
+            return EXIT_ERROR
+        print(f"stopped the daemon (pid {pid})", flush=True)
+    fronts = stop_fronts(settings)
+    for front in fronts:
+        print(f"stopped the front (pid {front})", flush=True)
+    if pid is None and not fronts:
         fail(f"no daemon serves {settings.project_dir}")
         return EXIT_NOT_RUNNING
-    if not stop_daemon_pid(settings, pid, args.timeout):
-        fail(f"the daemon (pid {pid}) did not stop within {args.timeout:g} s")
-        return EXIT_ERROR
-    print(f"stopped the daemon (pid {pid})")
-    for front in stop_detached_fronts(settings):  # `up --detach` left them running with it
-        print(f"stopped the front (pid {front})")
+    if pid is None:
+        print(f"no daemon was running for {settings.project_dir}", flush=True)
     return EXIT_OK
 
 
@@ -304,14 +325,15 @@ def stop_daemon_pid(settings: Settings, pid: int, timeout: float) -> bool:
     except ProcessLookupError:
         return True
     deadline = time.monotonic() + timeout
-    while _lock_held(settings):
+    while lock_held(settings):
         if time.monotonic() > deadline:
             return False
         time.sleep(0.05)
     return True
 
 
-def _lock_held(settings: Settings) -> bool:
+def lock_held(settings: Settings) -> bool:
+    """Whether a daemon holds the project's lock (it lets go last, once wholly gone)."""
     try:
         fd = os.open(settings.lock_path, os.O_RDWR | os.O_CLOEXEC)
     except FileNotFoundError:

@@ -1,11 +1,19 @@
 """`llamon-playground up`: the daemon (started or attached to) and a front, for a person.
 
 It says what it serves before it serves it: a named folder that is not a project is refused
-(unless `--allow-empty`), and the Host command's warnings come before the URL. The front runs
-as a child process, so `--detach` can return once it is ready (the URL, the pids, how to
-stop them) and the foreground `up` can watch its daemon: an explicit stop of the daemon
-(`llamon-playground stop`, a SIGTERM) ends `up` too, saying why, while a daemon that
-crashes is waited for by the front as before.
+(unless `--allow-empty`), and what can be seen before the first run (the Host command's
+warnings, a PostgreSQL backend, the bundled example's missing extra) comes before the URL.
+
+One front per project: when one already serves (its record in `fronts/`), `up` (and
+`up --detach`) attaches to it, prints its URL and ends; a daemon that died under it is
+started again first, unless the foreground `up` serving that front does it itself.
+
+The front runs as a child process, so `--detach` can return once it is ready (the URL, the
+pids, how to stop them) and the foreground `up` can supervise: the front holds the read end
+of a pipe whose only write end is `up`'s, so it ends with `up` however `up` ends (SIGKILL
+too); a daemon that crashes is started again with back-off (`daemon_watch.py`) while the
+front keeps its port; an explicit stop of the daemon (`llamon-playground stop`, a SIGTERM)
+ends `up` too, saying why.
 """
 
 from __future__ import annotations
@@ -20,16 +28,24 @@ import threading
 import time
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
-from llamon_playground.cli.front_record import FRONT_LINE, forget_front, record_front
+from llamon_playground.cli.bundled_example import missing_extra
+from llamon_playground.cli.front_record import FRONT_LINE, forget_front, fronts_in, record_front
 from llamon_playground.cli.terminal.control import (
     EXIT_ERROR,
     EXIT_NOT_RUNNING,
     EXIT_OK,
     EXIT_USAGE,
+    project_command,
     stop_daemon_pid,
 )
-from llamon_playground.cli.terminal.daemon_watch import DaemonWatch
+from llamon_playground.cli.terminal.daemon_watch import (
+    START_TIMEOUT,
+    DaemonWatch,
+    alive,
+    answers,
+)
 from llamon_playground.common.config import Settings
 
 STOP_TIMEOUT = 60.0  # how long `up` waits for the daemon it started to stop
@@ -58,9 +74,16 @@ def front_argv(settings: Settings, args: argparse.Namespace,
             + (["--no-auth"] if args.no_auth else []))
 
 
+def say(line: str) -> None:
+    print(line, flush=True)
+
+
+def warn(line: str) -> None:
+    print(f"llamon-playground: warning: {line}", file=sys.stderr, flush=True)
+
+
 def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
     from llamon_playground.api.guard import NonLoopbackBind, check_bind_address
-    from llamon_playground.cli.client import DaemonNotRunning, health, spawn_daemon, wait_healthy
     from llamon_playground.daemon.introspect.host_checks import host_command_warnings
     if args.project and not args.allow_empty:
         refused = not_a_project(settings.project_dir)
@@ -73,41 +96,109 @@ def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
         print(f"llamon-playground: {exc}", file=sys.stderr)
         return EXIT_USAGE
     # What can be seen before the first run, said now rather than at the first run's failure.
+    extra = missing_extra(settings.project_dir)
+    if extra:
+        warn(extra)
     for warning in host_command_warnings(settings.project_dir):
-        print(f"llamon-playground: warning: {warning}", file=sys.stderr, flush=True)
-
-    async def attach() -> tuple[int, bool]:
-        try:
-            info = await health(settings)
-            print(f"attached to the running daemon (pid {info.get('pid')})", flush=True)
-            return int(info["pid"]), False
-        except DaemonNotRunning:
-            proc = spawn_daemon(settings)
-            info = await wait_healthy(settings, proc)
-            print(f"started the daemon (pid {info.get('pid')}); log: "
-                  f"{settings.runtime_dir / 'daemon.log'}", flush=True)
-            return int(info["pid"]), True
-
+        warn(warning)
+    serving = [doc for doc in fronts_in(settings.runtime_dir) if doc.get("url")]
+    if serving:
+        return _attach_to_front(settings, serving[0])
     try:
-        pid, started = asyncio.run(attach())
-    except DaemonNotRunning as exc:
+        pid, proc = asyncio.run(_daemon(settings))
+    except _NoDaemon as exc:
         print(f"llamon-playground: {exc}", file=sys.stderr)
         return EXIT_NOT_RUNNING
     if args.detach:
         return _detached(settings, args, pid)
-    watch = DaemonWatch(settings, pid)
+    watch = DaemonWatch(settings, pid, started=proc is not None, proc=proc, say=say)
     code = _foreground_front(settings, args, watch)
     if watch.stopped is not None:
-        print(f"the daemon (pid {watch.stopped}) was stopped (`llamon-playground stop` or a "
-              "SIGTERM): `up` ends with it", flush=True)
+        say(f"the daemon (pid {watch.stopped}) was stopped (`llamon-playground stop` or a "
+            "SIGTERM): `up` ends with it")
         return code
+    if watch.gave_up:
+        return EXIT_ERROR
+    pid, started = watch.current()
     return _leave_daemon(settings, pid, started) or code
+
+
+class _NoDaemon(Exception):
+    """No daemon could be started (its exit and log named)."""
+
+
+async def _daemon(settings: Settings) -> tuple[int, subprocess.Popen[bytes] | None]:
+    """The running daemon's pid, or one started now (and its process)."""
+    from llamon_playground.cli.client import DaemonNotRunning, health, spawn_daemon, wait_healthy
+    try:
+        info = await health(settings)
+        say(f"attached to the running daemon (pid {info.get('pid')})")
+        return int(info["pid"]), None
+    except DaemonNotRunning:
+        proc = spawn_daemon(settings)
+        try:
+            info = await wait_healthy(settings, proc)
+        except DaemonNotRunning as exc:
+            raise _NoDaemon(str(exc)) from None
+        say(f"started the daemon (pid {info.get('pid')}); log: "
+            f"{settings.runtime_dir / 'daemon.log'}")
+        return int(info["pid"]), proc
+
+
+def _attach_to_front(settings: Settings, front: dict[str, Any]) -> int:
+    """A front already serves the project: make sure its daemon runs, print its URL, end."""
+    recorded = front.get("up_pid")
+    up_pid = recorded if isinstance(recorded, int) and alive(recorded) else 0
+    supervised = up_pid != 0
+    if supervised and not answers(settings):
+        # Its `up` starts the daemon again itself: a second one here would race it.
+        say(f"the daemon is starting again under the `up` (pid {up_pid}) that serves the "
+            "front; waiting for it")
+        deadline = time.monotonic() + START_TIMEOUT
+        while not answers(settings):
+            if time.monotonic() > deadline or not alive(up_pid):
+                print(f"llamon-playground: no daemon answers for {settings.project_dir}; see "
+                      f"{settings.runtime_dir / 'daemon.log'}", file=sys.stderr, flush=True)
+                return EXIT_NOT_RUNNING
+            time.sleep(0.05)
+    elif not supervised:
+        try:
+            asyncio.run(_daemon(settings))
+        except _NoDaemon as exc:
+            print(f"llamon-playground: {exc}", file=sys.stderr)
+            return EXIT_NOT_RUNNING
+    url = str(front["url"])
+    say(f"{FRONT_LINE}{url}  (project {settings.project_dir})")
+    if front.get("auth", True):
+        token = _token(settings)
+        if token:
+            say(f"open in a browser: {url}?token={token}")
+    who = f"the foreground `up` (pid {up_pid})" if supervised else "`up --detach`"
+    say(f"this front (pid {front['pid']}) already serves the project, started by {who}: "
+        f"`up` attaches to it and ends; stop it with `{project_command(settings, 'stop')}`")
+    return EXIT_OK
+
+
+def _token(settings: Settings) -> str | None:
+    from llamon_playground.api.token_store import TokenError, given_token, kept_token
+    try:
+        return given_token(settings) or kept_token(settings)
+    except TokenError:
+        return None
 
 
 def _foreground_front(settings: Settings, args: argparse.Namespace, watch: DaemonWatch) -> int:
     """The front as a child, its output passed through, until it ends or its daemon stops."""
-    front = subprocess.Popen(front_argv(settings, args), stdin=subprocess.DEVNULL,
-                             stdout=subprocess.PIPE, stderr=None, env=dict(os.environ))
+    lifeline_read, lifeline_write = os.pipe()  # close-on-exec: no other child inherits it
+    try:
+        front = subprocess.Popen([*front_argv(settings, args), "--lifeline"],
+                                 stdin=lifeline_read, stdout=subprocess.PIPE, stderr=None,
+                                 env=dict(os.environ))
+    except BaseException:
+        os.close(lifeline_write)
+        raise
+    finally:
+        os.close(lifeline_read)
 
     def end_front(signum: int, frame: FrameType | None) -> None:
         if front.poll() is None:
@@ -115,9 +206,10 @@ def _foreground_front(settings: Settings, args: argparse.Namespace, watch: Daemo
 
     previous = {sig: signal.signal(sig, end_front) for sig in (signal.SIGTERM, signal.SIGINT)}
     assert front.stdout is not None
-    echo = threading.Thread(target=_echo, args=(front.stdout, settings, front.pid), daemon=True)
+    echo = threading.Thread(target=_echo, args=(front.stdout, settings, front.pid,
+                                                not args.no_auth), daemon=True)
     echo.start()
-    watch.start(on_stop=lambda: end_front(signal.SIGTERM, None))
+    watch.start(on_end=lambda: end_front(signal.SIGTERM, None))
     try:
         while True:
             try:
@@ -129,19 +221,21 @@ def _foreground_front(settings: Settings, args: argparse.Namespace, watch: Daemo
         watch.close()
         echo.join(timeout=2.0)
         forget_front(settings, front.pid)
+        os.close(lifeline_write)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     # Ended by a signal we forwarded (Ctrl-C, SIGTERM, the daemon's stop): a clean end.
     return EXIT_OK if code in (0, -signal.SIGTERM, -signal.SIGINT) else code
 
 
-def _echo(pipe: object, settings: Settings, front_pid: int) -> None:
+def _echo(pipe: object, settings: Settings, front_pid: int, auth: bool) -> None:
     for raw in pipe:  # type: ignore[attr-defined]
         line = raw.decode("utf-8", "replace")
         sys.stdout.write(line)
         sys.stdout.flush()
         if line.startswith(FRONT_LINE):
-            record_front(settings, front_pid, line[len(FRONT_LINE):].split()[0])
+            record_front(settings, front_pid, line[len(FRONT_LINE):].split()[0], auth=auth,
+                         up_pid=os.getpid())
 
 
 def _detached(settings: Settings, args: argparse.Namespace, pid: int) -> int:
@@ -178,11 +272,11 @@ def _detached(settings: Settings, args: argparse.Namespace, pid: int) -> int:
             print(line, flush=True)
     if not args.no_auth:
         # To the terminal only: the token never goes into a log.
-        print(f"open in a browser: {url}?token={_front_token(settings)}", flush=True)
-    record_front(settings, front.pid, url, detached=True)
-    print(f"running in the background: the daemon (pid {pid}) and the front (pid {front.pid}); "
-          f"the front's log: {log_path}", flush=True)
-    print(f"stop both: llamon-playground stop {settings.project_dir}", flush=True)
+        say(f"open in a browser: {url}?token={_front_token(settings)}")
+    record_front(settings, front.pid, url, detached=True, auth=not args.no_auth)
+    say(f"running in the background: the daemon (pid {pid}) and the front (pid {front.pid}); "
+        f"the front's log: {log_path}")
+    say(f"stop both: llamon-playground stop {settings.project_dir}")
     return EXIT_OK
 
 
@@ -208,9 +302,11 @@ def _front_token(settings: Settings) -> str:
 def _leave_daemon(settings: Settings, pid: int, started: bool) -> int:
     """As `docker compose up` does: a daemon `up` started stops with it, one it attached to
     keeps running; either way, say which. Returns an exit code on trouble."""
+    if not alive(pid):
+        return EXIT_OK  # it died under us and was not started again: nothing to stop
     if not started:
-        print(f"the daemon (pid {pid}) was running before `up` and keeps running; "
-              "`llamon-playground stop` stops it", flush=True)
+        say(f"the daemon (pid {pid}) was running before `up` and keeps running; "
+            f"`{project_command(settings, 'stop')}` stops it")
         return EXIT_OK
     try:
         stopped = stop_daemon_pid(settings, pid, STOP_TIMEOUT)
@@ -221,6 +317,6 @@ def _leave_daemon(settings: Settings, pid: int, started: bool) -> int:
         print(f"llamon-playground: the daemon (pid {pid}) that `up` started did not stop "
               f"within {STOP_TIMEOUT:g} s", file=sys.stderr, flush=True)
         return EXIT_ERROR
-    print(f"stopped the daemon (pid {pid}) that `up` started, and its Host; "
-          "`up --detach` keeps it running", flush=True)
+    say(f"stopped the daemon (pid {pid}) that `up` started, and its Host; "
+        "`up --detach` keeps it running")
     return EXIT_OK
