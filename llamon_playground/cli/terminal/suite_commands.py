@@ -9,8 +9,9 @@ import argparse
 from typing import Any
 
 from llamon_playground.cli.api_suites import CaseRow, SuiteCaseSpec, SuiteRun
-from llamon_playground.cli.client import PlaygroundClient
+from llamon_playground.cli.client import ApiError, PlaygroundClient
 from llamon_playground.cli.terminal.control import EXIT_ERROR, EXIT_OK, emit
+from llamon_playground.cli.terminal.hints import suggest
 from llamon_playground.cli.suites_client import suite_finished
 
 EXIT_STATUS_MOVED = 5
@@ -135,8 +136,22 @@ def _row(data: dict[str, Any]) -> CaseRow:
     return row  # type: ignore[no-any-return]
 
 
+async def suite_run_of(client: PlaygroundClient, name_or_id: str) -> str:
+    """A suite's name stands for its latest suite run; anything else is a suite-run id."""
+    for suite in (await client.suites.list())["suites"]:
+        if suite["name"] == name_or_id:
+            runs = (await client.suites.runs(suite["id"]))["suite_runs"]
+            if not runs:
+                hint = suggest(client.settings, "suite", "run", name_or_id, project_option=True)
+                raise ApiError(404, {"error": "suite_run_not_found", "message":
+                                     f"suite {name_or_id!r} has not run yet; run it with "
+                                     f"`{hint}`"})
+            return str(runs[0]["id"])
+    return name_or_id
+
+
 async def report(client: PlaygroundClient, args: argparse.Namespace) -> int:
-    doc = await client.suites.report(args.suite_run_id)
+    doc = await client.suites.report(await suite_run_of(client, args.suite_run_id))
     if args.json:
         emit(doc)
         return exit_code(doc)
