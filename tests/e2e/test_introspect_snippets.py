@@ -296,3 +296,4 @@ async def test_snippets_speak_the_runs_own_version_and_exit_1_on_a_json_rpc_erro
                 assert "-32601" in done.stdout, done.stdout
         finally:
             await api.close()
+
