@@ -275,3 +275,12 @@ def test_suite_report_takes_a_suite_name(page: Stack) -> None:
     assert by_name == suite_run
     latest = orjson.loads(suite("report", "by-name", "--json").stdout)
     assert suite("report", latest["id"]).stdout == by_name
+
+
+def test_resume_takes_the_same_parts_as_send(page: Stack) -> None:
+    asked = followed(page, session_of(page), "ask")
+    result = run(page, "resume", asked, "", opts=("--data", '{"name": "Ada"}', "--follow"))
+    assert result.stdout == "Hello, stranger!\n"  # the echo Host answers a text, none came
+    answered = result.stderr.splitlines()[0].strip()
+    stored = doc(page, "runs", "show", answered)["run"]["input"]
+    assert stored["parts"] == [{"kind": "data", "data": {"name": "Ada"}}]

@@ -39,6 +39,17 @@ def json_arg(parser: argparse.ArgumentParser, text: str = JSON_HELP) -> None:
     parser.add_argument("--json", action="store_true", help=text)
 
 
+def add_part_options(parser: argparse.ArgumentParser) -> None:
+    """`--data`, `--file`, `--metadata`, `--changed-file` of `send` and `resume`."""
+    parser.add_argument("--data", action="append", metavar="JSON",
+                        help="a data part: a JSON object (repeatable; after the text)")
+    parser.add_argument("--file", action="append", metavar="PATH",
+                        help="an inline file part, sent as base64 (repeatable; after the data)")
+    parser.add_argument("--metadata", metavar="JSON", help="the run's metadata: a JSON object")
+    parser.add_argument("--changed-file", action="append", metavar="PATH",
+                        help="a file the run says changed (repeatable; project-relative)")
+
+
 def add_follow_options(parser: argparse.ArgumentParser) -> None:
     """`--follow` and `--json` of the commands that start a run."""
     parser.add_argument("--follow", action="store_true",
@@ -129,13 +140,7 @@ def add_control_commands(sub: Any, project_of: Callable[[str | None], Any]) -> N
     send_p.add_argument("text", help="the input's text part (\"\": none, with --data or "
                                      "--file)")
     project_arg(send_p)
-    send_p.add_argument("--data", action="append", metavar="JSON",
-                        help="a data part: a JSON object (repeatable; after the text)")
-    send_p.add_argument("--file", action="append", metavar="PATH",
-                        help="an inline file part, sent as base64 (repeatable; after the data)")
-    send_p.add_argument("--metadata", metavar="JSON", help="the run's metadata: a JSON object")
-    send_p.add_argument("--changed-file", action="append", metavar="PATH",
-                        help="a file the run says changed (repeatable; project-relative)")
+    add_part_options(send_p)
     add_follow_options(send_p)
     send_p.set_defaults(func=daemon_command(project_of, send))
 

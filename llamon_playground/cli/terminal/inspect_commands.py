@@ -8,7 +8,6 @@ import argparse
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
-from urllib.parse import quote
 
 import orjson
 
@@ -142,7 +141,7 @@ async def follow(client: PlaygroundClient, args: argparse.Namespace) -> int:
 
 async def snippet(client: PlaygroundClient, args: argparse.Namespace) -> int:
     """`snippet RUN --curl|--python`: the page's Copy curl / Copy Python, to stdout."""
-    doc = await client.call("GET", f"/runs/{args.run_id}/snippets")
+    doc = await client.snippets(args.run_id)
     if args.json:
         emit(doc)
         return EXIT_OK
@@ -155,7 +154,7 @@ async def snippet(client: PlaygroundClient, args: argparse.Namespace) -> int:
 
 async def composer_schema(client: PlaygroundClient, args: argparse.Namespace) -> int:
     """`composer-schema`: the input composer the page shows (data tabs, or a text box)."""
-    doc = await client.call("GET", "/composer-schema")
+    doc: dict[str, Any] = dict(await client.composer_schema())
     if args.json:
         emit(doc)
         return EXIT_OK
@@ -185,14 +184,14 @@ async def targets(client: PlaygroundClient, args: argparse.Namespace) -> int:
     the start nodes the composer's tabs come from)."""
     nodes = list(args.nodes)
     if not nodes:
-        schema = await client.call("GET", "/composer-schema")
+        schema = await client.composer_schema()
         nodes = list(dict.fromkeys(t["node_id"] for t in schema.get("tabs") or []
                                    if t.get("node_id")))
     found: list[dict[str, Any]] = []
     code = EXIT_OK
     for node in nodes:
         try:
-            found.append(await client.call("GET", f"/source-targets/{quote(node, safe='')}"))
+            found.append(dict(await client.source_target(node)))
         except ApiError as exc:
             if args.json:
                 found.append({"node_id": node, "detail": exc.detail})

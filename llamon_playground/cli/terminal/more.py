@@ -13,10 +13,11 @@ from typing import Any
 
 import orjson
 
-from llamon_playground.cli.client import PlaygroundClient, text_part
+from llamon_playground.cli.client import PlaygroundClient
 from llamon_playground.cli.discovery import list_daemons
 from llamon_playground.cli.terminal.commands import (
     add_follow_options,
+    add_part_options,
     daemon_command,
     json_arg,
     project_arg,
@@ -30,6 +31,7 @@ from llamon_playground.cli.terminal.control import (
     start_and_follow,
 )
 from llamon_playground.cli.terminal.hints import BadArgument
+from llamon_playground.cli.terminal.parts import run_request
 
 
 def version() -> str:
@@ -40,8 +42,10 @@ def version() -> str:
 
 
 async def resume(client: PlaygroundClient, args: argparse.Namespace) -> int:
-    return await start_and_follow(client, args,
-                                  await client.resume(args.run_id, [text_part(args.text)]))
+    request = run_request(args)
+    return await start_and_follow(client, args, await client.resume(
+        args.run_id, request.parts, metadata=request.metadata,
+        changed_files=request.changed_files))
 
 
 def _score(value: Any) -> str:
@@ -157,8 +161,10 @@ def list_command(args: argparse.Namespace) -> int:
 def add_more_commands(sub: Any, project_of: Callable[[str | None], Any]) -> None:
     resume_p = sub.add_parser("resume", help="answer a run that asks for input")
     resume_p.add_argument("run_id", help="the run in input_required")
-    resume_p.add_argument("text", help="the answer: one text part")
+    resume_p.add_argument("text", help="the answer's text part (\"\": none, with --data or "
+                                       "--file)")
     project_arg(resume_p)
+    add_part_options(resume_p)
     add_follow_options(resume_p)
     resume_p.set_defaults(func=daemon_command(project_of, resume))
 

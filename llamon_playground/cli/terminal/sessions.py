@@ -74,14 +74,14 @@ async def delete_all(client: PlaygroundClient, args: argparse.Namespace) -> int:
             print("llamon-playground: nothing deleted (add --yes to skip the question)",
                   file=sys.stderr)
             return EXIT_ERROR
-    doc = await client.call("DELETE", "/sessions")
+    deleted = await client.delete_all()
     if args.json:
-        emit(doc)
+        emit(deleted)
         return EXIT_OK
-    gone = doc.get("deleted") or {}
+    gone = deleted["deleted"]
     print(f"deleted {gone.get('sessions', 0):,} sessions, {gone.get('runs', 0):,} runs, "
           f"{gone.get('events', 0):,} events, {gone.get('suites', 0):,} suites "
-          f"({doc.get('blobs_removed', 0):,} files removed)")
+          f"({deleted['blobs_removed']:,} files removed)")
     return EXIT_OK
 
 
