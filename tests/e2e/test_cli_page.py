@@ -275,6 +275,10 @@ def test_suite_report_takes_a_suite_name(page: Stack) -> None:
     assert by_name == suite_run
     latest = orjson.loads(suite("report", "by-name", "--json").stdout)
     assert suite("report", latest["id"]).stdout == by_name
+    unknown = suite("report", "no-such-suite", code=1)
+    assert ("no suite named 'no-such-suite' and no suite run no-such-suite; "
+            f"`llamon-playground suite list --project {page.project}` names the suites"
+            ) in unknown.stderr
 
 
 def test_resume_takes_the_same_parts_as_send(page: Stack) -> None:

@@ -136,8 +136,9 @@ def _row(data: dict[str, Any]) -> CaseRow:
     return row  # type: ignore[no-any-return]
 
 
-async def suite_run_of(client: PlaygroundClient, name_or_id: str) -> str:
-    """A suite's name stands for its latest suite run; anything else is a suite-run id."""
+async def report_of(client: PlaygroundClient, name_or_id: str) -> SuiteRun:
+    """The report of a suite's latest suite run (given its name), or of a suite run (given
+    its id); a 404 that says which commands list what there is."""
     for suite in (await client.suites.list())["suites"]:
         if suite["name"] == name_or_id:
             runs = (await client.suites.runs(suite["id"]))["suite_runs"]
@@ -146,12 +147,20 @@ async def suite_run_of(client: PlaygroundClient, name_or_id: str) -> str:
                 raise ApiError(404, {"error": "suite_run_not_found", "message":
                                      f"suite {name_or_id!r} has not run yet; run it with "
                                      f"`{hint}`"})
-            return str(runs[0]["id"])
-    return name_or_id
+            return await client.suites.report(runs[0]["id"])
+    try:
+        return await client.suites.report(name_or_id)
+    except ApiError as exc:
+        if exc.code != "suite_run_not_found":
+            raise
+        hint = suggest(client.settings, "suite", "list", project_option=True)
+        raise ApiError(404, {"error": "suite_run_not_found", "message":
+                             f"no suite named {name_or_id!r} and no suite run {name_or_id}; "
+                             f"`{hint}` names the suites"}) from None
 
 
 async def report(client: PlaygroundClient, args: argparse.Namespace) -> int:
-    doc = await client.suites.report(await suite_run_of(client, args.suite_run_id))
+    doc = await report_of(client, args.suite_run_id)
     if args.json:
         emit(doc)
         return exit_code(doc)
