@@ -2,7 +2,8 @@
 
 GET /composer-schema            the input composer: a Flow's contract tabs, or the AgentCard's
 GET /source-targets/{node_id}   file, line and column of a Flow node's function
-GET /runs/{run_id}/snippets     Copy curl / Copy Python of the run's A2A request
+GET /runs/{run_id}/snippets     Copy curl / Copy Python of the run's A2A request (a resumed
+                                run's: its resume chain, to a fresh task)
 
 Project source is parsed off the event loop (asyncio.to_thread): a large module must not
 stall the SSE streams this process also serves.
@@ -129,8 +130,24 @@ class IntrospectRoutes:
         except A2AUnavailable:
             return base_url, None
 
+    async def _resume_chain(self, run: dict[str, Any]) -> list[dict[str, Any]]:
+        """The runs whose messages a resumed run's snippet sends, its root first: the task
+        the run answered has ended, so a snippet starts a fresh one from the root. A parent
+        history no longer has ends the walk (the first run then has a `parent_run_id`)."""
+        chain = [run]
+        seen = {run["id"]}
+        while (parent_id := chain[0].get("parent_run_id")) and parent_id not in seen:
+            try:
+                parent = await self._history.run(parent_id)
+            except NotFound:
+                break
+            seen.add(parent_id)
+            chain.insert(0, parent)
+        return chain
+
     async def run_snippets(self, request: web.Request) -> web.Response:
-        run = await self._history.run(request.match_info["run_id"])
+        chain = await self._resume_chain(await self._history.run(request.match_info["run_id"]))
+        run = chain[-1]
         base_url, interface = await self._host_interface()
         # The run's own protocol version (a 0.3 Host knows no 1.0 method); for a run that
         # never reached a Host, the version the Host's card offers now.
@@ -138,7 +155,7 @@ class IntrospectRoutes:
         url = None if base_url is None else (
             interface.url if interface is not None and interface.version == version
             else base_url + "/")
-        snippets = await asyncio.to_thread(build_snippets, run, self._blobs.read, url, version)
+        snippets = await asyncio.to_thread(build_snippets, chain, self._blobs.read, url, version)
         return json_response({**snippets, "host_ready": url is not None})
 
 

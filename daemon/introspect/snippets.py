@@ -1,8 +1,9 @@
 """Copy curl / Copy Python: a run's A2A request, to send to the Host without the Playground.
 
-What they carry: the run's text, data and file parts, its (redacted) business metadata, its
-contextId, and the taskId when the run resumes a task; never the capture envelope
-(`llamon.playground`) nor its token. The request is written in the run's own A2A version:
+What they carry: the run's text, data and file parts, its (redacted) business metadata and
+its contextId; never the capture envelope (`llamon.playground`) nor its token, nor a stored
+task id: a resumed run's task has ended, so its snippets send the whole resume chain to a
+fresh task (snippet_chain.py). The request is written in the run's own A2A version:
 1.0 JSON-RPC `SendStreamingMessage` with `A2A-Version: 1.0`, or 0.3 `message/stream` for a run
 that spoke 0.3 (a 0.3 Host knows no 1.0 method). The Python snippet uses only the standard
 library and prints each streamed event as one JSON line. Both exit non-zero when the Host
@@ -20,12 +21,17 @@ from typing import Any
 from llamon_playground.daemon.a2a.client import METHODS
 from llamon_playground.daemon.a2a.wire import V1, build_message, parts_to_wire
 from llamon_playground.daemon.data.redact import redact_metadata
+from llamon_playground.daemon.introspect.snippet_chain import (
+    HEREDOC,
+    cannot,
+    chain_curl,
+    chain_python,
+)
 
 # When no Host runs, the snippets read the port from the environment (a shell that lacks
 # it stops with this message instead of sending to a wrong URL).
 PLACEHOLDER_SHELL_URL = ("http://127.0.0.1:"
                          "${LLAMON_HOST_PORT:?set LLAMON_HOST_PORT to the port of the Host}/")
-HEREDOC = "A2A_REQUEST"
 
 
 def a2a_request(run: dict[str, Any], read_blob: Callable[[str], bytes],
@@ -33,9 +39,7 @@ def a2a_request(run: dict[str, Any], read_blob: Callable[[str], bytes],
     """The JSON-RPC body the run's send phase posts, minus the capture envelope."""
     stored = run.get("input") or {}
     parts = parts_to_wire(stored.get("parts") or [], version, read_blob)
-    # A resume continues the parent's task; any other run started a task of its own.
-    task_id = run.get("task_id") if run.get("parent_run_id") else None
-    message = build_message(parts, version, run["context_id"], task_id)
+    message = build_message(parts, version, run["context_id"], None)
     # Stored metadata is redacted already; again here (idempotent) for rows written before
     # redaction existed. It also drops the reserved capture envelope key.
     metadata = redact_metadata(stored.get("metadata") or {})
@@ -136,11 +140,22 @@ def python_snippet(run_id: str, body: dict[str, Any], url: str | None,
         request=pprint.pformat(body, indent=1, width=88, sort_dicts=False))
 
 
-def build_snippets(run: dict[str, Any], read_blob: Callable[[str], bytes],
+def build_snippets(chain: list[dict[str, Any]], read_blob: Callable[[str], bytes],
                    url: str | None, version: str = V1) -> dict[str, Any]:
-    """`url` is the Host's JSON-RPC URL for `version` (the run's own A2A version), or None
-    for the $LLAMON_HOST_PORT placeholder."""
-    body = a2a_request(run, read_blob, version)
-    return {"run_id": run["id"], "a2a_version": version, "host_url": url,
-            "curl": curl_snippet(body, url, version),
-            "python": python_snippet(run["id"], body, url, version)}
+    """`chain` is the run's resume chain, its root first and the run last (one run for a run
+    that resumed nothing); `url` is the Host's JSON-RPC URL for `version` (the run's own A2A
+    version), or None for the $LLAMON_HOST_PORT placeholder."""
+    run = chain[-1]
+    answer = {"run_id": run["id"], "a2a_version": version, "host_url": url,
+              "messages": len(chain)}
+    if run.get("parent_run_id") and chain[0].get("parent_run_id"):
+        # Its chain's start is gone (not exported with it, say): nothing to start a task with.
+        return {**answer, "messages": 0, **cannot(
+            f"run {run['id']} answered a task whose first message is no longer in history "
+            f"(run {chain[0]['parent_run_id']} is missing), so it cannot be sent again")}
+    bodies = [a2a_request(step, read_blob, version) for step in chain]
+    if len(bodies) == 1:
+        return {**answer, "curl": curl_snippet(bodies[0], url, version),
+                "python": python_snippet(run["id"], bodies[0], url, version)}
+    return {**answer, "curl": chain_curl(bodies, url, PLACEHOLDER_SHELL_URL, version),
+            "python": chain_python(run["id"], bodies, url, version)}

@@ -21,6 +21,7 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, cast
+from urllib.parse import quote
 
 import aiohttp
 import orjson
@@ -28,7 +29,9 @@ from multidict import MultiDict
 
 from llamon_playground.cli.api_requests import InputPart
 from llamon_playground.cli.api_types import (
+    ComposerSchema,
     Health,
+    HistoryDeleted,
     HostLogs,
     HostStatus,
     Lineage,
@@ -37,6 +40,8 @@ from llamon_playground.cli.api_types import (
     RunAccepted,
     SearchResults,
     Session,
+    Snippets,
+    SourceTarget,
 )
 from llamon_playground.cli.connect import (
     NETWORK_ERRORS,
@@ -220,6 +225,23 @@ class PlaygroundClient:
     async def delete_session(self, session_id: str) -> dict[str, Any]:
         """Delete a session and its runs; 409 while it holds the active run."""
         return cast(dict[str, Any], await self.call("DELETE", f"/sessions/{session_id}"))
+
+    async def delete_all(self) -> HistoryDeleted:
+        """Delete all history (every session, run, event and suite); 409 during a run."""
+        return cast(HistoryDeleted, await self.call("DELETE", "/sessions"))
+
+    async def snippets(self, run_id: str) -> Snippets:
+        """Copy curl / Copy Python of a run (a resumed run's: its chain, to a fresh task)."""
+        return cast(Snippets, await self.call("GET", f"/runs/{run_id}/snippets"))
+
+    async def composer_schema(self) -> ComposerSchema:
+        """The project's input composer: a Flow's contract tabs, or the text composer."""
+        return cast(ComposerSchema, await self.call("GET", "/composer-schema"))
+
+    async def source_target(self, node_id: str) -> SourceTarget:
+        """File, line and column of a Flow node's function."""
+        return cast(SourceTarget, await self.call(
+            "GET", f"/source-targets/{quote(node_id, safe='')}"))
 
     async def export_bundle(self, path: Path, session_ids: Sequence[str] = (),
                             run_ids: Sequence[str] = ()) -> int:

@@ -171,7 +171,9 @@ def _front_args(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from llamon_playground.cli.terminal.inspect_commands import add_inspect_commands
     from llamon_playground.cli.terminal.more import add_more_commands, version
+    from llamon_playground.cli.terminal.sessions import add_session_commands
     parser = argparse.ArgumentParser(prog="llamon-playground",
                                      description="llamon Playground daemon and front")
     parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
@@ -215,6 +217,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_more_commands(sub, _settings)
     add_search_command(sub, _settings)
     add_suite_commands(sub, _settings)
+    add_session_commands(sub, _settings)
+    add_inspect_commands(sub, _settings)
     return parser
 
 

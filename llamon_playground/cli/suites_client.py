@@ -28,7 +28,6 @@ from llamon_playground.cli.errors import ApiError
 from llamon_playground.cli.events import Event
 
 
-
 class Caller(Protocol):
     """What the suites need of `PlaygroundClient` (cli/client.py), which holds a
     `SuiteClient`: named here so neither module imports the other."""

@@ -106,7 +106,7 @@ def test_send_follow_of_a_run_that_asks_prints_its_question(ctl: Stack) -> None:
     result = cli(ctl, "send", new_session(ctl), "ask", str(ctl.project), "--follow")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().endswith("What is your name?")
-    assert "input_required" in result.stderr and "/resume" in result.stderr
+    assert "input_required" in result.stderr and "llamon-playground resume " in result.stderr
 
 
 def test_label_and_rerun_with_an_edited_text(ctl: Stack) -> None:

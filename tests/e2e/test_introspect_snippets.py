@@ -146,14 +146,15 @@ async def test_resume_snippet_continues_the_task_and_placeholder_url_works(
             failed = await api.wait_status(resume["run_id"])
             assert failed["status"] == "failed" and failed["parent_run_id"] == asked["id"]
 
+            # Even while the task still waits on the Host, the snippet does not use it: it
+            # sends the chain to a fresh task, so it reproduces the same later too.
             snippets = await api.ok("GET", f"runs/{failed['id']}/snippets")
-            assert asked["task_id"] in snippets["curl"]
-            assert asked["task_id"] in snippets["python"]
-            # The parked task is still waiting on the Host: the snippet continues it.
+            assert snippets["messages"] == 2
+            assert asked["task_id"] not in snippets["curl"] + snippets["python"]
             found = run_curl(snippets["curl"])
             assert streamed_text(found) == "Hello, Ada!"
-            assert {f["result"]["statusUpdate"]["taskId"] for f in found
-                    if "statusUpdate" in f["result"]} == {asked["task_id"]}
+            assert asked["task_id"] not in {f["result"]["statusUpdate"]["taskId"] for f in found
+                                            if "statusUpdate" in f["result"]}
 
             # The placeholder snippets run as is once the port is in the environment.
             port = {"LLAMON_HOST_PORT": (await api.ok("GET", "host"))["url"].rsplit(":", 1)[1]}
@@ -170,6 +171,60 @@ async def test_resume_snippet_continues_the_task_and_placeholder_url_works(
             assert code == 404 and doc["detail"]["error"] == "run_not_found"
         finally:
             await api.close()
+
+
+def task_ids(found: list[dict[str, Any]]) -> set[str]:
+    return {f["result"]["statusUpdate"]["taskId"] for f in found if "statusUpdate" in f["result"]}
+
+
+@needs_curl
+async def test_a_resumed_runs_snippets_send_its_chain_to_a_fresh_task(direct: Api,
+                                                                      tmp_path: Path) -> None:
+    """Copied right after the resume completed, the snippets still reproduce it: its own
+    task has ended, so they send the first message and then the answer to a new task."""
+    session = await direct.session()
+    asked = await direct.wait_status(await direct.start_run(session, "ask"))
+    assert asked["status"] == "input_required"
+    answer = {"parts": [{"kind": "text", "text": "Grace"}]}
+    resumed = await direct.wait_status(
+        (await direct.ok("POST", f"runs/{asked['id']}/resume", answer, 202))["run_id"])
+    assert resumed["status"] == "completed", resumed
+    final = "".join(p.get("text", "") for p in resumed["output"] if p["kind"] == "text")
+    assert final == "Hello, Grace!"
+
+    snippets = await direct.ok("GET", f"runs/{resumed['id']}/snippets")
+    assert snippets["messages"] == 2 and snippets["run_id"] == resumed["id"]
+    for name in ("curl", "python"):
+        assert resumed["task_id"] not in snippets[name]  # the ended task: never sent again
+        assert '"ask"' in snippets[name].replace("'", '"') and "Grace" in snippets[name]
+    for found in (run_curl(snippets["curl"]), run_python(snippets["python"], tmp_path),
+                  run_curl(snippets["curl"])):  # and again: each run makes a task of its own
+        assert streamed_text(found) == final
+        [fresh] = task_ids(found)
+        assert fresh != resumed["task_id"]
+
+    # The first run's own snippets are unchanged: one message, no task id.
+    first = await direct.ok("GET", f"runs/{asked['id']}/snippets")
+    assert first["messages"] == 1 and "taskId" not in first["curl"] + first["python"]
+
+
+@needs_curl
+async def test_a_chain_snippet_says_why_when_the_host_stops_asking(direct: Api,
+                                                                   tmp_path: Path) -> None:
+    """A step that no longer parks the task: the snippet stops there, saying so, exit 1."""
+    session = await direct.session()
+    asked = await direct.wait_status(await direct.start_run(session, "ask"))
+    resumed = await direct.wait_status((await direct.ok(
+        "POST", f"runs/{asked['id']}/resume",
+        {"parts": [{"kind": "text", "text": "Lin"}]}, 202))["run_id"])
+    snippets = await direct.ok("GET", f"runs/{resumed['id']}/snippets")
+    # The first message no longer asks: the Host completes the task at once.
+    python = snippets["python"].replace("'ask'", "'stream no question'")
+    done = run_failing(python, tmp_path, python=True)
+    assert done.returncode == 1 and "did not ask for input" in done.stderr, done.stderr
+    curl = snippets["curl"].replace('"text": "ask"', '"text": "stream no question"')
+    done = run_failing(curl, tmp_path, python=False)
+    assert done.returncode != 0 and "no question" in done.stdout
 
 
 @needs_curl
@@ -221,6 +276,18 @@ async def test_snippets_speak_the_runs_own_version_and_exit_1_on_a_json_rpc_erro
                                if f["result"].get("kind") == "artifact-update"
                                for p in f["result"]["artifact"]["parts"])
                 assert text == "old dialect"
+            # A resumed run's chain, in 0.3 too: the 0.3 task and status shapes.
+            asked = await api.wait_status(await api.start_run(await api.session(), "ask"))
+            resumed = await api.wait_status((await api.ok(
+                "POST", f"runs/{asked['id']}/resume",
+                {"parts": [{"kind": "text", "text": "Old"}]}, 202))["run_id"])
+            assert resumed["status"] == "completed", resumed
+            chain = await api.ok("GET", f"runs/{resumed['id']}/snippets")
+            assert chain["messages"] == 2 and chain["a2a_version"] == "0.3"
+            for found in (run_curl(chain["curl"]), run_python(chain["python"], tmp_path)):
+                assert "".join(p.get("text", "") for f in found
+                               if f["result"].get("kind") == "artifact-update"
+                               for p in f["result"]["artifact"]["parts"]) == "Hello, Old!"
             # A method the Host does not know: a JSON-RPC error, and a non-zero exit.
             for name in ("curl", "python"):
                 broken = snippets[name].replace("message/stream", "message/nope")
@@ -229,3 +296,4 @@ async def test_snippets_speak_the_runs_own_version_and_exit_1_on_a_json_rpc_erro
                 assert "-32601" in done.stdout, done.stdout
         finally:
             await api.close()
+

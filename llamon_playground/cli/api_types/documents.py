@@ -115,6 +115,10 @@ class Snippets(TypedDict):
     run_id: str
     a2a_version: str
     host_url: str | None
+    # how many messages the snippets send: 1, or a resumed run's whole chain (its first message
+    # starts a fresh task, each answer continues it); 0 when the chain's start is no longer in
+    # history and the snippets only say so
+    messages: int
     curl: str
     python: str
     host_ready: bool

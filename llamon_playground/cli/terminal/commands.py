@@ -39,6 +39,17 @@ def json_arg(parser: argparse.ArgumentParser, text: str = JSON_HELP) -> None:
     parser.add_argument("--json", action="store_true", help=text)
 
 
+def add_part_options(parser: argparse.ArgumentParser) -> None:
+    """`--data`, `--file`, `--metadata`, `--changed-file` of `send` and `resume`."""
+    parser.add_argument("--data", action="append", metavar="JSON",
+                        help="a data part: a JSON object (repeatable; after the text)")
+    parser.add_argument("--file", action="append", metavar="PATH",
+                        help="an inline file part, sent as base64 (repeatable; after the data)")
+    parser.add_argument("--metadata", metavar="JSON", help="the run's metadata: a JSON object")
+    parser.add_argument("--changed-file", action="append", metavar="PATH",
+                        help="a file the run says changed (repeatable; project-relative)")
+
+
 def add_follow_options(parser: argparse.ArgumentParser) -> None:
     """`--follow` and `--json` of the commands that start a run."""
     parser.add_argument("--follow", action="store_true",
@@ -65,6 +76,23 @@ def history_command(project_of: Callable[[str | None], Any], args: argparse.Name
     return run_command(project_of(words[0] if words else None), args, command)
 
 
+def runs_command(project_of: Callable[[str | None], Any], args: argparse.Namespace) -> int:
+    """`runs [project]` or `runs show RUN [project]` (a project folder named `show` is given
+    as `./show`)."""
+    from llamon_playground.cli.terminal.inspect_commands import show
+    words = list(args.words)
+    if words and words[0] == "show":
+        if len(words) not in (2, 3) or args.session:
+            fail("usage: runs show RUN [project] [--full] [--json]")
+            return EXIT_USAGE
+        args.run_id = words[1]
+        return run_command(project_of(words[2] if len(words) == 3 else None), args, show)
+    if len(words) > 1 or args.full:
+        fail("usage: runs [project] [--session ID] [--json] | runs show RUN [project] [--full]")
+        return EXIT_USAGE
+    return run_command(project_of(words[0] if words else None), args, list_runs)
+
+
 def add_control_commands(sub: Any, project_of: Callable[[str | None], Any]) -> None:
     """Add the control commands to `sub`; each sets `func(args) -> exit code`."""
     host = sub.add_parser("host", help="the project's Host: status, start, stop, restart, logs")
@@ -84,11 +112,15 @@ def add_control_commands(sub: Any, project_of: Callable[[str | None], Any]) -> N
     json_arg(logs, "one JSON object per line")
     logs.set_defaults(func=daemon_command(project_of, host_logs))
 
-    runs = sub.add_parser("runs", help="list runs (all sessions, or one)")
-    project_arg(runs)
+    runs = sub.add_parser("runs", help="list runs (all sessions, or one); `runs show RUN`: "
+                                       "one run's detail and lineage")
+    runs.add_argument("words", nargs="*", metavar="[show RUN] [project]",
+                      help="`show RUN` prints one run; then " + PROJECT_HELP)
     runs.add_argument("--session", help="only this session's runs")
+    runs.add_argument("--full", action="store_true",
+                      help="runs show: every part whole (else texts stop at 2,000 characters)")
     json_arg(runs)
-    runs.set_defaults(func=daemon_command(project_of, list_runs))
+    runs.set_defaults(func=lambda args: runs_command(project_of, args))
 
     cancel_p = sub.add_parser("cancel", help="cancel the active run")
     cancel_p.add_argument("run_id", help="the run to cancel (the active one)")
@@ -105,8 +137,10 @@ def add_control_commands(sub: Any, project_of: Callable[[str | None], Any]) -> N
 
     send_p = sub.add_parser("send", help="start a run with a text input")
     send_p.add_argument("session_id", help="the session to run in (`new-session` prints one)")
-    send_p.add_argument("text", help="the input: one text part")
+    send_p.add_argument("text", help="the input's text part (\"\": none, with --data or "
+                                     "--file)")
     project_arg(send_p)
+    add_part_options(send_p)
     add_follow_options(send_p)
     send_p.set_defaults(func=daemon_command(project_of, send))
 
@@ -174,8 +208,10 @@ def add_suite_commands(sub: Any, project_of: Callable[[str | None], Any]) -> Non
     p.add_argument("name", help="the suite to run")
     p.add_argument("--follow", action="store_true",
                    help="a line per case, then the summary; exit 5 when a status moved")
-    p = command("report", "a suite run's report", suites.report)
-    p.add_argument("suite_run_id", help="the suite run (`suite run` prints its id)")
+    p = command("report", "a suite run's report (a suite's name: its latest)", suites.report)
+    p.add_argument("suite_run_id", metavar="NAME_OR_ID",
+                   help="a suite's name (its latest suite run) or a suite-run id "
+                        "(`suite run` prints one)")
     p = command("cancel", "cancel a suite run (the rest is skipped)", suites.cancel)
     p.add_argument("suite_run_id", help="the suite run to cancel")
     p = command("baseline", "make a suite run's results the cases' baselines",

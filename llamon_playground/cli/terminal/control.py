@@ -13,12 +13,10 @@ import argparse
 import asyncio
 import fcntl
 import os
-import shlex
 import signal
 import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -28,10 +26,13 @@ from llamon_playground.cli.client import (
     ApiError,
     DaemonNotRunning,
     PlaygroundClient,
+    PlaygroundError,
     health,
     text_part,
 )
 from llamon_playground.cli.front_record import stop_fronts
+from llamon_playground.cli.terminal.hints import BadArgument, Placeholder, conflict_hint, suggest
+from llamon_playground.cli.terminal.parts import run_request
 from llamon_playground.cli.terminal.show import (
     print_history,
     print_trimmed,
@@ -56,33 +57,35 @@ def fail(message: str) -> None:
     print(f"llamon-playground: {message}", file=sys.stderr, flush=True)
 
 
-def project_command(settings: Settings, *words: str) -> str:
-    """`llamon-playground WORDS`, naming the project unless it is the current folder: a
-    command to copy that acts on the project the message is about."""
-    argv = ["llamon-playground", *words]
-    try:
-        here = Path.cwd().resolve() == settings.project_dir.resolve()
-    except OSError:
-        here = False
-    return shlex.join(argv if here else [*argv, str(settings.project_dir)])
-
-
 def run_command(settings: Settings, args: argparse.Namespace, command: Command) -> int:
-    """Run `command` against the daemon, mapping what went wrong to an exit code."""
+    """Run `command` against the daemon, mapping what went wrong to an exit code and one
+    line on stderr (with the next command to type, where there is one)."""
+    hint: list[str] = []
+
     async def main() -> int:
         async with PlaygroundClient(settings) as client:
-            return await command(client, args)
+            try:
+                return await command(client, args)
+            except ApiError as exc:
+                hint.extend(filter(None, [await conflict_hint(client, exc)]))
+                raise
     try:
         return asyncio.run(main())
+    except BadArgument as exc:
+        fail(str(exc))
+        return EXIT_USAGE
     except DaemonNotRunning as exc:
         fail(f"no daemon serves {settings.project_dir} ({exc}); start one with "
-             f"`{project_command(settings, 'up')}`")
+             f"`{suggest(settings, 'up')}`")
         return EXIT_NOT_RUNNING
     except ApiError as exc:
         if getattr(args, "json", False):
             emit({"detail": exc.detail})
-        fail(str(exc))
+        fail("; ".join([str(exc), *hint]))
         return EXIT_CONFLICT if exc.status == 409 else EXIT_ERROR
+    except PlaygroundError as exc:
+        fail(str(exc))
+        return EXIT_ERROR
     except KeyboardInterrupt:
         return EXIT_OK  # `-f` / `--follow` end with Ctrl-C
 
@@ -172,11 +175,12 @@ async def new_session(client: PlaygroundClient, args: argparse.Namespace) -> int
 
 
 async def follow_run(client: PlaygroundClient, run_id: str, as_json: bool,
-                     show_text: bool) -> str:
-    """Print the run's stream until it ends; return its final status."""
+                     show_text: bool, after: int | None = None) -> str:
+    """Print the run's stream (after event `after`) until it ends; return its final status
+    ("unknown" when the stream ended without one)."""
     status = "unknown"
     printed = False
-    async for event in client.stream(run_id):
+    async for event in client.stream(run_id, after):
         if as_json:
             emit(event.data)
         elif show_text and event.kind == "output.delta":
@@ -220,8 +224,9 @@ async def report_end(client: PlaygroundClient, run_id: str, status: str) -> None
         question = _texts(run.get("output")).strip()
         if question:
             print(question, flush=True)
+        answer = suggest(client.settings, "resume", run_id, Placeholder('"answer"'))
         print(f"{run_id} {status}: the agent asks for input; answer it with "
-              f"POST /runs/{run_id}/resume", file=sys.stderr, flush=True)
+              f"`{answer}`", file=sys.stderr, flush=True)
         return
     error = run.get("error") or {}
     why = f" ({run['reason']})" if run.get("reason") else ""
@@ -248,8 +253,10 @@ async def start_and_follow(client: PlaygroundClient, args: argparse.Namespace,
 
 
 async def send(client: PlaygroundClient, args: argparse.Namespace) -> int:
-    return await start_and_follow(
-        client, args, await client.create_run(args.session_id, [text_part(args.text)]))
+    request = run_request(args)
+    return await start_and_follow(client, args, await client.create_run(
+        args.session_id, request.parts, metadata=request.metadata,
+        changed_files=request.changed_files))
 
 
 async def rerun(client: PlaygroundClient, args: argparse.Namespace) -> int:

@@ -13,15 +13,25 @@ from typing import Any
 
 import orjson
 
-from llamon_playground.cli.client import PlaygroundClient, text_part
+from llamon_playground.cli.client import PlaygroundClient
 from llamon_playground.cli.discovery import list_daemons
 from llamon_playground.cli.terminal.commands import (
     add_follow_options,
+    add_part_options,
     daemon_command,
     json_arg,
     project_arg,
 )
-from llamon_playground.cli.terminal.control import EXIT_OK, emit, start_and_follow
+from llamon_playground.cli.terminal.control import (
+    EXIT_OK,
+    EXIT_USAGE,
+    emit,
+    fail,
+    run_command,
+    start_and_follow,
+)
+from llamon_playground.cli.terminal.hints import BadArgument
+from llamon_playground.cli.terminal.parts import run_request
 
 
 def version() -> str:
@@ -32,8 +42,10 @@ def version() -> str:
 
 
 async def resume(client: PlaygroundClient, args: argparse.Namespace) -> int:
-    return await start_and_follow(client, args,
-                                  await client.resume(args.run_id, [text_part(args.text)]))
+    request = run_request(args)
+    return await start_and_follow(client, args, await client.resume(
+        args.run_id, request.parts, metadata=request.metadata,
+        changed_files=request.changed_files))
 
 
 def _score(value: Any) -> str:
@@ -91,7 +103,14 @@ async def export(client: PlaygroundClient, args: argparse.Namespace) -> int:
 
 
 async def import_(client: PlaygroundClient, args: argparse.Namespace) -> int:
-    doc = await client.import_bundle(Path(args.file))
+    path = Path(args.file)
+    if not path.is_file():
+        raise BadArgument(f"no bundle file {args.file} ({'a folder' if path.is_dir() else 'not there'})"
+                          "; `llamon-playground export -o FILE` writes one")
+    try:
+        doc = await client.import_bundle(path)
+    except PermissionError as exc:
+        raise BadArgument(f"cannot read {args.file}: {exc.strerror}") from None
     if args.json:
         emit(doc)
     else:
@@ -111,6 +130,20 @@ async def delete(client: PlaygroundClient, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def delete_command(project_of: Callable[[str | None], Any], args: argparse.Namespace) -> int:
+    """`delete SESSION_ID [project]` or `delete --all [project] [--yes]`."""
+    from llamon_playground.cli.terminal.sessions import delete_all
+    if args.all:
+        if args.project is not None:
+            fail("usage: delete --all [project] [--yes] (no session id with --all)")
+            return EXIT_USAGE
+        return run_command(project_of(args.session_id), args, delete_all)
+    if args.session_id is None or args.yes:
+        fail("usage: delete SESSION_ID [project] | delete --all [project] [--yes]")
+        return EXIT_USAGE
+    return run_command(project_of(args.project), args, delete)
+
+
 def list_command(args: argparse.Namespace) -> int:
     daemons = asyncio.run(list_daemons())
     if args.json:
@@ -128,8 +161,10 @@ def list_command(args: argparse.Namespace) -> int:
 def add_more_commands(sub: Any, project_of: Callable[[str | None], Any]) -> None:
     resume_p = sub.add_parser("resume", help="answer a run that asks for input")
     resume_p.add_argument("run_id", help="the run in input_required")
-    resume_p.add_argument("text", help="the answer: one text part")
+    resume_p.add_argument("text", help="the answer's text part (\"\": none, with --data or "
+                                       "--file)")
     project_arg(resume_p)
+    add_part_options(resume_p)
     add_follow_options(resume_p)
     resume_p.set_defaults(func=daemon_command(project_of, resume))
 
@@ -157,11 +192,17 @@ def add_more_commands(sub: Any, project_of: Callable[[str | None], Any]) -> None
     json_arg(import_p, "print the old-to-new id maps")
     import_p.set_defaults(func=daemon_command(project_of, import_))
 
-    delete_p = sub.add_parser("delete", help="delete a session and its runs")
-    delete_p.add_argument("session_id", help="the session to delete")
+    delete_p = sub.add_parser("delete", help="delete a session and its runs (--all: all "
+                                             "history)")
+    delete_p.add_argument("session_id", nargs="?",
+                          help="the session to delete (with --all: the project folder)")
     project_arg(delete_p)
+    delete_p.add_argument("--all", action="store_true",
+                          help="delete all history: every session, run and suite")
+    delete_p.add_argument("--yes", action="store_true",
+                          help="with --all: do not ask first")
     json_arg(delete_p)
-    delete_p.set_defaults(func=daemon_command(project_of, delete))
+    delete_p.set_defaults(func=lambda args: delete_command(project_of, args))
 
     list_p = sub.add_parser("list", help="every daemon of this user on this machine")
     json_arg(list_p, "one JSON array: project, pid, socket, front_url, active_run_id, "

@@ -9,9 +9,10 @@ import argparse
 from typing import Any
 
 from llamon_playground.cli.api_suites import CaseRow, SuiteCaseSpec, SuiteRun
-from llamon_playground.cli.client import PlaygroundClient
-from llamon_playground.cli.terminal.control import EXIT_ERROR, EXIT_OK, emit
+from llamon_playground.cli.client import ApiError, PlaygroundClient
 from llamon_playground.cli.suites_client import suite_finished
+from llamon_playground.cli.terminal.control import EXIT_ERROR, EXIT_OK, emit
+from llamon_playground.cli.terminal.hints import suggest
 
 EXIT_STATUS_MOVED = 5
 
@@ -152,8 +153,31 @@ def _row(data: dict[str, Any], cases: dict[str, Any]) -> CaseRow:
     return row  # type: ignore[no-any-return]
 
 
+async def report_of(client: PlaygroundClient, name_or_id: str) -> SuiteRun:
+    """The report of a suite's latest suite run (given its name), or of a suite run (given
+    its id); a 404 that says which commands list what there is."""
+    for suite in (await client.suites.list())["suites"]:
+        if suite["name"] == name_or_id:
+            runs = (await client.suites.runs(suite["id"]))["suite_runs"]
+            if not runs:
+                hint = suggest(client.settings, "suite", "run", name_or_id, project_option=True)
+                raise ApiError(404, {"error": "suite_run_not_found", "message":
+                                     f"suite {name_or_id!r} has not run yet; run it with "
+                                     f"`{hint}`"})
+            return await client.suites.report(runs[0]["id"])
+    try:
+        return await client.suites.report(name_or_id)
+    except ApiError as exc:
+        if exc.code != "suite_run_not_found":
+            raise
+        hint = suggest(client.settings, "suite", "list", project_option=True)
+        raise ApiError(404, {"error": "suite_run_not_found", "message":
+                             f"no suite named {name_or_id!r} and no suite run {name_or_id}; "
+                             f"`{hint}` names the suites"}) from None
+
+
 async def report(client: PlaygroundClient, args: argparse.Namespace) -> int:
-    doc = await client.suites.report(args.suite_run_id)
+    doc = await report_of(client, args.suite_run_id)
     if args.json:
         emit(doc)
         return exit_code(doc)

@@ -37,7 +37,6 @@ from llamon_playground.cli.terminal.control import (
     EXIT_NOT_RUNNING,
     EXIT_OK,
     EXIT_USAGE,
-    project_command,
     stop_daemon_pid,
 )
 from llamon_playground.cli.terminal.daemon_watch import (
@@ -46,6 +45,7 @@ from llamon_playground.cli.terminal.daemon_watch import (
     alive,
     answers,
 )
+from llamon_playground.cli.terminal.hints import suggest
 from llamon_playground.common.config import Settings
 
 STOP_TIMEOUT = 60.0  # how long `up` waits for the daemon it started to stop
@@ -175,7 +175,7 @@ def _attach_to_front(settings: Settings, front: dict[str, Any]) -> int:
             say(f"open in a browser: {url}?token={token}")
     who = f"the foreground `up` (pid {up_pid})" if supervised else "`up --detach`"
     say(f"this front (pid {front['pid']}) already serves the project, started by {who}: "
-        f"`up` attaches to it and ends; stop it with `{project_command(settings, 'stop')}`")
+        f"`up` attaches to it and ends; stop it with `{suggest(settings, 'stop')}`")
     return EXIT_OK
 
 
@@ -306,7 +306,7 @@ def _leave_daemon(settings: Settings, pid: int, started: bool) -> int:
         return EXIT_OK  # it died under us and was not started again: nothing to stop
     if not started:
         say(f"the daemon (pid {pid}) was running before `up` and keeps running; "
-            f"`{project_command(settings, 'stop')}` stops it")
+            f"`{suggest(settings, 'stop')}` stops it")
         return EXIT_OK
     try:
         stopped = stop_daemon_pid(settings, pid, STOP_TIMEOUT)
