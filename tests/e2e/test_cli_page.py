@@ -99,6 +99,20 @@ def test_runs_show_cuts_a_long_text_unless_full(page: Stack) -> None:
     assert "t1499" in whole and "more characters" not in whole
 
 
+def test_runs_show_full_reads_a_text_the_daemon_cut(page: Stack) -> None:
+    # 20,000 tokens: a text past the detail answer's excerpt, which `GET /runs/{id}`
+    # answers cut with a `content_url`; --full reads the part route for the rest.
+    long_run = followed(page, session_of(page), "tokens 20000")
+    detail = doc(page, "runs", "show", long_run)["run"]["output"][0]
+    assert detail["truncated"] and detail["content_url"], detail
+    cut = run(page, "runs", "show", long_run).stdout
+    assert f"the whole text is {detail['size']:,} bytes; --full prints it whole" in cut
+    whole = run(page, "runs", "show", long_run, opts=("--full",)).stdout
+    assert "t19999" in whole and "--full prints it whole" not in whole
+    shown = next(ln for ln in whole.splitlines() if ln.startswith("output"))[10:]
+    assert len(shown.encode()) == detail["size"]
+
+
 def test_follow_attaches_like_send_follow(page: Stack) -> None:
     session = session_of(page)
     done = followed(page, session, "stream follow me")

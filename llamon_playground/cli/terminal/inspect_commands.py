@@ -43,7 +43,11 @@ def part_lines(parts: Sequence[Mapping[str, Any]], full: bool) -> list[str]:
     lines = []
     for part in parts:
         kind = part.get("kind")
-        if kind == "text":
+        if kind == "text" and part.get("truncated") and not full:
+            # The daemon answered an excerpt of a long text: say the whole part's size.
+            lines.append(str(part.get("text", ""))[:SHOWN_CHARS] + f"… (the whole text is "
+                         f"{part.get('size') or 0:,} bytes; --full prints it whole)")
+        elif kind == "text":
             lines.append(_cut(str(part.get("text", "")), full))
         elif kind == "data":
             lines.append("data: " + _cut(orjson.dumps(part.get("data")).decode(), full))
@@ -114,10 +118,24 @@ def print_run(run: Mapping[str, Any], lineage: Mapping[str, Any], full: bool) ->
         print(f"{'':<10}(lineage cut at 1,000 runs)")
 
 
+async def _whole_texts(client: PlaygroundClient, run: dict[str, Any]) -> None:
+    """Each text the detail answer cut (`content_url`) read whole from its part route, so
+    `--full` prints all of it (`GET /runs/{id}` answers an excerpt of a long text)."""
+    sides = (("input", (run.get("input") or {}).get("parts") or []),
+             ("output", run.get("output") or []))
+    for side, parts in sides:
+        for index, part in enumerate(parts):
+            if part.get("kind") == "text" and part.get("content_url"):
+                whole = await client.part_content(run["id"], side, index)
+                part.update(text=whole.decode("utf-8", "replace"), truncated=False)
+
+
 async def show(client: PlaygroundClient, args: argparse.Namespace) -> int:
     """`runs show RUN`: the run (`GET /runs/{id}`, its parts whole) and its lineage."""
     run = await client.run(args.run_id)
     lineage = await client.lineage(args.run_id)
+    if args.full:
+        await _whole_texts(client, run)
     if args.json:
         emit({"run": run, "lineage": lineage})
     else:
