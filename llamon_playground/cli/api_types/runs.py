@@ -9,7 +9,7 @@ the fields; fields the daemon adds later pass through. Enum-valued fields are `s
 
 from __future__ import annotations
 
-from typing import Any, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 __all__ = [
     "DeletedCounts", "Error", "ErrorDetail", "HistoryDeleted", "Lineage", "Part", "RerunTree",
