@@ -65,6 +65,7 @@ class CappedSite(web.TCPSite):
             handler.slots = self.slots
             return handler
 
+        assert self._host is not None  # the front always names its loopback address
         listeners = listen(self._host, self._port, self._backlog)
         self._server = Listening(listeners)
         self._bound_port = listeners[0].getsockname()[1]
@@ -91,11 +92,12 @@ class CappedSite(web.TCPSite):
             except (BlockingIOError, InterruptedError):
                 pass
             except OSError as exc:
-                if exc.errno not in RESOURCE_ERRNOS:
-                    raise
-                loop.call_exception_handler({"message": "accept failed", "exception": exc})
-                if not conns:
-                    await asyncio.sleep(ACCEPT_RETRY)  # a back-off: descriptors free slowly
+                if exc.errno in RESOURCE_ERRNOS:
+                    loop.call_exception_handler({"message": "accept failed", "exception": exc})
+                    if not conns:
+                        await asyncio.sleep(ACCEPT_RETRY)  # descriptors free slowly
+                else:  # one connection's trouble (ECONNABORTED...): the next is accepted
+                    log.debug("accept failed: %s", exc)
             await asyncio.gather(*(_serve(loop, conn, protocol) for conn in conns))
 
 
@@ -105,6 +107,9 @@ async def _serve(loop: asyncio.AbstractEventLoop, conn: socket.socket,
     try:
         await loop.connect_accepted_socket(protocol, conn)
     except OSError:  # the client left before its transport was made
+        conn.close()
+    except Exception:  # a bug in making one connection must not stop the accepting
+        log.exception("could not serve an accepted connection")
         conn.close()
 
 
@@ -135,6 +140,10 @@ class Listening(asyncio.AbstractServer):
 
     def __init__(self, socks: list[socket.socket]) -> None:
         self._socks = socks
+        self._loop = asyncio.get_running_loop()
+
+    def get_loop(self) -> asyncio.AbstractEventLoop:
+        return self._loop
 
     @property
     def sockets(self) -> tuple[socket.socket, ...]:
@@ -150,6 +159,12 @@ class Listening(asyncio.AbstractServer):
 
     async def wait_closed(self) -> None:
         return None
+
+    async def start_serving(self) -> None:
+        return None  # CappedSite accepts
+
+    async def serve_forever(self) -> None:
+        raise NotImplementedError("CappedSite accepts on these sockets itself")
 
 
 class QuietAccept:

@@ -8,10 +8,12 @@ door shut, however many connections they open and however fast:
   send a request the door admits, then it is closed;
 - when the cap is reached, a new connection takes the slot of the oldest pending one that
   is *ripe*: one that has had GRACE seconds and two turns of the event loop (the front's
-  chance to read what a client sent at once) to show its head. A client with the token
-  sends its head as it connects, so its connection is admitted before any flood can take
-  its slot. When no pending connection is ripe, or every slot is admitted, the new one is
-  answered `503 too_many_connections` and closed;
+  chance to read what a client sent at once) to show its head, and, once a whole head
+  came, GRACE and three turns more for the door to judge it. A client with the token sends
+  its head as it connects, so its connection is admitted before any flood can take its
+  slot. Until one is ripe, new connections wait in the kernel's queue
+  (api/connections.py); when every slot is admitted, the new one is answered
+  `503 too_many_connections` and closed;
 - the token holder's streams (what api/handover.py lends) are capped below the connection
   cap (`stream_cap`): one past it is answered `429 too_many_streams` and its connection
   closed, so its own streams never lock it out of the rest of the API.
@@ -35,12 +37,16 @@ from llamon_playground.common.parser_errors import PlainRequestHandler, PlainRun
 log = logging.getLogger(__name__)
 
 
-# How long a pending connection is safe from eviction, whatever else arrives. Measured on
-# 2026-12-04 (2 busy cores; docs/security.md, "Connections"): a local client's head is
-# admitted 0.3 ms (median) to 1.9 ms (max) after its connection is made when the front is
-# idle, and within MEASURED ms under a 300-socket reconnect flood; GRACE keeps a wide margin
-# over the latter, while a flood still finds a ripe connection to replace.
-GRACE = 0.25
+# How long a pending connection keeps its slot, whatever else arrives. Measured on
+# 2026-12-04 (2 cores, other work keeping the load average at 10-11), for the token
+# holder's connections to a front under a 300-socket reconnect flood of partial heads
+# (scripts/benchmarks/reconnect_flood.py): its first bytes were read 1.4 ms (median),
+# 21 ms (p99), 36 ms (max, of 341) after the front made the connection, and its head
+# admitted 37 ms after at most. GRACE is nearly three times that maximum; the two loop
+# turns (Slots.arrived) cover a front that is itself late to read. A longer grace would
+# cost the token holder more: while every pending slot is in its grace, its new connection
+# waits in the kernel's queue.
+GRACE = 0.1
 BURST = 32  # connections accepted in one go at most (each is made on the loop's next turn)
 TOO_MANY_BODY = (b'{"detail":{"error":"too_many_connections","message":"the front has too many '
                  b'open connections; retry later"}}')
@@ -82,15 +88,18 @@ class Slots:
             ripe = 0
             now = loop.time()
             for handler in self.pending:
-                if not handler.turned or now < handler.ripe_at or ripe == BURST:
+                if ripe == BURST:
                     break
-                ripe += 1
+                if handler.ripe(now):
+                    ripe += 1
+                elif not handler.heard:
+                    break  # a younger one can't be ripe: it was made later
             if ripe:
                 return ripe
-            oldest = next(iter(self.pending))
+            soonest = min(handler.ripe_at for handler in self.pending)
             self._freed.clear()
-            try:  # a slot freed, or the oldest pending one ripe
-                await asyncio.wait_for(self._freed.wait(), max(oldest.ripe_at - now, 0.001))
+            try:  # a slot freed, or a pending one ripe
+                await asyncio.wait_for(self._freed.wait(), max(soonest - now, 0.001))
             except TimeoutError:
                 pass
 
@@ -100,10 +109,10 @@ class Slots:
         if len(self.pending) + len(self.admitted) >= self.cap and not self.evict_one():
             return False
         loop = asyncio.get_running_loop()
-        handler.ripe_at = loop.time() + self.grace
+        handler.grace = self.grace
         # Two turns: the next one registers its reader (queued with connection_made), the
         # one after reads what the client sent; only then can it be judged silent.
-        loop.call_soon(loop.call_soon, _turned, handler)
+        handler.wait(2)
         self.pending[handler] = loop.call_later(self.head_timeout, self._expire, handler)
         return True
 
@@ -127,12 +136,12 @@ class Slots:
         """Close the oldest ripe pending connection; False if none is ripe."""
         now = asyncio.get_running_loop().time()
         for handler in self.pending:
-            # Older ones come first: one still in its grace means every later one is too.
-            if not handler.turned or now < handler.ripe_at:
-                return False
-            self.pending.pop(handler).cancel()
-            _end(handler)
-            return True
+            if handler.ripe(now):
+                self.pending.pop(handler).cancel()
+                _end(handler)
+                return True
+            if not handler.heard:
+                return False  # older ones come first: every later one is in its grace too
         return False
 
     def stream_begins(self, handler: RequestHandler) -> bool:
@@ -160,10 +169,6 @@ class Slots:
             _end(handler)
 
 
-def _turned(handler: DoorRequestHandler) -> None:
-    handler.turned = True
-
-
 def _end(handler: RequestHandler) -> None:
     """Close a connection now, whoever writes on it: shutting the socket down ends it for
     the client even while the daemon holds a lent copy of it; closing it cancels the
@@ -183,8 +188,41 @@ class DoorRequestHandler(PlainRequestHandler):
     when it is made (refused with a 503 when there is none) and tells them when it is gone."""
 
     slots: Slots | None = None
+    grace = 0.0
     ripe_at = 0.0  # loop time from which it may give its slot up (Slots.arrived)
-    turned = False  # the loop has had its turns to read what the client sent
+    turns = 0  # loop turns still to wait for before it may give its slot up
+    heard = False  # a whole head arrived while it was pending: it gets a grace of its own
+    _tail = b""
+    _waits = 0
+
+    def wait(self, turns: int) -> None:
+        """A grace from now, and at least `turns` turns of the loop."""
+        loop = asyncio.get_running_loop()
+        self.ripe_at = loop.time() + self.grace
+        self.turns = turns
+        self._waits += 1
+        loop.call_soon(self._turn, self._waits)
+
+    def _turn(self, wait: int) -> None:
+        if wait == self._waits:  # an older wait's turns no longer count
+            self.turns -= 1
+            if self.turns > 0:
+                asyncio.get_running_loop().call_soon(self._turn, wait)
+
+    def ripe(self, now: float) -> bool:
+        return self.turns <= 0 and now >= self.ripe_at
+
+    def data_received(self, data: bytes) -> None:
+        if (not self.heard and self.slots is not None and self in self.slots.pending
+                and (b"\r\n\r\n" in data or b"\r\n\r\n" in self._tail + data[:3])):
+            # A head came whole: the door decides on it a turn or two later (the request's
+            # task runs, then the door); until then, and for a grace, it is no longer a
+            # connection that has not shown its head. A refused one ripens after that.
+            self.heard = True
+            self.wait(3)
+        elif not self.heard:
+            self._tail = (self._tail + data[-3:])[-3:]
+        super().data_received(data)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
