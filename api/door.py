@@ -4,9 +4,9 @@ In order: a request id; `Host` (403); the token (401); the site of a state-chang
 (403), its Content-Type and every Content-Encoding (415); the declared body size (413).
 A request that passes makes its connection admitted (it keeps its slot: api/slots.py). Then
 the route; a stream past the front's stream cap is answered `429 too_many_streams` instead,
-and its connection closed (api/slots.py). Errors keep the API's shape `{"detail": {"error", "message"}}`, and one log line
-per request says method, path (never the query string: it may hold `?token=`), status and
-time.
+and its connection closed (api/slots.py). Errors keep the API's shape `{"detail": {"error",
+"message"}}`, and one log line per request says method, path (never the query string: it
+may hold `?token=`), status and time.
 """
 
 from __future__ import annotations

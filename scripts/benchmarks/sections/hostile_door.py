@@ -25,7 +25,9 @@ import shutil
 import signal
 import sys
 import time
+from collections.abc import Awaitable
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 
@@ -33,7 +35,34 @@ from scripts.benchmarks.client import P, start_checked_front
 from scripts.benchmarks.figures import Figure, Target, log, pct
 from scripts.benchmarks.meters import MB, RssSampler
 from scripts.benchmarks.owned import Owned
-from scripts.benchmarks.sections.hostile_inputs import IDLE_PROBES, PROBE_RATE, Probe, probed
+from scripts.benchmarks.sections.hostile_inputs import IDLE_PROBES, PROBE_RATE, Probe
+
+
+class TimedProbe(Probe):
+    """A Probe that also keeps when each probe started (to split a case into phases)."""
+
+    def __init__(self, http: aiohttp.ClientSession) -> None:
+        super().__init__(http)
+        self.starts: list[float] = []
+
+    async def one(self) -> None:
+        started = time.perf_counter()
+        await super().one()
+        self.starts.append(started)  # in the order latencies were appended
+
+
+async def probed(http: aiohttp.ClientSession, work: Awaitable[Any]) -> tuple[TimedProbe, Any]:
+    """`work`, with the token holder's probe running beside it (as hostile_inputs.probed)."""
+    probe = TimedProbe(http)
+    stop = asyncio.Event()
+    task = asyncio.create_task(probe.run(stop))
+    try:
+        result = await work
+        await asyncio.sleep(1.0)
+    finally:
+        stop.set()
+        await task
+    return probe, result
 
 REPO = Path(__file__).resolve().parents[3]
 FLOOD_SCRIPT = REPO / "scripts" / "benchmarks" / "reconnect_flood.py"
@@ -75,6 +104,8 @@ async def many_streams(url: str, headers: dict[str, str], quick: bool) -> tuple[
     """The probe, and a REST call beside it, while the token holder holds STREAMS streams
     open (as many as the front lets it: the others are answered 429)."""
     statuses: dict[int, int] = {}
+    failures: dict[str, int] = {}
+    opened_at = [0.0]
     streams: list[aiohttp.ClientResponse] = []
     async with aiohttp.ClientSession(
             base_url=url, headers=headers,
@@ -84,8 +115,8 @@ async def many_streams(url: str, headers: dict[str, str], quick: bool) -> tuple[
             try:
                 resp = await http.get(f"{P}/events", timeout=aiohttp.ClientTimeout(
                     total=None, sock_connect=10, sock_read=None))
-            except (aiohttp.ClientError, TimeoutError):
-                statuses[0] = statuses.get(0, 0) + 1
+            except (aiohttp.ClientError, TimeoutError) as exc:
+                failures[type(exc).__name__] = failures.get(type(exc).__name__, 0) + 1
                 return
             statuses[resp.status] = statuses.get(resp.status, 0) + 1
             if resp.status == 200:
@@ -98,12 +129,14 @@ async def many_streams(url: str, headers: dict[str, str], quick: bool) -> tuple[
             t = time.perf_counter()
             await asyncio.gather(*(open_one() for _ in range(STREAMS)))
             opened = time.perf_counter() - t
+            opened_at[0] = time.perf_counter()
             async with fresh(url, headers) as rest, rest.get(f"{P}/sessions") as resp:
                 await resp.read()
                 listed = resp.status
             await asyncio.sleep(3.0 if quick else 10.0)  # the streams held open
             return (f"streams opened in {opened:.1f} s: "
-                    + ", ".join(f"{n} x {s or 'failed'}" for s, n in sorted(statuses.items()))
+                    + ", ".join(f"{n} x {s}" for s, n in sorted(statuses.items()))
+                    + "".join(f", {n} x {name}" for name, n in sorted(failures.items()))
                     + f"; GET /sessions beside them: {listed}")
 
         try:
@@ -112,6 +145,11 @@ async def many_streams(url: str, headers: dict[str, str], quick: bool) -> tuple[
         finally:
             for resp in streams:
                 resp.close()
+    held = [lat for start, lat in zip(probe.starts, probe.latencies, strict=True)
+            if start >= opened_at[0]]
+    if held:
+        outcome += (f"; while the streams were held (after the opening burst): /health p99 "
+                    f"{pct(held, 99):.1f} ms, max {max(held):.1f} ms over {len(held)} probes")
     return probe, outcome
 
 
