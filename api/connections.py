@@ -7,10 +7,10 @@ and asyncio logs a traceback for every retry, while nobody gets an answer. So:
   still sending its headers included (aiohttp's keep-alive timer runs from the connection's
   start: `keepalive_timeout`); a running request (an SSE stream) is never cut;
 - at most `cap` connections are open at once, fewer than the open-files limit allows (each
-  relayed request holds a second descriptor, to the daemon): one more takes the place of
-  the oldest connection the door has not admitted yet and whose grace is over
-  (api/slots.py), or, when there is none, is answered `503 too_many_connections` and
-  closed at once;
+  relayed request holds a second descriptor, to the daemon): one more is accepted only to
+  take the place of the oldest connection the door has not admitted yet and whose grace
+  is over (api/slots.py), and waits in the kernel's queue until there is one; when the door
+  admitted every one, it is answered `503 too_many_connections` and closed at once;
 - the kernel queues up to BACKLOG connections not yet accepted: past that it drops a new
   client's SYN, which that client sends again only a second later, so a flood of a few
   hundred sockets must not fill the queue;
