@@ -49,7 +49,8 @@ class FrontOptions:
 def make_front_app(settings: Settings, door: Door) -> web.Application:
     app = web.Application(middlewares=[door_middleware], client_max_size=settings.max_request_bytes)
     app[DOOR] = door
-    app[SLOTS] = Slots(settings.front.head_timeout)
+    app[SLOTS] = Slots(settings.front.head_timeout,
+                       connection_cap(settings.front.max_connections))
     app.on_response_prepare.append(echo_request_id)
     name_the_server(app)
 
@@ -134,7 +135,7 @@ async def _serve(settings: Settings, options: FrontOptions, door: Door,
     loop.set_exception_handler(QuietAccept(loop))
     try:
         site = CappedSite(runner, bind_address(options.host), options.port,
-                          connection_cap(settings.front.max_connections), runner.app[SLOTS])
+                          runner.app[SLOTS])
         await site.start()
         door.port = site.port
 

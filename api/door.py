@@ -3,10 +3,11 @@
 In order: a request id; `Host` (403); the token (401); the site of a state-changing request
 (403), its Content-Type and every Content-Encoding (415); the declared body size (413).
 A request that passes makes its connection admitted (it keeps its slot: api/slots.py). Then
-the route. Errors keep the API's shape `{"detail": {"error", "message"}}`, and one log line
-per request says method, path (never the query string: it may hold `?token=`), status and
-time; the door's own refusals, which anyone who can reach the port can cause, are one line
-per reason per minute with a count (`refusals`).
+the route; a stream past the front's stream cap is answered `429 too_many_streams` instead,
+and its connection closed (api/slots.py). Errors keep the API's shape `{"detail": {"error",
+"message"}}`, and one log line per request says method, path (never the query string: it
+may hold `?token=`), status and time; the door's own refusals, which anyone who can reach
+the port can cause, are one line per reason per minute with a count (`refusals`).
 """
 
 from __future__ import annotations
@@ -26,9 +27,10 @@ from llamon_playground.api.guard import (
     check_host,
     check_site,
 )
+from llamon_playground.api.handover import wants_handover
 from llamon_playground.api.limits import BodyTooLarge, body_limit, check_declared
 from llamon_playground.api.page import unauthorized_page, wants_page
-from llamon_playground.api.slots import SLOTS
+from llamon_playground.api.slots import SLOTS, Slots
 from llamon_playground.common.config import Settings
 from llamon_playground.common.http_json import error_response, http_error_response
 from llamon_playground.common.logging_setup import Summary, log_context
@@ -105,12 +107,33 @@ async def door_middleware(request: web.Request, handler: Handler) -> web.StreamR
         return response
 
 
+async def _stream(request: web.Request, handler: Handler, slots: Slots) -> web.StreamResponse:
+    """A stream holds its connection for as long as it runs: past the cap, a 429 whose
+    connection is closed (it holds no slot), so the API's other routes keep theirs."""
+    if not slots.stream_begins(request.protocol):
+        response = refusal(429, "too_many_streams",
+                           f"this front serves at most {slots.max_streams} streams at once "
+                           f"and all are open; close one (another tab or client) and retry")
+        response.headers["Retry-After"] = "1"
+        response.force_close()
+        return response
+    try:
+        return await handler(request)
+    finally:
+        slots.stream_ends(request.protocol)
+
+
 async def _answer(request: web.Request, handler: Handler) -> web.StreamResponse:
     try:
         door = request.app[DOOR]
         early = door.admit(request)
         door.admitted(request)
-        return early if early is not None else await handler(request)
+        if early is not None:
+            return early
+        slots = request.app.get(SLOTS)
+        if slots is None or not wants_handover(request):
+            return await handler(request)
+        return await _stream(request, handler, slots)
     except Refused as exc:
         request[REFUSED] = f"{exc.status} {exc.code}"
         if exc.status == 401 and wants_page(request):

@@ -22,6 +22,7 @@ from scripts.benchmarks.sections import (
     host_restart,
     host_restart_warm,
     history_year,
+    hostile_door,
     hostile_inputs,
     import_health,
     live_stream,
@@ -69,6 +70,8 @@ AFTER_LIVE = (
             ("import_health", "export_health")),
     Section("page", page.bench_page, ("page",)),
     Section("hostile_inputs", hostile_inputs.bench_hostile_inputs, ("hostile_inputs",), 600),
+    # hostile_inputs' door cases (floods at the front), a section of their own beside it.
+    Section("hostile_door", hostile_door.bench_hostile_door, ("hostile_inputs", "hostile_door")),
     Section("search_100k", search.bench_search, ("search_100k",)),
     Section("suite", suite.bench_suite, ("suite",), 900),
     # Its first run builds the year's history (minutes; cached afterwards).
