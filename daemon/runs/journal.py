@@ -8,7 +8,7 @@ from typing import Any
 
 from llamon_playground.daemon.runs.ending import RunEnding
 from llamon_playground.daemon.runs.output import store_parts
-from llamon_playground.daemon.runs.reconcile import closing_phases
+from llamon_playground.daemon.runs.reconcile import closing_phases, complete_phase
 from llamon_playground.daemon.runs.state import RunStatus
 from llamon_playground.daemon.store.blobs import BlobStore
 from llamon_playground.daemon.store.database import Store
@@ -89,13 +89,8 @@ class RunJournal:
                                                 ending.reason, ending.message)]
         if stored:
             events.append(("run.output", {"parts": stored}))
-        if ending.message is not None:
-            events.append(("run.phase", {"phase": "complete", "state": "failed",
-                                         "reason": ending.reason, "message": ending.message,
-                                         **detail}))
-        else:
-            events.append(("run.phase", {"phase": "complete", "state": "completed",
-                                         "status": ending.status.value}))
+        events.append(("run.phase", complete_phase(ending.status, ending.reason,
+                                                   ending.message, detail)))
         payload: dict[str, Any] = {"status": ending.status.value, "previous": previous.value}
         if ending.reason:
             payload["reason"] = ending.reason
