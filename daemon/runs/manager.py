@@ -206,10 +206,11 @@ class RunManager:
                      edited_fields: list[str] | None = None,
                      suite: SuiteTag | None = None) -> RunAccepted:
         self._refuse_if_busy(suite)
-        if self._store.is_open and not self._store.reserve.held:
+        if self._store.is_open and not await self._store.room_for_a_run():
             # Every accepted run can end: its ending may need the disk's reserve.
             raise StoreError("history's disk is full: no room is kept for a run's ending "
                              "(free space, or delete runs, to run again)")
+        self._refuse_if_busy(suite)  # again: that look at the disk may have waited
         # No context id yet (a new run in a session): the insert gives the session's.
         run = ActiveRun(new_run_id(), session_id, context_id or "", request,
                         journal=self._journal, on_end=self._release, task_id=task_id,

@@ -44,7 +44,6 @@ IDLE_CHECKPOINT = 1.0
 # hand-offs per token (measured: ~250 us of daemon CPU a delta). The first event after a
 # quiet spell, and any write someone waits for, still commit at once.
 COMMIT_INTERVAL = 0.01
-RESERVE_RETRY = 5.0  # how often the idle writer tries to take a spent reserve again (wal.py)
 
 
 class Store:
@@ -72,8 +71,7 @@ class Store:
         self._wal_dirty = self._checkpoint_now = False  # written since one; one asked for
         self._keeper: WalKeeper | None = None
         self._last_commit = -COMMIT_INTERVAL  # loop time the latest batch began committing
-        # The room a run's ending may need on a full disk: a run starts only while held.
-        self.reserve = SpaceReserve(settings.state_dir / "history.reserve")
+        self._reserve = SpaceReserve(settings.state_dir / "history.reserve")
         self._spent_reserve = False  # given back by the latest failed commit: retry at once
 
     @property
@@ -84,6 +82,11 @@ class Store:
     def quiet_for(self) -> float:
         """Seconds since the writer last began a commit (upkeep waits for a quiet spell)."""
         return asyncio.get_running_loop().time() - self._last_commit
+
+    async def room_for_a_run(self) -> bool:
+        """Whether the disk holds the reserve a run's ending may need (wal.py), taken again
+        here if an ending spent it and it fits now: a run starts only then."""
+        return self._reserve.held or await asyncio.to_thread(self._reserve.take)
 
     @property
     def is_open(self) -> bool:
@@ -115,7 +118,7 @@ class Store:
             self._batches.next_seq = await self._on_writer(self._open_writer, db)
             self._keeper = WalKeeper(db, int(settings.db_busy_timeout_ms))
             await asyncio.to_thread(self._keeper.open)
-            await asyncio.to_thread(self.reserve.take)
+            await asyncio.to_thread(self._reserve.take)
             reader = await aiosqlite.connect(db, isolation_level=None)
             await reader.execute("PRAGMA busy_timeout=5000")
             reader.row_factory = sqlite3.Row
@@ -226,8 +229,7 @@ class Store:
         self._wake.set()
 
     async def _wait_for_work(self) -> None:
-        """Sleep until something is queued; checkpoint the WAL once the writer idles, and
-        take the space reserve again while it is spent."""
+        """Sleep until something is queued; checkpoint the WAL once the writer idles."""
         while not self._items:
             if self._checkpoint_now or (self._wal_dirty and not await woken(
                     self._wake, IDLE_CHECKPOINT)):
@@ -235,10 +237,8 @@ class Store:
                 continue
             if self._items:
                 return
-            if await woken(self._wake, None if self.reserve.held else RESERVE_RETRY):
-                self._wake.clear()
-            else:  # idle with the reserve spent: take it again if it fits
-                await asyncio.to_thread(self.reserve.take)
+            await self._wake.wait()
+            self._wake.clear()
 
     async def _checkpoint(self) -> None:
         self._checkpoint_now = self._wal_dirty = False
@@ -296,7 +296,7 @@ class Store:
             error = StoreError(f"history write failed: {exc}")
             if any(isinstance(item, PendingOp) and item.durable for item in batch):
                 # A run's ending waits (the only durable write): a full disk gives it room.
-                self._spent_reserve = await asyncio.to_thread(self.reserve.give_back_for, exc)
+                self._spent_reserve = await asyncio.to_thread(self._reserve.give_back_for, exc)
             if not self.degraded:
                 log.warning("history degraded: %s", exc)
                 self.degraded = True

@@ -34,7 +34,7 @@ database while it is open. When a write that carries a run's ending fails for wa
 space, the file is given back, the WAL checkpointed and truncated, and the write retried at
 once. A run is accepted only while the reserve is held: every accepted run can end, and
 once an ending spent it, new runs answer `503 history_unavailable` until the space is back
-(the idle store takes the reserve again as soon as it fits).
+(each asks for the reserve again).
 """
 
 from __future__ import annotations
