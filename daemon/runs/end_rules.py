@@ -105,10 +105,15 @@ def decide_end(stopped_for: str | None, task_state: str | None,
 
 
 # Keyed by the reason boot recovery ends a run it found still active with: the message.
+# A daemon that stops cleanly but cannot write the run's ending (history's disk takes no
+# writes) leaves a note saying so; without one, the daemon was killed or crashed.
 ORPHAN_MESSAGES: dict[str, str] = {
     Reason.DAEMON_RESTARTED: (
-        "the daemon running it stopped without ending it (it was killed or crashed, or "
-        "could not write history); the next daemon ended it when it started"),
+        "the daemon running it stopped without ending it (it was killed or crashed); the "
+        "next daemon ended it when it started"),
+    Reason.STUDIO_SHUTDOWN: (
+        "the daemon was stopped during the run while history's disk took no writes; the "
+        "next daemon recorded its end when it started"),
 }
 
 

@@ -269,9 +269,11 @@ class RunManager:
         run.stop(reason)
         await run.wait_stopped(wait)
 
-    async def shutdown(self) -> None:
+    async def shutdown(self) -> str | None:
         """Clean stop: the active run ends interrupted/studio_shutdown; no task outlives us.
-        An ending history does not take (a full disk) is waited for only briefly."""
+        An ending history does not take (a full disk) is waited for only briefly: the id
+        of the run left so (the next start ends it), else None."""
+        left = None
         run = self._active
         if run is not None:
             run.stop(Reason.STUDIO_SHUTDOWN)
@@ -287,12 +289,14 @@ class RunManager:
                 elif loop.time() - degraded_since >= DEGRADED_SHUTDOWN_WAIT:
                     log.warning("run %s: history takes no writes; its ending is left to "
                                 "the next start", run.run_id)
+                    left = run.run_id
                     break
             if not self._store.degraded:
                 await run.wait_stopped(0)  # a task that never began its ending
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        return left
 
 
 def _stored_request(stored: dict[str, Any]) -> RunRequest:

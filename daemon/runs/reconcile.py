@@ -201,10 +201,12 @@ CANDIDATES_SQL = (
     f"FROM runs r WHERE r.{ACTIVE_SQL} AND +r.rowid <= :mark")  # + : by one_active_run
 
 
-async def reconcile_runs(store: Store, reason: str) -> list[str]:
+async def reconcile_runs(store: Store, reason: str,
+                         stopped: frozenset[str] = frozenset()) -> list[str]:
     """Boot recovery: every run's row and its last status event agree afterwards. A run
-    both say is active belongs to a daemon that died: it ends for `reason`. Returns the ids
-    of the runs repaired."""
+    both say is active belongs to a daemon that died: it ends for `reason`; or, when it is
+    one of `stopped` (the previous daemon stopped cleanly but could not write its ending),
+    for `studio_shutdown`. Returns the ids of the runs repaired."""
     def op(conn: sqlite3.Connection) -> list[str]:
         row = conn.execute("SELECT value FROM upkeep WHERE key = ?", (RECOVERED_MARK,)).fetchone()
         runs = conn.execute(CANDIDATES_SQL, {"mark": int(row[0]) if row else 0}).fetchall()
@@ -212,7 +214,8 @@ async def reconcile_runs(store: Store, reason: str) -> list[str]:
         for run in runs:
             if run["status"] in TERMINAL_VALUES and run["last"] in TERMINAL_VALUES:
                 continue
-            if _repair(conn, store, run, reason):
+            if _repair(conn, store, run,
+                       Reason.STUDIO_SHUTDOWN if run["id"] in stopped else reason):
                 repaired.append(run["id"])
         conn.execute("INSERT INTO upkeep (key, value) VALUES (?, (SELECT coalesce(max(rowid), 0) "
                      "FROM runs)) ON CONFLICT (key) DO UPDATE SET value = excluded.value",

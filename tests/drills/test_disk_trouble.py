@@ -22,7 +22,7 @@ import pytest
 
 from tests.drills.checks import check_database
 from tests.support.api import TERMINAL, Api
-from tests.support.endings import folded_text
+from tests.support.endings import assert_phases_close, folded_text
 from tests.support.kills import sigkill_mid_run
 from tests.support.procs import Stack, stack_for, still_running
 from tests.support.waiting import eventually
@@ -230,6 +230,43 @@ async def test_boot_recovery_on_a_full_disk_exits_saying_why(disk_stack: Stack, 
     check_database(disk_stack.settings.db_path, {})
     print("boot recovery on a full disk: exit code "
           f"{booted.returncode} saying why, nothing left running; the next start repaired it")
+
+
+async def test_a_clean_stop_on_a_disk_with_no_room_left_is_told_at_the_next_start(
+        disk_stack: Stack, mounts) -> None:  # type: ignore[no-untyped-def]
+    """The disk fills to the last page mid-run, the space kept for the run's ending
+    included (something else took it: the reserve file is gone). A clean stop cannot write
+    the ending; it gives up after a moment rather than hang, and leaves a note, so the next
+    start ends the run `interrupted` / `studio_shutdown` saying so, not as a crash."""
+    api = Api.for_socket(str(disk_stack.settings.socket_path))
+    try:
+        run_id = await api.start_run(await api.session(), "slow")
+        await api.first_output(run_id)
+        (disk_stack.settings.state_dir / "history.reserve").unlink()
+        fill(mounts["state"])
+        try:
+            await wait_health(api, True)
+            assert disk_stack.daemon is not None
+            disk_stack.remember_hosts()
+            disk_stack.daemon.signal(signal.SIGTERM)
+            assert disk_stack.daemon.wait(30) == 0
+        finally:
+            drain(mounts["state"])
+    finally:
+        await api.close()
+    disk_stack.start_daemon()
+    api = Api.for_socket(str(disk_stack.settings.socket_path))
+    try:
+        run = await api.run(run_id)
+        events = await api.events(run_id)
+    finally:
+        await api.close()
+    assert (run["status"], run["reason"]) == ("interrupted", "studio_shutdown")
+    assert "history's disk took no writes" in run["error"]["message"]
+    assert run["output"][0]["text"].startswith("tick 1 ")
+    assert_phases_close([e.data for e in events if e.event == "run.phase"])
+    check_database(disk_stack.settings.db_path, {})
+    print("clean stop with no room for the ending: told apart from a crash at the next start")
 
 
 @pytest.fixture
