@@ -114,11 +114,13 @@ ORPHAN_MESSAGES: dict[str, str] = {
     Reason.STUDIO_SHUTDOWN: (
         "the daemon was stopped during the run while history's disk took no writes; the "
         "next daemon recorded its end when it started"),
+    Reason.IMPORTED: "the run was still active in the bundle it was imported from",
 }
 
 
 def decide_orphan_end(reason: str) -> EndDecision:
-    """The ending of a run found still active with no task to end it (boot recovery)."""
+    """The ending of a run found still active with no task to end it (boot recovery, or
+    an imported bundle's)."""
     return EndDecision(status_for(reason), reason, ORPHAN_MESSAGES.get(reason))
 
 

@@ -14,7 +14,7 @@ import orjson
 from llamon_playground.common.contract import TERMINAL_STATUSES, RunStatus
 from llamon_playground.common.wire.words import PhaseState
 from llamon_playground.daemon.runs.end_rules import decide_orphan_end
-from llamon_playground.daemon.runs.state import Reason, status_for
+from llamon_playground.daemon.runs.state import Reason
 from llamon_playground.daemon.store.bundles import Ending
 from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.frames import STATUS_SQL, frame_payload
@@ -25,7 +25,8 @@ log = logging.getLogger(__name__)
 
 TERMINAL_VALUES = frozenset(s.value for s in TERMINAL_STATUSES)
 # An imported run is never active: one the bundle holds as active ends as this says.
-IMPORTED_ENDING = Ending(status_for(Reason.IMPORTED), Reason.IMPORTED)
+_IMPORTED = decide_orphan_end(Reason.IMPORTED)
+IMPORTED_ENDING = Ending(_IMPORTED.status, Reason.IMPORTED, _IMPORTED.message)
 
 
 # How a phase left open ends when the run ends otherwise than completed: with the run's own

@@ -137,3 +137,18 @@ async def test_a_run_a_clean_stop_left_unended_ends_as_a_clean_stop(tmp_path: Pa
     assert (killed["status"], killed["reason"]) == ("interrupted", "daemon_restarted")
     assert "took no writes" in stopped["error"]["message"]
     assert "killed or crashed" in killed["error"]["message"]
+
+
+async def test_a_run_active_in_an_imported_bundle_says_so(tmp_path: Path) -> None:
+    store = make_store(tmp_path)
+    await store.open()
+    try:
+        active = ended_without_events("x")
+        active["runs"][0]["status"] = "running"
+        ids = await import_bundle(store, BlobStore(tmp_path / "files"), active, IMPORTED_ENDING)
+        run = await get_run(store, ids["runs"]["x"])
+    finally:
+        await store.close()
+    assert run is not None and (run["status"], run["reason"]) == ("interrupted", "imported")
+    assert run["error"] == {"kind": "error", "message": "the run was still active in the "
+                            "bundle it was imported from"}
