@@ -76,6 +76,9 @@ from llamon_playground.host_manager.watch.watcher import ProjectWatcher, QuietPe
 
 log = logging.getLogger(__name__)
 
+# In the runtime dir: the run a clean stop could not write the ending of (boot recovery).
+UNENDED_NOTE = "unended-run"
+
 
 def host_command(settings: Settings, environ: dict[str, str]) -> list[str]:
     try:
@@ -205,7 +208,10 @@ async def recover(services: Daemon) -> None:
     except UnsupportedDatabaseVersion as exc:
         log.warning("%s", exc)
         return
-    await reconcile_runs(services.store, Reason.DAEMON_RESTARTED)
+    note = settings.runtime_dir / UNENDED_NOTE
+    stopped = frozenset(note.read_text().split()) if note.exists() else frozenset()
+    await reconcile_runs(services.store, Reason.DAEMON_RESTARTED, stopped)
+    note.unlink(missing_ok=True)  # only once the repairs committed
     await services.suites.recover()
     services.blobs.remove_temp_files()
 
@@ -214,7 +220,11 @@ async def shutdown(services: Daemon) -> None:
     await services.suites.shutdown()  # first: a suite run starts no case once runs stop
     await services.compactor.close()
     await services.trimmer.close()
-    await services.runs.shutdown()
+    left = await services.runs.shutdown()
+    if left is not None:
+        # History took no writes: the next start ends the run, saying it was a clean stop.
+        with suppress(OSError):
+            (services.settings.runtime_dir / UNENDED_NOTE).write_text(left)
     await services.host.close()
     await services.store.close()
     services.hub.close_all()

@@ -79,6 +79,8 @@ class HostSupervisor:
         self._changes = ChangePolicy(config.rules)
         self._policy = CrashPolicy(config.crash)
         self._lock = asyncio.Lock()
+        # Who hears of the next spawned process (the ensure_ready under way asked).
+        self._on_spawned: Callable[[Generation], None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._backoff = Backoff(self._spawn)
         self._generations = 0
@@ -178,9 +180,12 @@ class HostSupervisor:
 
     # -- public actions ----------------------------------------------------------------------
 
-    async def ensure_ready(self) -> Generation:
-        """The Ready generation; an explicit start if the Host is not running."""
-        return await self._action(self._ensure_ready)
+    async def ensure_ready(self, on_spawned: Callable[[Generation], None] | None = None
+                           ) -> Generation:
+        """The Ready generation; an explicit start if the Host is not running. `on_spawned`
+        hears when this start's generation has a process (it is not Ready yet): a run's
+        start phase ends there and its ready phase begins."""
+        return await self._action(lambda: self._ensure_ready(on_spawned))
 
     async def start(self) -> Generation:
         """POST /host/start: the same as `ensure_ready`."""
@@ -236,12 +241,17 @@ class HostSupervisor:
 
     # -- actions (run under the lock) ---------------------------------------------------------
 
-    async def _ensure_ready(self) -> Generation:
+    async def _ensure_ready(self, on_spawned: Callable[[Generation], None] | None = None
+                            ) -> Generation:
         if self._state == HostState.READY and self._generation is not None:
             return self._generation
         self._backoff.cancel()
         self._policy.reset()  # an explicit start clears a crashloop
-        return await self._start()
+        self._on_spawned = on_spawned
+        try:
+            return await self._start()
+        finally:
+            self._on_spawned = None
 
     async def _restart(self) -> Generation:
         self._backoff.cancel()
@@ -364,6 +374,9 @@ class HostSupervisor:
     def _spawned(self, process: HostProcess, gen: Generation) -> None:
         """A new generation's process exists (not Ready yet): status shows its pid."""
         self._process, self._generation = process, gen
+        hook, self._on_spawned = self._on_spawned, None
+        if hook is not None:
+            hook(gen)
 
     def _ready(self, process: HostProcess, gen: Generation) -> None:
         """The generation answered its agent card; from now on its exit is watched."""

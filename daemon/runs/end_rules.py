@@ -2,8 +2,11 @@
 and the exception that ended its task, to the status, reason and message it is stored with.
 
 A pure function over two tables; `ActiveRun.end` calls it, and nothing else picks the
-reason a run's task ends it with (boot recovery and bundle import write their own reasons,
-for runs no task owns). The status always comes from the reason table in `state.py`.
+reason a run's task ends it with. A run no task owns any more (boot recovery finds it still
+active) ends as `decide_orphan_end` says, from the same kind of table. The status always
+comes from the reason table in `state.py`. Every interrupted run says what interrupted it:
+a clean stop of the daemon (`studio_shutdown`, written by the daemon that stops) is told
+apart from a daemon that was killed or crashed (`daemon_restarted`, written by the next one).
 """
 
 from __future__ import annotations
@@ -42,7 +45,9 @@ STOP_RULES: dict[str, StopRule] = {
     Reason.HOST_UNRESPONSIVE: StopRule(
         "the Host sent nothing for {stall} and did not answer its agent card; it is being "
         "restarted", ends_task=True),
-    Reason.STUDIO_SHUTDOWN: StopRule(None, ends_task=False),
+    Reason.STUDIO_SHUTDOWN: StopRule(
+        "the daemon was stopped (SIGTERM or SIGINT, `llamon-playground stop`) during the run",
+        ends_task=False),
 }
 
 # A cancellation no stop() asked for comes from the daemon shutting down.
@@ -76,15 +81,15 @@ def decide_end(stopped_for: str | None, task_state: str | None,
     """
     if isinstance(error, asyncio.CancelledError):
         stop = stopped_for or UNASKED_CANCEL
-        said_why = STOP_RULES.get(stop, StopRule(None, ends_task=False)).message
-        if said_why is not None:
-            stall = f"{stall_timeout:g} s" if stall_timeout is not None else "too long"
-            said_why = said_why.format(stall=stall)
-        return EndDecision(status_for(stop), stop, said_why)
+        return EndDecision(status_for(stop), stop, _stop_words(stop, stall_timeout))
     if stopped_for is not None:
         # The stop decided the ending, whatever the task said after it (its output is
-        # kept); the task's own words are not the stop's, so no message.
-        return EndDecision(status_for(stopped_for), stopped_for)
+        # kept); the task's own words are not the stop's, so no message, except that an
+        # interrupted run always says what interrupted it.
+        status = status_for(stopped_for)
+        said_why = _stop_words(stopped_for, stall_timeout) \
+            if status == RunStatus.INTERRUPTED else None
+        return EndDecision(status, stopped_for, said_why)
     if isinstance(error, RunFailure):
         return EndDecision(error.status, error.reason, error.message)
     if error is not None:
@@ -97,6 +102,34 @@ def decide_end(stopped_for: str | None, task_state: str | None,
     if reason is None:
         return EndDecision(UNREASONED[state])
     return EndDecision(status_for(reason), reason, message)
+
+
+# Keyed by the reason boot recovery ends a run it found still active with: the message.
+# A daemon that stops cleanly but cannot write the run's ending (history's disk takes no
+# writes) leaves a note saying so; without one, the daemon was killed or crashed.
+ORPHAN_MESSAGES: dict[str, str] = {
+    Reason.DAEMON_RESTARTED: (
+        "the daemon running it stopped without ending it (it was killed or crashed); the "
+        "next daemon ended it when it started"),
+    Reason.STUDIO_SHUTDOWN: (
+        "the daemon was stopped during the run while history's disk took no writes; the "
+        "next daemon recorded its end when it started"),
+    Reason.IMPORTED: "the run was still active in the bundle it was imported from",
+}
+
+
+def decide_orphan_end(reason: str) -> EndDecision:
+    """The ending of a run found still active with no task to end it (boot recovery, or
+    an imported bundle's)."""
+    return EndDecision(status_for(reason), reason, ORPHAN_MESSAGES.get(reason))
+
+
+def _stop_words(stop: str, stall_timeout: float | None) -> str | None:
+    said_why = STOP_RULES.get(stop, StopRule(None, ends_task=False)).message
+    if said_why is not None:
+        stall = f"{stall_timeout:g} s" if stall_timeout is not None else "too long"
+        said_why = said_why.format(stall=stall)
+    return said_why
 
 
 def cancel_ends_task(stopped_for: str | None) -> bool:

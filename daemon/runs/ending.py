@@ -20,7 +20,7 @@ from llamon_playground.daemon.runs.state import (
 @dataclass(frozen=True)
 class RunEnding:
     """What `ActiveRun.end` hands the journal. A `message` makes it an ending with an error
-    part and a failed complete phase; `detail` (log_tail, file/line/column,
+    part, and its complete phase says it (`reconcile.complete_phase`); `detail` (log_tail, file/line/column,
     recommended_run_command) goes into that phase event and the stored error."""
 
     status: RunStatus

@@ -146,6 +146,15 @@ class RunExecutor:
     async def _start_host(self, run: ActiveRun, config: ProjectConfig) -> Generation:
         """Start the Host if it is down; restart it once if this run's save changed it."""
         running = self._host.state == HostState.READY
+        starting = False  # the start phase is open: it ends before the ready phase begins
+
+        def start_ended(generation: int | None) -> None:
+            nonlocal starting
+            if starting:
+                starting = False
+                self._phase(run, "start", "completed", generation=generation)
+                self._phase(run, "ready", "started")
+
         try:
             if running and run.request.changed_files:
                 self._phase(run, "restart", "started", files=run.request.changed_files)
@@ -160,15 +169,22 @@ class RunExecutor:
                 self._phase(run, "restart", "skipped")
             else:
                 self._phase(run, "start", "started")
+                starting = True
             run.host_checked()
-            self._phase(run, "ready", "started")
-            generation = await self._host.ensure_ready()
+            if not starting:
+                self._phase(run, "ready", "started")
+            # A start's process exists: its phase ends and the wait for Ready begins.
+            generation = await self._host.ensure_ready(
+                lambda gen: start_ended(gen.number))
+            start_ended(generation.number)  # Ready already (another start got there first)
         except HostUnavailable as exc:
             # The ending closes the phases left open (the innermost says why).
             raise RunFailure(exc.reason, exc.message, log_tail=trimmed_tail(exc.log_tail),
                              recommended_run_command=config.recommended_run_command()) from exc
-        if not running:
-            self._phase(run, "start", "completed", generation=generation.number)
+        finally:
+            # The supervisor's start goes on without this run once it is cancelled: its
+            # process appearing later must not write phases after the run's ending.
+            starting = False
         self._phase(run, "ready", "completed", generation=generation.number)
         for warning in self._host.exposure_warnings():  # a Host any web page can drive
             self._event(run, "diagnostic", {"level": "warning", **warning})

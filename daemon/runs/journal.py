@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from llamon_playground.daemon.runs.ending import RunEnding
-from llamon_playground.daemon.runs.reconcile import closing_phases
+from llamon_playground.daemon.runs.reconcile import closing_phases, complete_phase
 from llamon_playground.daemon.runs.state import RunStatus
 from llamon_playground.daemon.store.blobs import BlobStore
 from llamon_playground.daemon.store.database import Store
@@ -91,13 +91,8 @@ class RunJournal:
             events.append(("run.output", {"parts": [
                 {**part, "content_url": part_content_path(run_id, "output", index)}
                 if part.get("truncated") else part for index, part in enumerate(stored)]}))
-        if ending.message is not None:
-            events.append(("run.phase", {"phase": "complete", "state": "failed",
-                                         "reason": ending.reason, "message": ending.message,
-                                         **detail}))
-        else:
-            events.append(("run.phase", {"phase": "complete", "state": "completed",
-                                         "status": ending.status.value}))
+        events.append(("run.phase", complete_phase(ending.status, ending.reason,
+                                                   ending.message, detail)))
         payload: dict[str, Any] = {"status": ending.status.value, "previous": previous.value}
         if ending.reason:
             payload["reason"] = ending.reason

@@ -18,7 +18,7 @@ from llamon_playground.common.wire import RunAccepted
 from llamon_playground.daemon.data.edits import parse_rerun
 from llamon_playground.daemon.data.parts import RunRequest, parse_run_request
 from llamon_playground.daemon.data.redact import redact_metadata
-from llamon_playground.daemon.errors import BadRequest, Conflict, NotFound
+from llamon_playground.daemon.errors import BadRequest, Conflict, NotFound, StoreError
 from llamon_playground.daemon.runs.active import ActiveRun
 from llamon_playground.daemon.runs.executor import RunExecutor
 from llamon_playground.daemon.runs.journal import RunJournal
@@ -36,6 +36,10 @@ log = logging.getLogger(__name__)
 
 CANCEL_WAIT = 10.0
 SHUTDOWN_WAIT = 10.0
+# A clean stop gives a run's ending this long to land on a history that refuses writes (a
+# full disk): the next start ends the run then (boot recovery), the stop does not hang.
+DEGRADED_SHUTDOWN_WAIT = 2.0
+SHUTDOWN_POLL = 0.1
 
 
 @dataclass(frozen=True)
@@ -202,6 +206,11 @@ class RunManager:
                      edited_fields: list[str] | None = None,
                      suite: SuiteTag | None = None) -> RunAccepted:
         self._refuse_if_busy(suite)
+        if self._store.is_open and not await self._store.room_for_a_run():
+            # Every accepted run can end: its ending may need the disk's reserve.
+            raise StoreError("history's disk is full: no room is kept for a run's ending "
+                             "(free space, or delete runs, to run again)")
+        self._refuse_if_busy(suite)  # again: that look at the disk may have waited
         # No context id yet (a new run in a session): the insert gives the session's.
         run = ActiveRun(new_run_id(), session_id, context_id or "", request,
                         journal=self._journal, on_end=self._release, task_id=task_id,
@@ -262,14 +271,34 @@ class RunManager:
         run.stop(reason)
         await run.wait_stopped(wait)
 
-    async def shutdown(self) -> None:
-        """Clean stop: the active run ends interrupted/studio_shutdown; no task outlives us."""
+    async def shutdown(self) -> str | None:
+        """Clean stop: the active run ends interrupted/studio_shutdown; no task outlives us.
+        An ending history does not take (a full disk) is waited for only briefly: the id
+        of the run left so (the next start ends it), else None."""
+        left = None
         run = self._active
         if run is not None:
-            await self._stop(run, Reason.STUDIO_SHUTDOWN, SHUTDOWN_WAIT)
+            run.stop(Reason.STUDIO_SHUTDOWN)
+            loop = asyncio.get_running_loop()
+            give_up = loop.time() + SHUTDOWN_WAIT
+            degraded_since: float | None = None
+            while run.task is not None and not run.task.done() and loop.time() < give_up:
+                await asyncio.wait({run.task}, timeout=SHUTDOWN_POLL)
+                if not self._store.degraded:
+                    degraded_since = None
+                elif degraded_since is None:
+                    degraded_since = loop.time()
+                elif loop.time() - degraded_since >= DEGRADED_SHUTDOWN_WAIT:
+                    log.warning("run %s: history takes no writes; its ending is left to "
+                                "the next start", run.run_id)
+                    left = run.run_id
+                    break
+            if not self._store.degraded:
+                await run.wait_stopped(0)  # a task that never began its ending
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        return left
 
 
 def _stored_request(stored: dict[str, Any]) -> RunRequest:

@@ -12,7 +12,9 @@ from typing import Any
 import orjson
 
 from llamon_playground.common.contract import TERMINAL_STATUSES, RunStatus
-from llamon_playground.daemon.runs.state import Reason, status_for
+from llamon_playground.common.wire.words import PhaseState
+from llamon_playground.daemon.runs.end_rules import decide_orphan_end
+from llamon_playground.daemon.runs.state import Reason
 from llamon_playground.daemon.store.bundles import Ending
 from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.frames import STATUS_SQL, frame_payload
@@ -23,14 +25,30 @@ log = logging.getLogger(__name__)
 
 TERMINAL_VALUES = frozenset(s.value for s in TERMINAL_STATUSES)
 # An imported run is never active: one the bundle holds as active ends as this says.
-IMPORTED_ENDING = Ending(status_for(Reason.IMPORTED), Reason.IMPORTED)
+_IMPORTED = decide_orphan_end(Reason.IMPORTED)
+IMPORTED_ENDING = Ending(_IMPORTED.status, Reason.IMPORTED, _IMPORTED.message)
+
+
+# How a phase left open ends when the run ends otherwise than completed: with the run's own
+# end, never `completed`. (A run that completes has no open phase; should one be left, it
+# was cut short: `cancelled`.)
+PHASE_END: dict[RunStatus, PhaseState] = {
+    RunStatus.FAILED: PhaseState.FAILED,
+    RunStatus.CANCELLED: PhaseState.CANCELLED,
+    RunStatus.INTERRUPTED: PhaseState.INTERRUPTED,
+}
+
+
+def phase_end(status: RunStatus) -> PhaseState:
+    """The state the open phases of a run ending `status` close with."""
+    return PHASE_END.get(status, PhaseState.CANCELLED)
 
 
 def closing_phases(open_phases: list[str], status: RunStatus, reason: str | None,
                    message: str | None) -> list[dict[str, Any]]:
-    """One closing event per phase that started and did not end, innermost first: a failed
-    run's phases fail (the innermost says why), any other ending cancels them."""
-    state = "failed" if status == RunStatus.FAILED else "cancelled"
+    """One closing event per phase that started and did not end, innermost first, each with
+    the run's end (`phase_end`); the innermost says why."""
+    state = phase_end(status).value
     closing = []
     for index, phase in enumerate(reversed(open_phases)):
         event: dict[str, Any] = {"phase": phase, "state": state}
@@ -40,6 +58,26 @@ def closing_phases(open_phases: list[str], status: RunStatus, reason: str | None
             event["message"] = message
         closing.append(event)
     return closing
+
+
+def complete_phase(status: RunStatus, reason: str | None, message: str | None,
+                   detail: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The `complete` phase event of a run ending `status`: `completed` (with the status)
+    for a run that completed or waits for input, else the run's own end with its reason,
+    message and detail (log_tail, file/line, recommended_run_command)."""
+    if status not in PHASE_END:
+        event: dict[str, Any] = {"phase": "complete", "state": PhaseState.COMPLETED.value,
+                                 "status": status.value}
+        if reason:
+            event["reason"] = reason
+        return event
+    event = {"phase": "complete", "state": PHASE_END[status].value, "status": status.value}
+    if reason:
+        event["reason"] = reason
+    if message:
+        event["message"] = message
+        event.update(detail or {})
+    return event
 
 
 @dataclass
@@ -117,23 +155,25 @@ def _repair(conn: sqlite3.Connection, store: Store, run: sqlite3.Row,
             message = error.get("message")
         output = orjson.loads(run["output"] or "[]")
     else:
-        # Both still active: the daemon that ran it died. What it streamed is kept.
-        status, run_reason, message = status_for(reason), reason, None
+        # Both still active: the daemon that ran it died. What it streamed is kept, then
+        # the part that says why it ended (as every ending with a message has).
+        decision = decide_orphan_end(reason)
+        status, run_reason, message = decision.status, decision.reason, decision.message
         output = [{"kind": "text", "text": t}
                   for t in ("".join(pieces) for pieces in events.text.values()) if t]
-        run_update_op(run["id"], {"status": status.value, "reason": reason,
-                                  "ended_at": utcnow(), "output": output})(conn)
+        error = {"kind": "error", "message": message} if message else None
+        if error:
+            output.append(error)
+        run_update_op(run["id"], {"status": status.value, "reason": run_reason,
+                                  "ended_at": utcnow(), "output": output,
+                                  "error": error})(conn)
     added: list[tuple[str, dict[str, Any]]] = [
         ("run.phase", c) for c in closing_phases(events.open_phases, status, run_reason,
                                                  message)]
     if output and events.output is None:
         added.append(("run.output", {"parts": output}))
     if events.complete is None:
-        complete: dict[str, Any] = {"phase": "complete",
-                                    "state": "failed" if message else "completed"}
-        complete.update({"reason": run_reason, "message": message} if message
-                        else {"status": status.value})
-        added.append(("run.phase", complete))
+        added.append(("run.phase", complete_phase(status, run_reason, message)))
     ending: dict[str, Any] = {"status": status.value, "previous": last or run["status"]}
     if run_reason:
         ending["reason"] = run_reason
@@ -162,10 +202,12 @@ CANDIDATES_SQL = (
     f"FROM runs r WHERE r.{ACTIVE_SQL} AND +r.rowid <= :mark")  # + : by one_active_run
 
 
-async def reconcile_runs(store: Store, reason: str) -> list[str]:
+async def reconcile_runs(store: Store, reason: str,
+                         stopped: frozenset[str] = frozenset()) -> list[str]:
     """Boot recovery: every run's row and its last status event agree afterwards. A run
-    both say is active belongs to a daemon that died: it ends for `reason`. Returns the ids
-    of the runs repaired."""
+    both say is active belongs to a daemon that died: it ends for `reason`; or, when it is
+    one of `stopped` (the previous daemon stopped cleanly but could not write its ending),
+    for `studio_shutdown`. Returns the ids of the runs repaired."""
     def op(conn: sqlite3.Connection) -> list[str]:
         row = conn.execute("SELECT value FROM upkeep WHERE key = ?", (RECOVERED_MARK,)).fetchone()
         runs = conn.execute(CANDIDATES_SQL, {"mark": int(row[0]) if row else 0}).fetchall()
@@ -173,7 +215,8 @@ async def reconcile_runs(store: Store, reason: str) -> list[str]:
         for run in runs:
             if run["status"] in TERMINAL_VALUES and run["last"] in TERMINAL_VALUES:
                 continue
-            if _repair(conn, store, run, reason):
+            if _repair(conn, store, run,
+                       Reason.STUDIO_SHUTDOWN if run["id"] in stopped else reason):
                 repaired.append(run["id"])
         conn.execute("INSERT INTO upkeep (key, value) VALUES (?, (SELECT coalesce(max(rowid), 0) "
                      "FROM runs)) ON CONFLICT (key) DO UPDATE SET value = excluded.value",

@@ -4,6 +4,7 @@ so no reader can drop a warning another one set)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
@@ -38,8 +39,10 @@ class RunHost(Protocol):
     def is_env_file(self, rel: str) -> bool:
         """Whether `rel` is the project's env file (never hashed into history)."""
 
-    async def ensure_ready(self) -> Generation:
-        """The Ready generation, starting the Host if it is down."""
+    async def ensure_ready(self, on_spawned: Callable[[Generation], None] | None = None
+                           ) -> Generation:
+        """The Ready generation, starting the Host if it is down (`on_spawned` hears when
+        that start's process exists, before it is Ready)."""
 
     async def restart_for_save(self, changed_files: list[str]) -> bool:
         """Restart once if the saved files differ from the generation's; whether it did."""

@@ -73,6 +73,7 @@ class Ending(NamedTuple):
 
     status: RunStatus
     reason: str
+    message: str | None = None  # its error's, when the bundle's row has none
 IN_CHUNK = 500  # ids per `IN (...)`: far below SQLite's variable limit
 
 
@@ -355,7 +356,8 @@ def _run_row(run: dict[str, Any], plan: ImportPlan, now: str,
                resumed_by=ids.get(run.get("resumed_by") or ""))
     if run["status"] in ACTIVE_VALUES:
         row.update(status=interrupted.status.value, reason=interrupted.reason,
-                   ended_at=row["ended_at"] or now)
+                   ended_at=row["ended_at"] or now, error=row["error"] or (interrupted.message and {
+                       "kind": "error", "message": interrupted.message}))
     stored_input = dict(run["input"])
     stored_input["metadata"] = redact_metadata(stored_input.get("metadata") or {})
     row.update(input=stored_input, output=run.get("output") or [],

@@ -26,7 +26,8 @@ from llamon_playground.daemon.store.frames import BLOCK_AFTER_SQL, FRAMES_SQL, b
 from llamon_playground.daemon.store.migrations import SCHEMA_VERSION, peek_user_version
 from llamon_playground.daemon.store.private import prepare_state, refuse_links
 from llamon_playground.daemon.store.records import EventRecord, EventRow, compact_json, utcnow
-from llamon_playground.daemon.store.wal import WalKeeper, WriterThread, open_writer
+from llamon_playground.daemon.store.wal import (SpaceReserve, WalKeeper, WriterThread,
+                                                open_writer, woken)
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +71,8 @@ class Store:
         self._wal_dirty = self._checkpoint_now = False  # written since one; one asked for
         self._keeper: WalKeeper | None = None
         self._last_commit = -COMMIT_INTERVAL  # loop time the latest batch began committing
+        self._reserve = SpaceReserve(settings.state_dir / "history.reserve")
+        self._spent_reserve = False  # given back by the latest failed commit: retry at once
 
     @property
     def wal(self) -> WalKeeper | None:
@@ -79,6 +82,11 @@ class Store:
     def quiet_for(self) -> float:
         """Seconds since the writer last began a commit (upkeep waits for a quiet spell)."""
         return asyncio.get_running_loop().time() - self._last_commit
+
+    async def room_for_a_run(self) -> bool:
+        """Whether the disk holds the reserve a run's ending may need (wal.py), taken again
+        here if an ending spent it and it fits now: a run starts only then."""
+        return self._reserve.held or await asyncio.to_thread(self._reserve.take)
 
     @property
     def is_open(self) -> bool:
@@ -111,6 +119,7 @@ class Store:
             self._batches.next_seq = await self._on_writer(self._open_writer, db)
             self._keeper = WalKeeper(db, int(settings.db_busy_timeout_ms))
             await asyncio.to_thread(self._keeper.open)
+            await asyncio.to_thread(self._reserve.take)
             reader = await aiosqlite.connect(db, isolation_level=None)
             await reader.execute("PRAGMA busy_timeout=5000")
             reader.row_factory = sqlite3.Row
@@ -223,7 +232,7 @@ class Store:
     async def _wait_for_work(self) -> None:
         """Sleep until something is queued; checkpoint the WAL once the writer idles."""
         while not self._items:
-            if self._checkpoint_now or (self._wal_dirty and not await _woken(
+            if self._checkpoint_now or (self._wal_dirty and not await woken(
                     self._wake, IDLE_CHECKPOINT)):
                 await self._checkpoint()
                 continue
@@ -252,7 +261,7 @@ class Store:
                 await self._wait_for_work()
                 linger = self._last_commit + COMMIT_INTERVAL - loop.time()
                 if linger > 0 and not self._urgent.is_set():
-                    await _woken(self._urgent, linger)
+                    await woken(self._urgent, linger)
             self._last_commit = loop.time()
             self._wake.clear()
             self._urgent.clear()
@@ -262,6 +271,10 @@ class Store:
                 self._urgent.set()
             retry = await self._commit(batch)
             self._wal_dirty = True
+            if retry and self._spent_reserve:  # the reserve was just given back for it:
+                self._spent_reserve = False  # the WAL copied back and truncated, then again
+                await self._checkpoint()
+                continue
             if retry:
                 # Degraded: keep the events (in order) and try again after a pause; new
                 # writes queue up behind them. A truncated WAL may be the space it needs.
@@ -282,6 +295,9 @@ class Store:
         except (sqlite3.Error, OSError) as exc:
             self.write_failures += 1
             error = StoreError(f"history write failed: {exc}")
+            if any(isinstance(item, PendingOp) and item.durable for item in batch):
+                # A run's ending waits (the only durable write): a full disk gives it room.
+                self._spent_reserve = await asyncio.to_thread(self._reserve.give_back_for, exc)
             if not self.degraded:
                 log.warning("history degraded: %s", exc)
                 self.degraded = True
@@ -379,16 +395,6 @@ class Store:
             "SELECT seq, kind, frame FROM events WHERE run_id = ? AND seq > ? "
             "ORDER BY seq LIMIT ?", (run_id, after, limit))
         return [EventRecord(r[0], run_id, r[1], bytes(r[2])) for r in rows]
-
-
-async def _woken(event: asyncio.Event, timeout: float) -> bool:
-    """Wait up to `timeout` for `event`; whether it was set."""
-    try:
-        async with asyncio.timeout(timeout):
-            await event.wait()
-    except TimeoutError:
-        return False
-    return True
 
 
 def _noop(conn: sqlite3.Connection) -> None:

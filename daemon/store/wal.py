@@ -25,11 +25,22 @@ file. How many frames wait is read from the WAL-index (the `-shm` file: the head
 mxFrame and the checkpoint info's nBackfill, https://www.sqlite.org/walformat.html),
 without SQLite's locks, so a value may be one commit stale: enough for a threshold. Where
 the index is not as documented, the keeper checkpoints every FALLBACK_INTERVAL instead.
+
+`SpaceReserve`: room kept on history's disk for a run's ending. A full disk must not leave
+a run `running` for ever: its ending (its row and closing events, one transaction) has to
+land. SQLite cannot make room by itself there (a checkpoint first copies the WAL back into
+the database, which has to grow), so the store holds a file of RESERVE_BYTES beside the
+database while it is open. When a write that carries a run's ending fails for want of
+space, the file is given back, the WAL checkpointed and truncated, and the write retried at
+once. A run is accepted only while the reserve is held: every accepted run can end, and
+once an ending spent it, new runs answer `503 history_unavailable` until the space is back
+(each asks for the reserve again).
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import os
 import queue
@@ -39,6 +50,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, TypeVar
 
 from llamon_playground.daemon.store.migrations import migrate
@@ -64,6 +76,11 @@ _U32 = struct.Struct("=I")  # the WAL-index is in the machine's own byte order
 # frames copied back long ago.
 WAL_AUTOCHECKPOINT_PAGES = 256
 WAL_SIZE_LIMIT = 1 << 20
+# A long run's ending (its output three times: the row, run.output, the search index) and
+# the events kept in memory during the outage, with the WAL frames they take.
+RESERVE_BYTES = 256 * 1024
+SQLITE_FULL = 13
+SPACE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 
 def open_writer(db: str, busy_timeout_ms: int) -> tuple[sqlite3.Connection, int]:
@@ -237,6 +254,16 @@ class WriterThread:
                 _tell(loop, _succeed, future, result, then)
 
 
+async def woken(event: asyncio.Event, timeout: float | None) -> bool:
+    """Wait up to `timeout` (None: as long as it takes) for `event`; whether it was set."""
+    try:
+        async with asyncio.timeout(timeout):
+            await event.wait()
+    except TimeoutError:
+        return False
+    return True
+
+
 def _tell(loop: asyncio.AbstractEventLoop, callback: Callable[..., None], *args: Any) -> None:
     try:
         loop.call_soon_threadsafe(callback, *args)
@@ -256,3 +283,71 @@ def _succeed(future: asyncio.Future[T], result: T, then: Callable[[T], None] | N
 def _fail(future: asyncio.Future[Any], exc: BaseException) -> None:
     if not future.done():
         future.set_exception(exc)
+
+
+
+
+def out_of_space(exc: BaseException) -> bool:
+    """Whether a write failed because the disk (or the quota) is full."""
+    if isinstance(exc, OSError):
+        return exc.errno in SPACE_ERRNOS
+    code = getattr(exc, "sqlite_errorcode", None)
+    return isinstance(exc, sqlite3.Error) and code is not None and code & 0xFF == SQLITE_FULL
+
+
+class SpaceReserve:
+    """The reserve file; `take` and `give_back` do blocking file work (call them off the
+    loop)."""
+
+    def __init__(self, path: Path, size: int = RESERVE_BYTES) -> None:
+        self.path = path
+        self.size = size
+        self.held = False
+
+    def take(self) -> bool:
+        """Hold the reserve (its blocks allocated, not a sparse file); False when the disk
+        has no room for it (nothing is left behind then)."""
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600)
+        except OSError as exc:
+            log.warning("history's space reserve cannot be created: %s", exc)
+            self.held = False
+            return False
+        try:
+            try:
+                os.posix_fallocate(fd, 0, self.size)
+            except OSError as exc:
+                if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
+                    raise
+                _write_zeros(fd, self.size)  # a filesystem without fallocate
+            os.fsync(fd)
+        except OSError as exc:
+            os.close(fd)
+            self.path.unlink(missing_ok=True)
+            if self.held or exc.errno not in SPACE_ERRNOS:
+                log.warning("history's space reserve cannot be kept: %s", exc)
+            self.held = False
+            return False
+        os.close(fd)
+        if not self.held:
+            log.info("history's space reserve is held (%d KiB)", self.size // 1024)
+        self.held = True
+        return True
+
+    def give_back_for(self, exc: BaseException) -> bool:
+        """Free the reserve for a run's ending that failed with `exc`, if that was for want
+        of space and the reserve is held; whether it was freed."""
+        if not self.held or not out_of_space(exc):
+            return False
+        log.warning("history's disk is full: its %d KiB reserve is given back so a run's "
+                    "ending can be written", self.size // 1024)
+        self.path.unlink(missing_ok=True)
+        self.held = False
+        return True
+
+
+def _write_zeros(fd: int, size: int) -> None:
+    chunk = b"\0" * 65536
+    written = os.lseek(fd, 0, os.SEEK_END)
+    while written < size:
+        written += os.write(fd, chunk[:size - written])

@@ -148,6 +148,62 @@ async def test_daemon_sigkill_mid_run_is_interrupted_on_next_start(slow_stack: S
         await api.close()
 
 
+def interrupted_ends(run: dict, events: list) -> dict[str, dict]:
+    """The closing events of a run interrupted while sending, by phase, once checked: the
+    phase it was in (send) and its complete phase end `interrupted` (never `completed`),
+    with the run's reason; the complete phase says why."""
+    phases = [e.data for e in events if e.event == "run.phase"]
+    assert_phases_close(phases)
+    ends = {p["phase"]: p for p in phases if p["state"] != "started"}
+    for phase in ("send", "complete"):
+        assert ends[phase]["state"] == "interrupted", (phase, ends[phase])
+        assert ends[phase]["reason"] == run["reason"]
+    assert ends["complete"]["message"] == run["error"]["message"]
+    assert "completed" not in [p["state"] for p in phases[phases.index(ends["send"]):]]
+    return ends
+
+
+async def test_a_clean_stop_and_a_kill_each_say_what_interrupted_the_run(
+        slow_stack: Stack) -> None:
+    """A run cut by a clean stop and one cut by a SIGKILL both end `interrupted`, with an
+    `error` that says which: the stopping daemon writes the first, the next start the
+    second. Their open phases end `interrupted` too, never `completed`."""
+    stopped, killed = await sigterm_mid_run(slow_stack), None
+    slow_stack.start_daemon()
+    _, killed, _ = await sigkill_mid_run(slow_stack)
+    slow_stack.start_daemon()
+    api = Api.for_socket(str(slow_stack.settings.socket_path))
+    try:
+        by_stop, by_kill = await api.run(stopped), await api.run(killed)
+        stop_events, kill_events = await api.events(stopped), await api.events(killed)
+    finally:
+        await api.close()
+    assert (by_stop["status"], by_stop["reason"]) == ("interrupted", "studio_shutdown")
+    assert (by_kill["status"], by_kill["reason"]) == ("interrupted", "daemon_restarted")
+    assert "the daemon was stopped" in by_stop["error"]["message"]
+    assert "killed or crashed" in by_kill["error"]["message"]
+    assert by_stop["error"]["message"] != by_kill["error"]["message"]
+    for run, events in ((by_stop, stop_events), (by_kill, kill_events)):
+        interrupted_ends(run, events)
+        # What it had streamed is kept, then the part that says why it ended.
+        assert run["output"][-1] == run["error"] and stored_text(run["output"])
+
+
+async def sigterm_mid_run(stack: Stack) -> str:
+    """Start a `slow` run, wait for its first output, stop the daemon cleanly: the run."""
+    assert stack.daemon is not None
+    api = Api.for_socket(str(stack.settings.socket_path))
+    try:
+        run_id = await api.start_run(await api.session(), "slow")
+        await api.first_output(run_id)
+    finally:
+        await api.close()
+    stack.remember_hosts()
+    stack.daemon.signal(signal.SIGTERM)
+    assert stack.daemon.wait(30) == 0
+    return run_id
+
+
 async def test_an_acknowledged_run_survives_a_sigkill_right_after_its_202(daemon: Stack) -> None:
     """The 202 leaves once the run's row and its queued status are durable: a SIGKILL the
     moment it arrives loses neither, round after round, and the next start ends the run."""

@@ -28,6 +28,12 @@ async def test_stream_run_through_front_completes_with_stored_parts(api: Api) ->
     for expected in [("validate", "completed"), ("start", "completed"), ("ready", "completed"),
                      ("send", "completed"), ("complete", "completed")]:
         assert expected in phases
+    # Each phase ends before the next begins: the Host's process is started (start), then
+    # waited for until Ready (ready), then sent the message (send).
+    assert phases == [("validate", "started"), ("validate", "completed"), ("save", "skipped"),
+                      ("start", "started"), ("start", "completed"), ("ready", "started"),
+                      ("ready", "completed"), ("send", "started"), ("send", "completed"),
+                      ("complete", "completed")]
     run = await api.run(run_id)
     assert run["status"] == "completed" and run["reason"] is None
     assert run["output"] == [{"kind": "text", "text": "one two three four five"}]

@@ -7,7 +7,7 @@ from typing import Any
 
 from llamon_playground.daemon.runs.reconcile import fold_delta
 
-CLOSING = ("completed", "failed", "skipped", "cancelled")
+CLOSING = ("completed", "failed", "skipped", "cancelled", "interrupted")
 
 
 def assert_phases_close(phases: list[dict[str, Any]]) -> None:

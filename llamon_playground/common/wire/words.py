@@ -19,7 +19,7 @@ from llamon_playground.common.contract import (
 )
 
 __all__ = ["ACTIVE_STATUSES", "API_PREFIX", "SUCCESS_STATUSES", "TERMINAL_STATUSES",
-           "RunStatus", "RunReason", "HostStateName", "RunEventKind", "ProjectEventKind",
+           "RunStatus", "RunReason", "PhaseState", "HostStateName", "RunEventKind", "ProjectEventKind",
            "BUNDLE_FORMAT", "MAX_TITLE", "MAX_LABEL", "MAX_NOTE", "MAX_REVISION", "MAX_PARTS",
            "MAX_CHANGED_FILES"]
 
@@ -43,6 +43,19 @@ class RunReason(StrEnum):
     AUTH_REQUIRED = "auth_required"
     IMPORTED = "imported"
     INTERNAL_ERROR = "internal_error"
+
+
+class PhaseState(StrEnum):
+    """A `run.phase` event's `state`. A phase that started closes once, with one of the
+    others: `completed`/`skipped`, or the run's own end when the run ended otherwise
+    (`failed`, `cancelled`, `interrupted`): never `completed` after such an end."""
+
+    STARTED = "started"
+    COMPLETED = "completed"
+    SKIPPED = "skipped"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    INTERRUPTED = "interrupted"
 
 
 class HostStateName(StrEnum):

@@ -15,7 +15,7 @@ from llamon_playground.daemon.runs.reconcile import CANDIDATES_SQL, IMPORTED_END
 from llamon_playground.daemon.store.blobs import BlobStore
 from llamon_playground.daemon.store.bundles import import_bundle
 from llamon_playground.daemon.store.database import Store
-from llamon_playground.daemon.store.history import create_session, insert_run
+from llamon_playground.daemon.store.history import create_session, get_run, insert_run
 
 ROW = {"created_at": "2026-01-01T00:00:00Z", "context_id": "c", "input": {"parts": []}}
 
@@ -115,3 +115,40 @@ async def test_an_import_below_the_mark_is_checked_at_the_next_boot(tmp_path: Pa
         last = await store.fetch_one(
             "SELECT kind FROM events WHERE run_id = ? ORDER BY seq DESC LIMIT 1", (new_id,))
         assert last is not None and last["kind"] == "run.status"
+
+
+async def test_a_run_a_clean_stop_left_unended_ends_as_a_clean_stop(tmp_path: Path) -> None:
+    """A run found active that the stopping daemon noted (it could not write its ending)
+    ends studio_shutdown, one it did not daemon_restarted; each error says which."""
+    store = make_store(tmp_path)
+    await store.open()
+    try:
+        session = await create_session(store, "s", {})
+        for run_id in ("run_stopped", "run_killed"):  # one daemon's life each
+            await insert_run(store, {"id": run_id, "session_id": session["id"],
+                                     "status": "running", **ROW}, [])
+            await reconcile_runs(store, "daemon_restarted", frozenset({"run_stopped"}))
+        stopped = await get_run(store, "run_stopped")
+        killed = await get_run(store, "run_killed")
+    finally:
+        await store.close()
+    assert stopped is not None and killed is not None
+    assert (stopped["status"], stopped["reason"]) == ("interrupted", "studio_shutdown")
+    assert (killed["status"], killed["reason"]) == ("interrupted", "daemon_restarted")
+    assert "took no writes" in stopped["error"]["message"]
+    assert "killed or crashed" in killed["error"]["message"]
+
+
+async def test_a_run_active_in_an_imported_bundle_says_so(tmp_path: Path) -> None:
+    store = make_store(tmp_path)
+    await store.open()
+    try:
+        active = ended_without_events("x")
+        active["runs"][0]["status"] = "running"
+        ids = await import_bundle(store, BlobStore(tmp_path / "files"), active, IMPORTED_ENDING)
+        run = await get_run(store, ids["runs"]["x"])
+    finally:
+        await store.close()
+    assert run is not None and (run["status"], run["reason"]) == ("interrupted", "imported")
+    assert run["error"] == {"kind": "error", "message": "the run was still active in the "
+                            "bundle it was imported from"}

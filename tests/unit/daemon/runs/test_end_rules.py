@@ -12,6 +12,7 @@ from llamon_playground.daemon.runs.end_rules import (
     EndDecision,
     cancel_ends_task,
     decide_end,
+    decide_orphan_end,
 )
 from llamon_playground.daemon.runs.ending import RunFailure
 from llamon_playground.daemon.runs.state import Reason, RunStatus
@@ -22,6 +23,8 @@ BUG = KeyError("oops")
 
 FAILED, CANCELLED, INTERRUPTED = RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.INTERRUPTED
 COMPLETED, PAUSED = RunStatus.COMPLETED, RunStatus.INPUT_REQUIRED
+STOPPED_WORDS = ("the daemon was stopped (SIGTERM or SIGINT, `llamon-playground stop`) during "
+                 "the run")
 
 
 # -- a stop(reason) came, and the task saw its cancellation ----------------------------------
@@ -33,8 +36,9 @@ COMPLETED, PAUSED = RunStatus.COMPLETED, RunStatus.INPUT_REQUIRED
     (Reason.HOST_UNRESPONSIVE, EndDecision(FAILED, Reason.HOST_UNRESPONSIVE,
         "the Host sent nothing for 2.5 s and did not answer its agent card; it is being "
         "restarted")),
-    (Reason.STUDIO_SHUTDOWN, EndDecision(INTERRUPTED, Reason.STUDIO_SHUTDOWN)),
-    (None, EndDecision(INTERRUPTED, Reason.STUDIO_SHUTDOWN)),  # a cancel nobody asked for: shutdown
+    (Reason.STUDIO_SHUTDOWN, EndDecision(INTERRUPTED, Reason.STUDIO_SHUTDOWN, STOPPED_WORDS)),
+    # A cancel nobody asked for: shutdown.
+    (None, EndDecision(INTERRUPTED, Reason.STUDIO_SHUTDOWN, STOPPED_WORDS)),
 ])
 def test_a_cancelled_task_ends_for_its_stop(stopped_for: str | None,
                                            expected: EndDecision) -> None:
@@ -75,7 +79,16 @@ STOPPED_STATUS = {Reason.USER_CANCELLED: CANCELLED, Reason.RUNTIME_RESTARTED: FA
 def test_a_stop_overrides_whatever_the_task_said(stopped_for: str,
                                                  error: BaseException | None) -> None:
     decision = decide_end(stopped_for, "failed", error, host_said="no")
-    assert decision == EndDecision(STOPPED_STATUS[stopped_for], stopped_for)
+    # An interrupted run still says what interrupted it: the stop's words, never the task's.
+    words = STOPPED_WORDS if stopped_for == Reason.STUDIO_SHUTDOWN else None
+    assert decision == EndDecision(STOPPED_STATUS[stopped_for], stopped_for, words)
+
+
+def test_a_run_found_active_at_start_says_the_daemon_was_killed_or_crashed() -> None:
+    decision = decide_orphan_end(Reason.DAEMON_RESTARTED)
+    assert (decision.status, decision.reason) == (INTERRUPTED, Reason.DAEMON_RESTARTED)
+    assert decision.message is not None and "killed or crashed" in decision.message
+    assert decision.message != STOPPED_WORDS
 
 
 

@@ -246,8 +246,14 @@ async def test_boot_recovery_makes_every_row_and_its_events_agree(
         "failed", "host_error", [{"kind": "text", "text": "x"}])
     assert b["ended_at"] is not None
     assert (c["status"], c["reason"]) == ("interrupted", "daemon_restarted")
-    assert c["output"] == [{"kind": "text", "text": "n0 n1 "}]
+    # What it streamed is kept, then the part that says what interrupted it.
+    assert c["error"] is not None and "killed or crashed" in c["error"]["message"]
+    assert c["output"] == [{"kind": "text", "text": "n0 n1 "}, c["error"]]
     c_events = await kinds_and_payloads(store, "run_c")
     assert c_events[-1]["status"] == "interrupted"
-    assert_phases_close([e for e in c_events if e["kind"] == "run.phase"
-                         and e["phase"] != "complete"])
+    c_phases = [e for e in c_events if e["kind"] == "run.phase"]
+    assert_phases_close([e for e in c_phases if e["phase"] != "complete"])
+    # Its open phase and its complete phase end as the run did, never `completed`.
+    ends = {e["phase"]: e for e in c_phases if e["state"] != "started"}
+    assert ends["send"]["state"] == ends["complete"]["state"] == "interrupted"
+    assert ends["complete"]["message"] == c["error"]["message"]
