@@ -14,13 +14,15 @@ export class Notices {
     dismiss.addEventListener('click', () => this.clear());
   }
 
-  show(text, owner = ACTION) {
+  // `actions`: links and buttons after the text (a 409's "Open that run", "Cancel that run").
+  show(text, owner = ACTION, actions = []) {
     if (!text) {
       this.clear();
       return;
     }
     this.owner = owner;
     this.node.textContent = text;
+    for (const action of actions) this.node.append(' ', action);
     this.node.dataset.owner = owner;
     this.node.hidden = false;
     this.dismiss.hidden = false;

@@ -3,7 +3,7 @@
 // Last-Event-ID, and the stream ends (204) once the run's final status was sent.
 import { ACTIVE, API, TERMINAL, call } from './api.js';
 import { button, el, ms } from './dom.js';
-import { renderPart } from './parts.js';
+import { renderAnswerPart, renderPart } from './parts.js';
 import { sourceTarget } from './source.js';
 import { GraphView } from './graph.js';
 import { Stepper } from './stepper.js';
@@ -155,7 +155,7 @@ export class RunView {
   showFinal(parts) {
     this.final = true;
     this.stream.stop();
-    this.answer.replaceChildren(...parts.map(renderPart));
+    this.answer.replaceChildren(...parts.map(renderAnswerPart));
     this.answer.dataset.source = 'final';
   }
 
@@ -219,7 +219,7 @@ export class RunView {
     this.detail = run;
     this.trace.setRun(run);
     this.renderHead(run);
-    this.input.replaceChildren(...((run.input && run.input.parts) || []).map(renderPart));
+    this.input.replaceChildren(...((run.input && run.input.parts) || []).map((p) => renderPart(p)));
     this.setStatus(run.status);
     this.renderActions(run);
     this.renderScores(run);

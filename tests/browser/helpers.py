@@ -18,6 +18,11 @@ def button(page: Any, name: str) -> Any:
     return page.get_by_role("button", name=name, exact=True)
 
 
+def pick_box(page: Any, run_id: str) -> Any:
+    """The thread's pick box of run `run_id` (named for a person by its input and time)."""
+    return page.locator(f".run-item:has(.run-card[data-run-id='{run_id}']) input[type=checkbox]")
+
+
 def send(page: Any, text: str) -> Any:
     """Type a message and send it with Ctrl+Enter; answer the run view it opens."""
     views = page.locator("article.run-view")

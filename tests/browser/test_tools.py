@@ -154,5 +154,6 @@ def test_a_restarted_front_resumes_the_stream_with_every_delta_once(
     ticks_once(streamed)
     button(page, "Cancel").click()
     expect(view).to_have_attribute("data-status", "cancelled")
-    assert (answer.text_content() or "").startswith(streamed)
+    # The final answer is Markdown: its paragraph drops the last tick's trailing space.
+    assert (answer.text_content() or "").startswith(streamed.rstrip())
 
