@@ -14,7 +14,7 @@ import { Welcome } from './welcome.js';
 import { DAEMON, Notices } from './notices.js';
 import { RunList } from './run_list.js';
 import { RunView } from './run_view.js';
-import { runName, turnWhen } from './turn.js';
+import { runName, setConnectionLost, turnWhen } from './turn.js';
 import { Search } from './search.js';
 import { Suites, saveSuite } from './suites.js';
 
@@ -300,6 +300,7 @@ const app = {
 
   // Back on line: what was shown as unknown is read again, and the daemon's notice ends.
   live() {
+    setConnectionLost(false);
     this.notices.end(DAEMON);
     this.host.refresh().catch(() => {});
     if (this.view) this.view.connectionBack();
@@ -307,6 +308,8 @@ const app = {
   },
 
   lost() {
+    setConnectionLost(true);
+    this.runList.redraw();
     this.host.unknown();
     if (this.view) this.view.connectionLost();
   },

@@ -3,6 +3,7 @@
 // in whole (text as typed, a data part's summary, files by name) and the agent's answer in
 // whole, its Markdown formatted (markdown.js). A long input or answer is folded to a few
 // lines with "Show all"; what a reader unfolded stays unfolded while the page lives.
+import { ACTIVE } from './api.js';
 import { button, el, ms } from './dom.js';
 import { renderMarkdown } from './markdown.js';
 
@@ -12,6 +13,13 @@ const FOLD_LINES = 8;
 const FOLDED_TEXT = 4000;  // characters of a folded answer formatted: the rest is out of sight
 
 const unfolded = new Set();  // "<run id>:<input|answer>" the reader unfolded
+let connectionLost = false;  // while lost, an active run's state is not known
+
+// While the connection is lost, a turn of an active run says its state is unknown, never its
+// last value (the run view and the Host badge say the same).
+export function setConnectionLost(lost) {
+  connectionLost = lost;
+}
 
 export function excerpt(text, length = EXCERPT) {
   const flat = String(text || '').replace(/\s+/g, ' ').trim();
@@ -82,7 +90,7 @@ function inputParts(parts) {
 function answerParts(run, folded) {
   const parts = run.output || [];
   if (!parts.length) {
-    if (run.status === 'running' || run.status === 'created') return [el('span', { class: 'hint' }, '…')];
+    if (ACTIVE.has(run.status)) return [el('span', { class: 'hint' }, '…')];
     return [el('span', { class: 'hint' }, '—')];
   }
   return parts.map((part) => {
@@ -140,7 +148,9 @@ export function turnLines(run, find, open = null, changed = () => {}) {
     side(run, 'input', 'you: ', () => inputParts(input), inputText, changed),
     side(run, 'answer', 'agent: ', (folded) => answerParts(run, folded), answerText, changed),
     el('div', { class: 'turn-line facts' },
-      el('span', { class: 'status', dataset: { status: run.status } }, run.status),
+      connectionLost && ACTIVE.has(run.status)
+        ? el('span', { class: 'status', dataset: { status: 'unknown' } }, 'unknown (connection lost)')
+        : el('span', { class: 'status', dataset: { status: run.status } }, run.status),
       waiting,
       run.reason ? el('span', { class: 'reason' }, run.reason) : null,
       run.duration_ms !== null && run.duration_ms !== undefined

@@ -33,6 +33,8 @@ def test_a_dead_daemon_shows_lost_then_live_and_its_notice_ends(
     expect(badge).to_have_attribute("data-state", "unknown")
     expect(badge).not_to_contain_text("ready")
     expect(view.locator(".facts .status")).to_have_text("unknown (connection lost)")
+    turn = page.locator(f".run-card[data-run-id='{view.get_attribute('data-run-id')}'] .status")
+    expect(turn).to_have_text("unknown (connection lost)")  # the thread says so too
     # An action meanwhile gets a 503: its notice belongs to the daemon's absence.
     button(page, "New session").click()
     notice = page.locator("#notice")
@@ -45,6 +47,7 @@ def test_a_dead_daemon_shows_lost_then_live_and_its_notice_ends(
     # The run the dead daemon left is ended by the next one; its steps say so.
     expect(view).to_have_attribute("data-status", "interrupted")
     expect(view.locator(".facts .status")).to_have_text("interrupted")
+    expect(turn).to_have_text("interrupted")
     steps = view.get_by_role("list", name="Phases")
     expect(steps.locator("li[data-phase='complete']")).to_have_attribute("data-state", "interrupted")
     expect(steps.locator("li[data-phase='send']")).to_have_attribute("data-state", "interrupted")

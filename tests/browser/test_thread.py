@@ -121,7 +121,7 @@ def test_the_thread_reads_down_to_the_newest_turn_by_the_composer(page: Any, fro
     # Opening the session again shows its end.
     page.reload()
     page.locator(".session-item", has_text="stream turn 0").click()
-    expect(card(page, late)).to_be_in_viewport(ratio=0.9)
+    expect(card(page, mine)).to_be_in_viewport(ratio=0.9)
     # A link to an older run shows that run's turn in the thread.
     page.goto(page.url.split("#")[0] + f"#{sent[0]}")
     page.reload()
@@ -135,6 +135,7 @@ def test_the_thread_reads_down_to_the_newest_turn_by_the_composer(page: Any, fro
 
 def test_a_resume_stays_right_after_the_question_it_answers(page: Any) -> None:
     _, asked = finished(page, "ask", "input_required")
+    button(page, "New message instead").click()  # else the composer answers the question
     _, between = finished(page, "stream meanwhile")
     card(page, asked).click()
     view = page.locator(f"article.run-view[data-run-id='{asked}']")
