@@ -70,7 +70,7 @@ def unauthorized_page(why: str = "none") -> web.Response:
     """What a browser without the cookie gets at `/`: which token it lacks and how to log
     in, as a page (401). The sentence is one of REFUSED, never a request's text."""
     page = (PAGE_DIR / "unauthorized.html").read_text(encoding="utf-8")
-    body = page.replace("@WHY@", html.escape(REFUSED.get(why, REFUSED["none"])))
+    body = page.replace("@WHY@", html.escape(REFUSED.get(why, REFUSED["none"]), quote=False))
     response = web.Response(text=body, content_type="text/html", charset="utf-8",
                             headers=PAGE_HEADERS)
     response.set_status(401)

@@ -121,6 +121,9 @@ export class RunView {
   // A score that names a node leads to that node's source (as the trace's rows do) and,
   // for a Flow, to the node in the graph.
   whereIs(node) {
+    // Source targets are a Flow's (its graph read from source): an Agent's node has none,
+    // so it is offered no "Where is" that could only fail.
+    if (!this.graph) return [el('span', { class: 'node-name' }, node)];
     const where = button(`Where is ${node}?`, async () => where.replaceWith(await sourceTarget(node)),
       { class: 'where' });
     const inGraph = this.graph && this.graph.has(node)

@@ -47,13 +47,13 @@ def test_a_dead_daemon_shows_lost_then_live_and_its_notice_ends(
     # The run the dead daemon left is ended by the next one; its steps say so.
     expect(view).to_have_attribute("data-status", "interrupted")
     expect(view.locator(".facts .status")).to_have_text("interrupted")
-    expect(turn).to_have_text("interrupted")
     steps = view.get_by_role("list", name="Phases")
     expect(steps.locator("li[data-phase='complete']")).to_have_attribute("data-state", "interrupted")
     expect(steps.locator("li[data-phase='send']")).to_have_attribute("data-state", "interrupted")
     expect(steps.locator("li[data-phase='send']")).to_have_text("send: interrupted (daemon_restarted)")
     expect(view.get_by_role("region", name="Diagnostics")).to_contain_text(
         "interrupted: daemon_restarted")
+    expect(turn).to_have_text("interrupted")
 
 
 def test_a_conflict_notice_ends_when_the_active_run_ends(page: Any) -> None:

@@ -128,10 +128,11 @@ def test_a_long_stream_is_painted_per_frame_and_let_go_once_final(page: Any) -> 
     # The final text, once: one stored text part, not the streamed chunks beside it.
     text = answer.evaluate("a => a.textContent")
     # (Its Markdown paragraph drops the last token's trailing space.)
-    assert text == "".join(f"t{n} " for n in range(DELTAS)).rstrip(), text[:200]
+    sent = "".join(f"t{n} " for n in range(DELTAS))
+    assert text == sent.rstrip(), text[:200]
     # Each character was written at most twice: streamed once, in the final parts once (a
     # page rewriting the whole text each frame, or the final parts twice, writes far more).
-    assert probe["written"] <= 2 * len(text), (probe, len(text))
+    assert probe["written"] <= 2 * len(sent), (probe, len(text))
     shape = answer.evaluate("""a => {
         const walker = document.createTreeWalker(a, NodeFilter.SHOW_TEXT);
         let textNodes = 0;
