@@ -206,8 +206,8 @@ def markdown_history(url: str, token: str) -> dict[str, str]:
 
 
 def shoot_markdown(browser: Any, login: str, url: str, runs: dict[str, str], scheme: str) -> None:
-    """The thread with a Markdown answer unfolded, the composer answering the agent's
-    question; at 1280 and at 800 px (the Thread panel, then the Run panel)."""
+    """The thread with a Markdown answer (folded, "Show all"), the composer answering the
+    agent's question; at 1280 and at 800 px (the Thread panel, then the Run panel)."""
     context = browser.new_context(viewport={"width": 1280, "height": 720}, color_scheme=scheme)
     page = context.new_page()
     page.goto(login)
@@ -215,11 +215,11 @@ def shoot_markdown(browser: Any, login: str, url: str, runs: dict[str, str], sch
     page.goto(f"{url}/#{runs['markdown']}")
     view = page.locator("article.run-view")
     expect(view.locator(".answer .md-code")).to_be_visible()
-    turn = page.locator(f".run-card[data-run-id='{runs['markdown']}']")
-    turn.get_by_role("button", name="Show all").click()
+    # The thread at its end: the Markdown turn folded above the question still waiting.
+    expect(page.locator(f".run-card[data-run-id='{runs['ask']}'] .waiting")).to_be_visible()
     expect(page.locator("#composer-mode")).to_contain_text("The agent asks")
     page.get_by_label("Message").fill("Ada")
-    page.locator(f".run-card[data-run-id='{runs['markdown']}']").scroll_into_view_if_needed()
+    page.locator("#run-list").evaluate("l => { l.scrollTop = l.scrollHeight; }")
     page.screenshot(path=OUT / f"markdown-{scheme}.png")
     page.set_viewport_size({"width": 800, "height": 700})
     page.get_by_role("group", name="Panels").get_by_role("button", name="Thread").click()

@@ -83,7 +83,8 @@ function openBlock(token) {
   if (!tag) return el('div');
   const props = {};
   if (tag === 'ol') {
-    const start = Number(token.attrGet('start'));
+    const given = token.attrGet('start');  // null: the list starts at 1
+    const start = given === null ? 1 : Number(given);
     if (Number.isInteger(start) && start !== 1) props.start = start;
   }
   if (tag === 'th' || tag === 'td') {
