@@ -10,7 +10,7 @@ import { renderMarkdown } from './markdown.js';
 const EXCERPT = 160;     // characters: a run's name in one line
 const FOLD_CHARS = 600;  // a text longer than this (or of more lines) is folded
 const FOLD_LINES = 8;
-const FOLDED_TEXT = 4000;  // characters of a folded answer formatted: the rest is out of sight
+const FOLDED_TEXT = 1000;  // characters of a folded answer formatted: more is out of sight
 
 const unfolded = new Set();  // "<run id>:<input|answer>" the reader unfolded
 let connectionLost = false;  // while lost, an active run's state is not known
