@@ -11,7 +11,7 @@ import { HostLogs } from './host_logs.js';
 import { HostPanel } from './host_panel.js';
 import { showPanel, wireKeys, wirePanels } from './keys.js';
 import { Welcome } from './welcome.js';
-import { DAEMON, Notices } from './notices.js';
+import { DAEMON, Notices, conflictNotice } from './notices.js';
 import { RunList } from './run_list.js';
 import { RunView } from './run_view.js';
 import { runName, setConnectionLost, turnWhen } from './turn.js';
@@ -245,7 +245,7 @@ const app = {
       started = await request();
     } catch (error) {
       if (error.status !== 409 || !error.detail.active_run_id) throw error;
-      await this.busyNotice(error.detail.active_run_id);
+      await conflictNotice(this.notices, error.detail.active_run_id, (e) => this.fail(e));
       return false;
     }
     this.notices.end('action');
@@ -253,25 +253,6 @@ const app = {
     // A turn this page started comes into view, wherever the reader had scrolled.
     this.runList.reveal(started.run_id);
     return true;
-  },
-
-  async busyNotice(active) {
-    const run = await call('GET', `/runs/${encodeURIComponent(active)}`).catch(() => null);
-    const session = run && run.session_id
-      ? await call('GET', `/sessions/${encodeURIComponent(run.session_id)}`).catch(() => null) : null;
-    const where = session ? ` in session "${session.title || 'untitled'}"`
-      : run && run.session_id ? ` in session ${run.session_id}` : '';
-    const named = run ? `"${runName(run)}" (${active})` : active;
-    this.notices.show(`Another run is active: ${named}${where}. Your message was not sent; it is still in the box.`,
-      `run:${active}`, [
-        el('a', { href: `#${active}`, class: 'notice-link' }, 'Open that run'),
-        button('Cancel that run', async () => {
-          try {
-            await call('DELETE', `/runs/${encodeURIComponent(active)}`);
-          } catch (error) {
-            this.fail(error);
-          }
-        }, { class: 'notice-action' })]);
   },
 
   async send(body, title) {
