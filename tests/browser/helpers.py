@@ -78,6 +78,7 @@ def slow_run_streaming(page: Any, tick: int) -> tuple[Any, Any]:
 
 def ticks_once(text: str) -> int:
     """`slow`'s ticks in `text` are 1, 2, 3, ... (none lost, none twice): how many."""
-    ticks = [int(n) for n in re.findall(r"tick (\d+) ", text)]
+    # The last tick may end the text without its space (a final Markdown paragraph drops it).
+    ticks = [int(n) for n in re.findall(r"tick (\d+)(?: |$)", text)]
     assert ticks == list(range(1, len(ticks) + 1)), text
     return len(ticks)
