@@ -70,6 +70,15 @@ class Door:
                        body_limit(self.settings, request.method, request.path))
         return None
 
+    def refused_login(self, request: web.Request) -> str:
+        """Why a browser was not let in, in the words the 401 page says: a token that is not
+        this front's (in the address, or a cookie from an earlier token), or none given."""
+        if self.auth is None:
+            return "none"
+        if self.auth.is_login(request):
+            return "wrong"
+        return "stale" if self.auth.cookie_name(self.port) in request.cookies else "none"
+
     def admitted(self, request: web.Request) -> None:
         """The request passed: its connection holds its slot, under the current token."""
         slots = request.app.get(SLOTS)
@@ -137,7 +146,7 @@ async def _answer(request: web.Request, handler: Handler) -> web.StreamResponse:
     except Refused as exc:
         request[REFUSED] = f"{exc.status} {exc.code}"
         if exc.status == 401 and wants_page(request):
-            response = unauthorized_page()
+            response = unauthorized_page(request.app[DOOR].refused_login(request))
             response.headers["WWW-Authenticate"] = 'Bearer realm="llamon-playground"'
             return response
         return refusal(exc.status, exc.code, exc.message)

@@ -11,6 +11,7 @@ origin only, no inline script, `connect-src 'self'`; the page inserts agent outp
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 
 from aiohttp import web
@@ -20,7 +21,8 @@ from llamon_playground.common.contract import API_PREFIX
 PAGE_DIR = Path(__file__).resolve().parent / "page"
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
        "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
-TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css"}
+TYPES = {".html": "text/html", ".js": "text/javascript", ".mjs": "text/javascript",
+         ".css": "text/css"}
 PAGE_HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff",
                 "Referrer-Policy": "no-referrer", "Cache-Control": "no-cache"}
 
@@ -28,8 +30,12 @@ PAGE_HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosni
 def page_files() -> dict[str, Path]:
     """The files the page may serve, by name: a fixed list, so no path is ever resolved
     from a request."""
-    return {path.name: path for path in PAGE_DIR.iterdir()
-            if path.is_file() and path.suffix in TYPES}
+    files = {path.name: path for path in PAGE_DIR.iterdir()
+             if path.is_file() and path.suffix in TYPES}
+    # The vendored library (vendor/README.md), served as `/page/vendor/<name>`.
+    files.update({f"vendor/{path.name}": path for path in (PAGE_DIR / "vendor").iterdir()
+                  if path.is_file() and path.suffix in TYPES})
+    return files
 
 
 def _file_response(path: Path) -> web.Response:
@@ -50,9 +56,23 @@ def wants_page(request: web.Request) -> bool:
         "text/html" in request.headers.get("Accept", "")
 
 
-def unauthorized_page() -> web.Response:
-    """What a browser without the cookie gets at `/`: how to log in, as a page (401)."""
-    response = _file_response(PAGE_DIR / "unauthorized.html")
+# What the 401 page says first: which token it was given, if any (door.refused_login).
+REFUSED = {
+    "none": "No token: this browser has not logged in to this front.",
+    "wrong": "That token is not this front's token: the address carried a token, but not "
+             "the one this front was started with.",
+    "stale": "This browser's login is from an earlier token: the front's token changed "
+             "since (a new `up`, or the token was rotated), so log in again.",
+}
+
+
+def unauthorized_page(why: str = "none") -> web.Response:
+    """What a browser without the cookie gets at `/`: which token it lacks and how to log
+    in, as a page (401). The sentence is one of REFUSED, never a request's text."""
+    page = (PAGE_DIR / "unauthorized.html").read_text(encoding="utf-8")
+    body = page.replace("@WHY@", html.escape(REFUSED.get(why, REFUSED["none"]), quote=False))
+    response = web.Response(text=body, content_type="text/html", charset="utf-8",
+                            headers=PAGE_HEADERS)
     response.set_status(401)
     return response
 
@@ -67,4 +87,4 @@ def add_page_routes(app: web.Application) -> None:
         return _file_response(path)
 
     app.router.add_get("/", landing)
-    app.router.add_get("/page/{name}", asset)
+    app.router.add_get("/page/{name:(?:vendor/)?[^/]+}", asset)

@@ -1,6 +1,6 @@
 """Screenshots of the Playground page (scripts/screenshots): the first-entry notice, the
 thread, the narrow panels, the run view, its trace timeline, a failed run, the Host logs
-panel, a comparison,
+panel, a comparison, a thread with Markdown answers,
 search, the suites, a suite run's report, a Flow's graph with a run's path, a Flow opened
 (its graph before any run), the Flow graph live (a slow node running) and a crashloop's Host
 panel, each in light and dark, at 1280×720 (and 800×700), into docs/screenshots/.
@@ -200,6 +200,44 @@ def shoot_graph(browser: Any, login: str, scheme: str) -> None:
     context.close()
 
 
+def markdown_history(url: str, token: str) -> dict[str, str]:
+    """A session whose answers are Markdown: a list, a table, a code block and a link; then a
+    question answered from the composer."""
+    session = api(url, token, "POST", "/sessions", {"title": "release checklist"})["id"]
+    runs: dict[str, str] = {}
+    runs["markdown"] = api(url, token, "POST", f"/sessions/{session}/runs",
+                           {"parts": [{"kind": "text", "text": "markdown"}]})["run_id"]
+    finished(url, token, runs["markdown"])
+    runs["ask"] = api(url, token, "POST", f"/sessions/{session}/runs",
+                      {"parts": [{"kind": "text", "text": "ask"}]})["run_id"]
+    finished(url, token, runs["ask"])
+    return runs
+
+
+def shoot_markdown(browser: Any, login: str, url: str, runs: dict[str, str], scheme: str) -> None:
+    """The thread with a Markdown answer (folded, "Show all"), the composer answering the
+    agent's question; at 1280 and at 800 px (the Thread panel, then the Run panel)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 720}, color_scheme=scheme)
+    page = context.new_page()
+    page.goto(login)
+    page.get_by_role("button", name="Got it").click()
+    page.goto(f"{url}/#{runs['markdown']}")
+    view = page.locator("article.run-view")
+    expect(view.locator(".answer .md-code")).to_be_visible()
+    # The thread at its end: the Markdown turn folded above the question still waiting.
+    expect(page.locator(f".run-card[data-run-id='{runs['ask']}'] .waiting")).to_be_visible()
+    expect(page.locator("#composer-mode")).to_contain_text("The agent asks")
+    page.get_by_label("Message").fill("Ada")
+    page.locator("#run-list").evaluate("l => { l.scrollTop = l.scrollHeight; }")
+    page.screenshot(path=OUT / f"markdown-{scheme}.png")
+    page.set_viewport_size({"width": 800, "height": 700})
+    page.get_by_role("group", name="Panels").get_by_role("button", name="Thread").click()
+    page.screenshot(path=OUT / f"markdown-narrow-{scheme}.png")
+    page.get_by_role("group", name="Panels").get_by_role("button", name="Run").click()
+    page.screenshot(path=OUT / f"markdown-narrow-run-{scheme}.png")
+    context.close()
+
+
 def send_slow(page: Any) -> Any:
     """Send an approval tagged "slow" (approve takes 4 s); the run view once approve runs."""
     page.get_by_role("button", name="approve: request").click()
@@ -299,8 +337,10 @@ def main() -> None:
                 try:
                     url, token = login.split("/?token=")
                     runs = history(url, token)
+                    markdown_runs = markdown_history(url, token)
                     for scheme in ("light", "dark"):
                         shoot(browser, login, url, runs, scheme)
+                        shoot_markdown(browser, login, url, markdown_runs, scheme)
                 finally:
                     up.send_signal(signal.SIGINT)
                     up.wait(30)

@@ -12,9 +12,10 @@ import { HostLogs } from './host_logs.js';
 import { HostPanel } from './host_panel.js';
 import { showPanel, wireKeys, wirePanels } from './keys.js';
 import { Welcome } from './welcome.js';
-import { DAEMON, Notices } from './notices.js';
+import { DAEMON, Notices, conflictNotice } from './notices.js';
 import { RunList } from './run_list.js';
 import { RunView } from './run_view.js';
+import { runName, setConnectionLost, turnWhen } from './turn.js';
 import { Search } from './search.js';
 import { Suites, saveSuite } from './suites.js';
 
@@ -119,6 +120,7 @@ const app = {
   async loadRuns() {
     await this.runList.load(this.sessionId, this.view && this.view.runId);
     this.showRunsEmpty();
+    this.threadRead();
     this.picked = this.picked.filter((id) => this.runList.has(id));
     this.updateCompare();
   },
@@ -131,8 +133,9 @@ const app = {
   },
 
   pickBox(run) {
+    // Named as the turn reads (its label, else its input) with its time, not its id.
     const box = el('input', { type: 'checkbox',
-      'aria-label': `Pick ${run.label || run.id} to compare or export` });
+      'aria-label': `Pick "${runName(run)}", ${turnWhen(run)}, to compare or export` });
     box.checked = this.picked.includes(run.id);
     box.addEventListener('change', () => {
       this.picked = this.picked.filter((id) => id !== run.id);
@@ -214,7 +217,10 @@ const app = {
     this.reloadTimer = setTimeout(() => {
       const changed = [...this.changed];
       this.changed.clear();
-      this.runList.refresh(changed).then(() => this.showRunsEmpty(), (e) => this.fail(e));
+      this.runList.refresh(changed).then(() => {
+        this.showRunsEmpty();
+        this.threadRead();
+      }, (e) => this.fail(e));
       this.loadSessions().catch((e) => this.fail(e));
       this.footer.soon();
       this.search.refresh();
@@ -226,6 +232,7 @@ const app = {
     if (this.view) this.view.close();
     const view = new RunView(runId, this);
     this.view = view;
+    this.composer.runOpened(runId);
     $('run-pane').replaceChildren(view.node);
     showPanel('run');
     this.search.setOpen(runId);
@@ -244,29 +251,34 @@ const app = {
   },
 
   // Create, resume and rerun answer 202 with the new run, which the view opens. A 409 names
-  // the active run instead: the view moves there, as the design says.
+  // the active run instead: the view stays, the draft stays in the composer, and a notice
+  // names that run and its session, with a link to it and its Cancel.
   async start(request) {
     let started;
     try {
       started = await request();
     } catch (error) {
       if (error.status !== 409 || !error.detail.active_run_id) throw error;
-      const active = error.detail.active_run_id;
-      this.notice(`Another run is active (${active}); showing it.`, `run:${active}`);
-      await this.openRun(error.detail.active_run_id);
+      await conflictNotice(this.notices, error.detail.active_run_id, (e) => this.fail(e));
       return false;
     }
     this.notices.end('action');
     await this.openRun(started.run_id);
+    // A turn this page started comes into view, wherever the reader had scrolled.
+    this.runList.reveal(started.run_id);
     return true;
   },
 
   async send(body, title) {
-    const rerunOf = this.composer.rerunOf;
-    if (rerunOf) {
-      const started = await this.start(() => call('POST', `/runs/${encodeURIComponent(rerunOf)}/rerun`, body));
+    const mode = this.composer.mode();
+    if (mode.kind === 'edit') {
+      const started = await this.start(() => call('POST', `/runs/${encodeURIComponent(mode.runId)}/rerun`, body));
       if (started) this.composer.pick(null);
       return started;
+    }
+    if (mode.kind === 'answer') {
+      // The session's question answered: the same conversation goes on (a resume).
+      return this.start(() => call('POST', `/runs/${encodeURIComponent(mode.runId)}/resume`, body));
     }
     if (!this.sessionId) {
       const session = await call('POST', '/sessions', { title: title.slice(0, 60) });
@@ -275,8 +287,15 @@ const app = {
     return this.start(() => call('POST', `/sessions/${encodeURIComponent(this.sessionId)}/runs`, body));
   },
 
+  // The thread was read (again): the composer learns whether its latest run asks for input.
+  threadRead() {
+    const latest = this.runList.sessionId === this.sessionId ? this.runList.runs[0] : null;
+    this.composer.setLatest(latest || null);
+  },
+
   // Back on line: what was shown as unknown is read again, and the daemon's notice ends.
   live() {
+    setConnectionLost(false);
     this.notices.end(DAEMON);
     this.host.refresh().catch(() => {});
     if (this.view) this.view.connectionBack();
@@ -284,6 +303,8 @@ const app = {
   },
 
   lost() {
+    setConnectionLost(true);
+    this.runList.redraw();
     this.host.unknown();
     if (this.view) this.view.connectionLost();
   },
@@ -320,6 +341,11 @@ function when(iso) {
   return iso.startsWith(today) ? iso.slice(11, 16) : iso.slice(0, 10);
 }
 
+// "1 session", "2 sessions".
+function count(n, noun) {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`;
+}
+
 function guard(action) {
   return async (event) => {
     try {
@@ -350,7 +376,7 @@ function wire() {
   app.welcome = new Welcome($('welcome'), $('help-button'));
   const composer = new Composer({ tabs: $('composer-tabs'), message: $('message'),
     hint: $('composer-hint'), metadata: $('metadata'), attachments: $('attachments'),
-    examples: $('composer-examples') });
+    examples: $('composer-examples'), banner: $('composer-mode'), form: $('composer') });
   $('attach').addEventListener('change', guard(async (event) => {
     await composer.attach(event.target.files);
     event.target.value = '';
@@ -383,7 +409,7 @@ function wire() {
     if (!file) return;
     const imported = await importBundle(file);
     app.footer.soon();
-    app.notice(`Imported ${Object.keys(imported.sessions).length} sessions and ${Object.keys(imported.runs).length} runs.`);
+    app.notice(`Imported ${count(Object.keys(imported.sessions).length, 'session')} and ${count(Object.keys(imported.runs).length, 'run')}.`);
     // The view goes to what came in: the first imported session's thread.
     const [first] = Object.values(imported.sessions);
     if (first) await app.selectSession(first);

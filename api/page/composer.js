@@ -1,8 +1,12 @@
 // The composer: text by default; a Flow's contract tabs (or an Agent's input schemas) from
 // `/composer-schema` turn the message box into the tab's JSON draft, sent as a data part.
+// It knows the conversation: while the session's latest run asks for input, what is sent
+// answers it (a resume); "Edit and rerun" is a mode of its own, with Cancel (and Escape),
+// that ends when another run opens. Its banner says which of these Send does.
 import { call } from './api.js';
 import { button, el } from './dom.js';
 import { sourceTarget } from './source.js';
+import { runName, summary } from './turn.js';
 
 const MAX_INLINE_BYTES = 10 * 1024 * 1024;  // the API's limit per inline file, decoded
 
@@ -17,6 +21,17 @@ export class Composer {
     this.files = [];  // file parts to send with the message
     this.tab = null;  // null: the text composer
     this.rerunOf = null;  // a run id while "Edit and rerun" is composing
+    this.editing = null;  // that run
+    this.asking = null;   // the session's latest run while it waits for an answer
+    this.declined = null;  // the id of an asking run the person chose not to answer here
+    this.banner = nodes.banner;
+    // Escape in the composer leaves edit mode (before the page's Escape closes a panel).
+    nodes.form.addEventListener('keydown', (event) => {
+      if (event.key === 'Escape' && this.editing && !event.defaultPrevented) {
+        event.preventDefault();
+        this.cancelEdit();
+      }
+    });
     // The box grows with what it holds (a contract's JSON draft is many lines), up to the
     // height the stylesheet allows; then it scrolls.
     this.message.addEventListener('input', () => this.grow());
@@ -94,6 +109,7 @@ export class Composer {
   pick(tab) {
     this.tab = tab;
     this.rerunOf = null;
+    this.editing = null;
     const index = tab ? (this.tabs || []).indexOf(tab) + 1 : 0;
     (this.buttons || []).forEach((b, i) => b.setAttribute('aria-pressed', String(i === index)));
     if (tab) {
@@ -111,6 +127,7 @@ export class Composer {
       this.hint.textContent = '';
     }
     this.grow();
+    this.showMode();
   }
 
   // Edit and rerun: the run's input in the box; Send reruns it with the edited parts.
@@ -118,12 +135,84 @@ export class Composer {
     const parts = (run.input && run.input.parts) || [];
     const texts = parts.filter((p) => p.kind === 'text').map((p) => p.text);
     const data = parts.find((p) => p.kind === 'data');
+    if (!this.editing) this.draft = { tab: this.tab, text: this.message.value };  // back on Cancel
     this.tab = !texts.length && data ? { id: 'edit', contract: 'data', draft: data.data } : null;
     this.message.value = this.tab ? JSON.stringify(data.data, null, 2) : texts.join('\n');
     this.rerunOf = run.id;
-    this.hint.textContent = `Editing a rerun of ${run.label || run.id}: Send starts it.`;
+    this.editing = run;
+    this.hint.textContent = '';
     this.grow();
+    this.showMode();
     this.message.focus();
+  }
+
+  // Out of edit mode: the box holds again what it held before.
+  cancelEdit() {
+    if (!this.editing) return;
+    const draft = this.draft || { tab: null, text: '' };
+    this.draft = null;
+    this.editing = null;
+    this.rerunOf = null;
+    this.tab = draft.tab;
+    this.message.value = draft.text;
+    this.hint.textContent = '';
+    this.grow();
+    this.showMode();
+  }
+
+  // A run opened: editing another run's rerun ends (the banner would name a run not shown).
+  runOpened(runId) {
+    if (this.editing && this.editing.id !== runId) this.cancelEdit();
+  }
+
+  // The open session's latest run, as the thread read it: while it waits for input (and
+  // nothing answered it yet), Send answers it.
+  setLatest(run) {
+    const asking = run && run.status === 'input_required' && !run.resumed_by ? run : null;
+    if ((asking && asking.id) === (this.asking && this.asking.id)) {
+      this.asking = asking;
+      return;
+    }
+    this.asking = asking;
+    this.showMode();
+  }
+
+  // What Send does now: rerun an edit, answer the question, or start a new run.
+  mode() {
+    if (this.editing) return { kind: 'edit', runId: this.editing.id };
+    if (this.asking && this.declined !== this.asking.id) return { kind: 'answer', runId: this.asking.id };
+    return { kind: 'new' };
+  }
+
+  showMode() {
+    const mode = this.mode();
+    this.banner.dataset.mode = mode.kind;
+    if (mode.kind === 'edit') {
+      this.banner.replaceChildren(
+        el('span', { class: 'mode-text' }, el('strong', {}, 'Editing a rerun'), ` of ${runName(this.editing)}: Send starts it.`),
+        button('Cancel edit', () => { this.cancelEdit(); this.message.focus(); }, { class: 'mode-action' }));
+    } else if (mode.kind === 'answer') {
+      this.banner.replaceChildren(
+        el('span', { class: 'mode-text' }, el('strong', {}, 'The agent asks: '),
+          el('span', { class: 'question' }, summary(this.asking.output) || 'for input'),
+          ' Send answers it (the same conversation goes on).'),
+        button('New message instead', () => {
+          this.declined = this.asking.id;
+          this.showMode();
+          this.message.focus();
+        }, { class: 'mode-action' }));
+    } else if (this.asking) {
+      this.banner.replaceChildren(
+        el('span', { class: 'mode-text' }, 'Send starts a new run; the agent\'s question stays unanswered.'),
+        button('Answer the question', () => {
+          this.declined = null;
+          this.showMode();
+          this.message.focus();
+        }, { class: 'mode-action' }));
+    } else {
+      this.banner.replaceChildren();
+    }
+    this.banner.hidden = !this.banner.firstChild;
   }
 
   title() {
@@ -165,9 +254,15 @@ export class Composer {
       }))));
   }
 
+  // After a run started: the attachments go, and a text message (a contract's JSON draft
+  // stays, to be edited and sent again).
   clear() {
     this.files = [];
     this.showFiles();
+    if (!this.tab) {
+      this.message.value = '';
+      this.grow();
+    }
   }
 
   // The run request body, or null (and a hint) when there is nothing valid to send.

@@ -3,6 +3,10 @@
 // answers again; an action's (owner `action`) with the next action's notice or its ×.
 // A notice whose owner already ended is never left behind with advice that is no longer true.
 
+import { call } from './api.js';
+import { button, el } from './dom.js';
+import { runName } from './turn.js';
+
 export const DAEMON = 'daemon';
 export const ACTION = 'action';
 
@@ -22,13 +26,15 @@ export class Notices {
     dismiss.addEventListener('click', () => this.clear());
   }
 
-  show(text, owner = ACTION) {
+  // `actions`: links and buttons after the text (a 409's "Open that run", "Cancel that run").
+  show(text, owner = ACTION, actions = []) {
     if (!text) {
       this.clear();
       return;
     }
     this.owner = owner;
     this.node.textContent = text;
+    for (const action of actions) this.node.append(' ', action);
     this.node.dataset.owner = owner;
     this.node.hidden = false;
     this.dismiss.hidden = false;
@@ -56,4 +62,26 @@ export class Notices {
     this.node.hidden = true;
     this.dismiss.hidden = true;
   }
+}
+
+// A 409's notice: the active run named (as the thread names it) with its session, a link to
+// it and its Cancel; owned by that run, so it ends when the run does. Nothing else moves:
+// the view, the session and the draft stay where they were.
+export async function conflictNotice(notices, active, fail) {
+  const run = await call('GET', `/runs/${encodeURIComponent(active)}`).catch(() => null);
+  const session = run && run.session_id
+    ? await call('GET', `/sessions/${encodeURIComponent(run.session_id)}`).catch(() => null) : null;
+  const where = session ? ` in session "${session.title || 'untitled'}"`
+    : run && run.session_id ? ` in session ${run.session_id}` : '';
+  const named = run ? `"${runName(run)}" (${active})` : active;
+  notices.show(`Another run is active: ${named}${where}. Your message was not sent; it is still in the box.`,
+    `run:${active}`, [
+      el('a', { href: `#${active}`, class: 'notice-link' }, 'Open that run'),
+      button('Cancel that run', async () => {
+        try {
+          await call('DELETE', `/runs/${encodeURIComponent(active)}`);
+        } catch (error) {
+          fail(error);
+        }
+      }, { class: 'notice-action' })]);
 }

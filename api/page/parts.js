@@ -1,14 +1,19 @@
 // Stored parts as DOM: text, data (a collapsible JSON tree), files, status and error parts.
-// Everything the agent sent is text content; a file link is built only from a sha256.
+// Everything the agent sent is text content, or, for an answer's text, Markdown built into
+// elements by markdown.js (never parsed as HTML); a file link is built only from a sha256.
 import { API } from './api.js';
 import { el } from './dom.js';
+import { renderMarkdown } from './markdown.js';
 
 const SHA256 = /^[0-9a-f]{64}$/;
 
-export function renderPart(part) {
+// `markdown`: an agent's text is shown formatted; what a person sent is shown as typed.
+export function renderPart(part, { markdown = false } = {}) {
   switch (part.kind) {
     case 'text':
-      return part.truncated ? renderCutText(part) : el('div', { class: 'part text' }, part.text);
+      if (part.truncated) return renderCutText(part);
+      return markdown ? el('div', { class: 'part text markdown' }, renderMarkdown(part.text))
+        : el('div', { class: 'part text' }, part.text);
     case 'data':
       return el('details', { class: 'part data', open: true },
         el('summary', {}, `data${part.data && part.data.schema ? ` · ${part.data.schema}` : ''}`),
@@ -42,6 +47,11 @@ function sizeText(bytes) {
   if (typeof bytes !== 'number') return '';
   if (bytes >= 1e6) return `${Math.round(bytes / 1e6)} MB`;
   return bytes >= 1e3 ? `${Math.round(bytes / 1e3)} KB` : `${bytes} bytes`;
+}
+
+// An answer's parts: text as Markdown.
+export function renderAnswerPart(part) {
+  return renderPart(part, { markdown: true });
 }
 
 function renderFile(part) {

@@ -1,8 +1,10 @@
 // A session's runs as a thread of turns (turn.js), read as a conversation: the oldest turn on
 // top, the newest at the bottom next to the composer, a resume right after the turn it
 // answers. Only the cards in view (and a margin) are in the DOM: a session with thousands
-// of runs scrolls like one with ten. Rows have one height, so a card's place is its index
-// times ROW. The runs are read a page at a time, newest first (`?order=newest`): the first
+// of runs scrolls like one with ten. A turn is as tall as what it shows (its whole input and
+// answer, long ones folded): a card's place is the sum of the heights above it, measured
+// once drawn (ESTIMATE until then), and a measure that differs moves the cards below it,
+// never the turn the reader is looking at. The runs are read a page at a time, newest first (`?order=newest`): the first
 // page when the session opens (the view then sits at its end), the next (`next_after`, the
 // older runs) when the view comes near the top of what is read; one read at a time. The
 // view follows the end (a new turn comes into sight) only while the reader is at the end;
@@ -11,7 +13,7 @@ import { call, withPage } from './api.js';
 import { el } from './dom.js';
 import { turnLines } from './turn.js';
 
-const ROW = 100;        // px; keep in step with .run-item in style.css
+const ESTIMATE = 120;   // px: a turn's height until it is drawn and measured
 const MARGIN = 10;      // rows rendered above and below the visible ones
 const PAGE = 100;       // runs a read
 const PREFETCH = 40;    // rows left above the view that start the next (older) read
@@ -59,6 +61,9 @@ export class RunList {
     this.follow = true;   // the reader is at the end: new turns scroll into view
     this.spacer = el('li', { class: 'run-spacer', 'aria-hidden': 'true' });
     this.items = new Map();  // index -> {run, item}: the cards drawn
+    this.heights = new Map();  // run id -> the measured height of its turn (px)
+    this.tops = [0];           // tops[i]: where turn i starts; tops[n]: the list's height
+    this.layoutVersion = 0;
     node.addEventListener('scroll', () => {
       if (node.clientHeight) this.follow = this.atEnd();
       this.schedule();
@@ -72,7 +77,31 @@ export class RunList {
   }
 
   atEnd() {
-    return this.node.scrollTop + this.node.clientHeight >= this.node.scrollHeight - ROW / 2;
+    return this.node.scrollTop + this.node.clientHeight >= this.node.scrollHeight - ESTIMATE / 2;
+  }
+
+  // Where each turn starts, from the measured heights (ESTIMATE for the others).
+  layout() {
+    const tops = new Array(this.order.length + 1);
+    tops[0] = 0;
+    for (let i = 0; i < this.order.length; i += 1) {
+      tops[i + 1] = tops[i] + (this.heights.get(this.order[i].id) ?? ESTIMATE);
+    }
+    this.tops = tops;
+    this.layoutVersion += 1;
+    this.spacer.style.height = `${tops[tops.length - 1]}px`;
+  }
+
+  // The turn at `y` px from the top (the last one below the end).
+  indexAt(y) {
+    let low = 0;
+    let high = Math.max(0, this.order.length - 1);
+    while (low < high) {
+      const mid = (low + high + 1) >> 1;
+      if (this.tops[mid] <= y) low = mid;
+      else high = mid - 1;
+    }
+    return low;
   }
 
   toEnd() {
@@ -163,9 +192,10 @@ export class RunList {
   reveal(runId) {
     const index = this.order.findIndex((run) => run.id === runId);
     if (index < 0 || !this.node.clientHeight) return;
-    const top = index * ROW;
-    if (top >= this.node.scrollTop && top + ROW <= this.node.scrollTop + this.node.clientHeight) return;
-    this.node.scrollTop = Math.max(0, top - (this.node.clientHeight - ROW) / 2);
+    const top = this.tops[index];
+    const height = this.tops[index + 1] - top;
+    if (top >= this.node.scrollTop && top + height <= this.node.scrollTop + this.node.clientHeight) return;
+    this.node.scrollTop = Math.max(0, top - Math.max(0, this.node.clientHeight - height) / 2);
     this.follow = this.atEnd();
     this.render();
   }
@@ -193,35 +223,76 @@ export class RunList {
     this.window = '';
     this.node.dataset.loaded = String(this.runs.length);
     this.node.dataset.complete = this.cursor ? 'false' : 'true';
-    this.spacer.style.height = `${this.order.length * ROW}px`;
+    this.layout();
     if (this.spacer.parentNode !== this.node) this.node.replaceChildren(this.spacer);
-    if (this.follow) {
-      this.toEnd();
-    } else if (anchor) {
-      const index = this.order.findIndex((run) => run.id === anchor.id);
-      if (index >= 0) this.node.scrollTop = index * ROW + anchor.offset;
-    }
+    this.restore(anchor);
     this.render();
   }
 
   // The first turn in view and how far the view is scrolled into it.
   anchor() {
-    const index = Math.floor(this.node.scrollTop / ROW);
+    const index = this.indexAt(this.node.scrollTop);
     const run = this.order[index];
-    return run ? { id: run.id, offset: this.node.scrollTop - index * ROW } : null;
+    return run ? { id: run.id, offset: this.node.scrollTop - this.tops[index] } : null;
+  }
+
+  // Back to the end (a reader there), or to the turn that was in view.
+  restore(anchor) {
+    if (this.follow) {
+      this.toEnd();
+    } else if (anchor) {
+      const index = this.order.findIndex((run) => run.id === anchor.id);
+      if (index >= 0) this.node.scrollTop = this.tops[index] + anchor.offset;
+    }
+  }
+
+  // The drawn cards' heights: one that differs from what was assumed places the turns
+  // again, keeping the turn in view where it is, and draws what came into view.
+  measure() {
+    const anchor = this.follow ? null : this.anchor();
+    let changed = false;
+    for (const { run, item } of this.items.values()) {
+      const height = item.offsetHeight;
+      if (height && height !== (this.heights.get(run.id) ?? ESTIMATE)) {
+        this.heights.set(run.id, height);
+        changed = true;
+      }
+    }
+    if (!changed) return;
+    this.layout();
+    for (const [index, { item }] of this.items) item.style.top = `${this.tops[index]}px`;
+    this.restore(anchor);
+    this.schedule();
+  }
+
+  // A turn folded or unfolded: drawn again in place, and measured.
+  redrawTurn(runId) {
+    for (const [index, entry] of this.items) {
+      if (entry.run.id !== runId) continue;
+      const item = this.card(entry.run, index, entry.item.getAttribute('aria-setsize'));
+      entry.item.replaceWith(item);
+      entry.item = item;
+      const toggle = item.querySelector('.show-all');
+      if (toggle) toggle.focus();
+    }
+    this.measure();
   }
 
   render() {
     this.frame = 0;
     const count = this.order.length;
-    const first = Math.max(0, Math.floor(this.node.scrollTop / ROW) - MARGIN);
-    const visible = Math.ceil((this.node.clientHeight || ROW * 10) / ROW);
-    const last = Math.min(count, first + visible + 2 * MARGIN);
+    const top = this.indexAt(this.node.scrollTop);
+    const bottom = this.indexAt(this.node.scrollTop + (this.node.clientHeight || ESTIMATE * 10));
+    const first = Math.max(0, top - MARGIN);
+    const last = Math.min(count, bottom + 1 + MARGIN);
     // Near the top of what is read, the older runs (never while the list is out of sight:
     // a hidden list's scrollTop is 0).
-    if (this.node.clientHeight && Math.floor(this.node.scrollTop / ROW) < PREFETCH) this.more();
-    const window = `${first}:${last}:${count}`;
-    if (window === this.window) return;
+    if (this.node.clientHeight && top < PREFETCH) this.more();
+    const window = `${first}:${last}:${count}:${this.layoutVersion}`;
+    if (window === this.window) {
+      this.measure();  // a width change (a resize) changes the turns' heights
+      return;
+    }
     this.window = window;
     // The set's size is known once every page is read (-1: not known yet, as ARIA says);
     // the places are counted from the oldest read so far.
@@ -232,8 +303,8 @@ export class RunList {
     for (const [index, entry] of this.items) {
       if (index >= first && index < last && entry.run === this.order[index]) kept.set(index, entry);
     }
-    const top = kept.size ? Math.min(...kept.keys()) : last;
-    if (kept.size && Math.max(...kept.keys()) - top + 1 !== kept.size) kept.clear();  // a hole
+    const keptTop = kept.size ? Math.min(...kept.keys()) : last;
+    if (kept.size && Math.max(...kept.keys()) - keptTop + 1 !== kept.size) kept.clear();  // a hole
     if (!kept.size || this.spacer.parentNode !== this.node) {
       kept.clear();
       this.node.replaceChildren(this.spacer);
@@ -246,27 +317,35 @@ export class RunList {
       const entry = kept.get(i);
       if (entry) {
         entry.item.setAttribute('aria-setsize', setsize);
+        entry.item.style.top = `${this.tops[i]}px`;
         continue;
       }
       const item = this.card(this.order[i], i, setsize);
       kept.set(i, { run: this.order[i], item });
-      (i < top ? above : below).push(item);
+      (i < keptTop ? above : below).push(item);
     }
     this.spacer.after(...above);
     this.node.append(...below);
     this.items = kept;
+    this.measure();
   }
 
+  // A turn: its time is the button that opens it (a click elsewhere on the card does too,
+  // but not on its links, buttons or code, nor when text was selected to copy).
   card(run, index, setsize) {
-    const item = el('li', { class: 'run-item', 'aria-posinset': index + 1, 'aria-setsize': setsize },
-    el('button', {
-      type: 'button', class: 'run-card', onclick: () => this.hooks.open(run.id),
-      'aria-current': run.id === this.openId ? 'true' : null,
+    const open = () => this.hooks.open(run.id);
+    const card = el('article', {
+      class: 'run-card', 'aria-current': run.id === this.openId ? 'true' : null,
       dataset: { runId: run.id, status: run.status },
-    },
-    turnLines(run, (id) => this.find(id))),
-    this.hooks.pickBox(run));
-    item.style.top = `${index * ROW}px`;
+      onclick: (event) => {
+        if (event.target.closest('a, button, input, pre, .md-table')) return;
+        if (String(window.getSelection() || '')) return;
+        open();
+      },
+    }, turnLines(run, (id) => this.find(id), open, () => this.redrawTurn(run.id)));
+    const item = el('li', { class: 'run-item', 'aria-posinset': index + 1, 'aria-setsize': setsize },
+      card, this.hooks.pickBox(run));
+    item.style.top = `${this.tops[index] ?? index * ESTIMATE}px`;
     return item;
   }
 }

@@ -3,7 +3,7 @@
 // Last-Event-ID, and the stream ends (204) once the run's final status was sent.
 import { ACTIVE, API, TERMINAL, call } from './api.js';
 import { button, el, ms } from './dom.js';
-import { renderPart } from './parts.js';
+import { renderAnswerPart, renderPart } from './parts.js';
 import { sourceTarget } from './source.js';
 import { GraphView } from './graph.js';
 import { Stepper } from './stepper.js';
@@ -121,6 +121,9 @@ export class RunView {
   // A score that names a node leads to that node's source (as the trace's rows do) and,
   // for a Flow, to the node in the graph.
   whereIs(node) {
+    // Source targets are a Flow's (its graph read from source): an Agent's node has none,
+    // so it is offered no "Where is" that could only fail.
+    if (!this.graph) return [el('span', { class: 'node-name' }, node)];
     const where = button(`Where is ${node}?`, async () => where.replaceWith(await sourceTarget(node)),
       { class: 'where' });
     const inGraph = this.graph && this.graph.has(node)
@@ -155,7 +158,7 @@ export class RunView {
   showFinal(parts) {
     this.final = true;
     this.stream.stop();
-    this.answer.replaceChildren(...parts.map(renderPart));
+    this.answer.replaceChildren(...parts.map(renderAnswerPart));
     this.answer.dataset.source = 'final';
   }
 
@@ -219,7 +222,7 @@ export class RunView {
     this.detail = run;
     this.trace.setRun(run);
     this.renderHead(run);
-    this.input.replaceChildren(...((run.input && run.input.parts) || []).map(renderPart));
+    this.input.replaceChildren(...((run.input && run.input.parts) || []).map((p) => renderPart(p)));
     this.setStatus(run.status);
     this.renderActions(run);
     this.renderScores(run);

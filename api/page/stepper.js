@@ -27,8 +27,13 @@ export class Stepper {
     const item = this.items.get(step);
     if (!item) return;  // a phase this page does not know: skipped, as the contract says
     // "complete: completed" carries the run's status: a cancelled run's complete is that.
-    const state = step === 'complete' && event.state === 'completed' && event.status
+    let state = step === 'complete' && event.state === 'completed' && event.status
       && !FINISHED.has(event.status) ? event.status : event.state;
+    // The daemon closes a phase a run left open as "cancelled" whatever ended the run; the
+    // step says the run's own end (interrupted), whether that came before or after.
+    if (this.ending && state === 'cancelled' && event.reason === this.ending.reason) {
+      state = this.ending.status;
+    }
     this.set(item, event.phase, state, event.reason);
     if (this.ending) this.markOpen();
   }
@@ -43,7 +48,9 @@ export class Stepper {
   markOpen() {
     const { status, reason } = this.ending;
     for (const [step, item] of this.items) {
-      if (OPEN.has(item.dataset.state) || (step === 'complete' && item.dataset.state === 'completed')) {
+      const closed = item.dataset.state === 'cancelled' && item.dataset.reason === reason;
+      if (OPEN.has(item.dataset.state) || closed
+          || (step === 'complete' && item.dataset.state === 'completed')) {
         const reached = item.dataset.state !== 'pending' || step === 'complete';
         this.set(item, item.dataset.label || step, reached ? status : 'not reached',
           reached ? reason : null);
@@ -53,6 +60,8 @@ export class Stepper {
 
   set(item, label, state, reason) {
     item.dataset.state = state === 'not reached' ? 'skipped' : state;
+    if (reason) item.dataset.reason = reason;
+    else delete item.dataset.reason;
     item.dataset.label = label;
     const why = reason && state !== 'completed' && state !== 'started' ? ` (${reason})` : '';
     item.textContent = `${label}: ${state}${why}`;

@@ -18,6 +18,11 @@ def button(page: Any, name: str) -> Any:
     return page.get_by_role("button", name=name, exact=True)
 
 
+def pick_box(page: Any, run_id: str) -> Any:
+    """The thread's pick box of run `run_id` (named for a person by its input and time)."""
+    return page.locator(f".run-item:has(.run-card[data-run-id='{run_id}']) input[type=checkbox]")
+
+
 def send(page: Any, text: str) -> Any:
     """Type a message and send it with Ctrl+Enter; answer the run view it opens."""
     views = page.locator("article.run-view")
@@ -73,6 +78,7 @@ def slow_run_streaming(page: Any, tick: int) -> tuple[Any, Any]:
 
 def ticks_once(text: str) -> int:
     """`slow`'s ticks in `text` are 1, 2, 3, ... (none lost, none twice): how many."""
-    ticks = [int(n) for n in re.findall(r"tick (\d+) ", text)]
+    # The last tick may end the text without its space (a final Markdown paragraph drops it).
+    ticks = [int(n) for n in re.findall(r"tick (\d+)(?: |$)", text)]
     assert ticks == list(range(1, len(ticks) + 1)), text
     return len(ticks)

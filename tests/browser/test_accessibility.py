@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.browser.accessibility import blocking_violations
-from tests.browser.helpers import button, expect, finished, slow_run_streaming
+from tests.browser.helpers import button, expect, finished, pick_box, slow_run_streaming
 
 
 def clean(page: Any, view: str) -> None:
@@ -31,8 +31,8 @@ def test_every_view_has_no_serious_violation(scheme_page: Any) -> None:
     button(page, "Cancel").click()
     expect(cancelled).to_have_attribute("data-status", "cancelled")
     clean(page, "cancelled run")
-    page.get_by_role("checkbox", name=f"Pick {first} to compare or export").check()
-    page.get_by_role("checkbox", name=f"Pick {second} to compare or export").check()
+    pick_box(page, first).check()
+    pick_box(page, second).check()
     button(page, "Compare").click()
     expect(page.locator(".compare-view")).to_be_visible()
     clean(page, "compare")

@@ -28,7 +28,7 @@ def test_export_then_import_a_bundle(page: Any, tmp_path: Path) -> None:
     assert bundle["format"] == "llamon.playground.bundle/1"
     assert [r["label"] for r in bundle["runs"]] == [None]
     page.get_by_label("Import bundle").set_input_files(saved)
-    expect(page.locator("#notice")).to_have_text("Imported 1 sessions and 1 runs.")
+    expect(page.locator("#notice")).to_have_text("Imported 1 session and 1 run.")
     expect(sessions).to_have_count(before + 1)
     # The view went to the imported session (the newest: first): its thread shows the
     # imported turn.

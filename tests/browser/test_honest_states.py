@@ -33,6 +33,8 @@ def test_a_dead_daemon_shows_lost_then_live_and_its_notice_ends(
     expect(badge).to_have_attribute("data-state", "unknown")
     expect(badge).not_to_contain_text("ready")
     expect(view.locator(".facts .status")).to_have_text("unknown (connection lost)")
+    turn = page.locator(f".run-card[data-run-id='{view.get_attribute('data-run-id')}'] .status")
+    expect(turn).to_have_text("unknown (connection lost)")  # the thread says so too
     # An action meanwhile gets a 503: its notice belongs to the daemon's absence.
     button(page, "New session").click()
     notice = page.locator("#notice")
@@ -51,6 +53,7 @@ def test_a_dead_daemon_shows_lost_then_live_and_its_notice_ends(
     expect(steps.locator("li[data-phase='send']")).to_have_text("send: interrupted (daemon_restarted)")
     expect(view.get_by_role("region", name="Diagnostics")).to_contain_text(
         "interrupted: daemon_restarted")
+    expect(turn).to_have_text("interrupted")
 
 
 def test_a_conflict_notice_ends_when_the_active_run_ends(page: Any) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tests.browser.helpers import button, expect, finished
+from tests.browser.helpers import button, expect, finished, pick_box
 
 CUT = """() => [...document.querySelectorAll('.top, .columns > *')]
   .filter((pane) => pane.offsetParent !== null || pane.matches('.top'))
@@ -145,7 +145,7 @@ def test_runs_are_named_ids_are_whole_and_file_pickers_are_buttons(page: Any) ->
     expect(view.locator(".run-head .run-id")).to_have_text(newer)
     # Compare shows each id whole, on one line of its own.
     for run_id in (newer, older):
-        page.get_by_role("checkbox", name=f"Pick {run_id} to compare or export").check()
+        pick_box(page, run_id).check()
     button(page, "Compare").click()
     ids = page.get_by_role("article", name="Compare").locator(".run-id")
     expect(ids).to_have_text([older, newer])

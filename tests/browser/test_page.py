@@ -103,19 +103,6 @@ def test_agent_output_and_names_are_text_never_html(page: Any) -> None:
     assert page.evaluate("window.__xss") is None
 
 
-def test_a_conflict_moves_the_view_to_the_active_run(page: Any, front_url: str) -> None:
-    # Another client (here: the same cookie, outside the page) starts a run first.
-    api = f"{front_url}{API_PREFIX}"
-    session = page.request.post(f"{api}/sessions", data={"title": "elsewhere"}).json()["id"]
-    active = page.request.post(f"{api}/sessions/{session}/runs",
-                               data={"parts": [{"kind": "text", "text": "slow"}]}).json()["run_id"]
-    view = send(page, "stream not now")
-    expect(view).to_have_attribute("data-run-id", active)
-    expect(page.locator("#notice")).to_contain_text(active)
-    button(page, "Cancel").click()
-    expect(view).to_have_attribute("data-status", "cancelled")
-
-
 def test_session_create_rename_delete(page: Any) -> None:
     button(page, "New session").click()
     title = page.get_by_label("Session title")

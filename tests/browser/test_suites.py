@@ -10,13 +10,13 @@ from typing import Any
 
 from llamon_playground.common.contract import API_PREFIX
 from tests.browser.accessibility import blocking_violations
-from tests.browser.helpers import button, expect, finished, slow_run_streaming
+from tests.browser.helpers import button, expect, finished, pick_box, slow_run_streaming
 
 
 def save_picked(page: Any, runs: list[str], name: str) -> None:
     """Tick `runs` in the thread and save them as the suite `name` (the prompt answered)."""
     for run_id in runs:
-        page.get_by_role("checkbox", name=f"Pick {run_id} to compare or export").check()
+        pick_box(page, run_id).check()
     page.once("dialog", lambda dialog: dialog.accept(name))
     plural = "s" if len(runs) > 1 else ""
     button(page, f"Save {len(runs)} picked run{plural} as a suite").click()

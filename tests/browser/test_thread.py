@@ -1,5 +1,5 @@
 """The session as a conversation: oldest turn on top, the newest at the bottom by the
-composer and in view; each turn shows what was sent and an excerpt of the answer; a resume
+composer and in view; each turn shows what was sent and the answer; a resume
 is the turn after the question it answered, with that question above it; an edited rerun
 says what it repeats and which fields changed."""
 
@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.browser.helpers import button, expect, finished, send
+from llamon_playground.common.contract import API_PREFIX
+from tests.browser.helpers import button, expect, finished, pick_box, send
 
 
 def card(page: Any, run_id: str) -> Any:
@@ -66,8 +67,8 @@ def test_compare_puts_the_older_run_left_named_and_coloured(page: Any) -> None:
     _, older = finished(page, "stream alpha beta")
     _, newer = finished(page, "stream alpha gamma")
     # Picked newer first: the view still puts the older run on the left.
-    page.get_by_role("checkbox", name=f"Pick {newer} to compare or export").check()
-    page.get_by_role("checkbox", name=f"Pick {older} to compare or export").check()
+    pick_box(page, newer).check()
+    pick_box(page, older).check()
     button(page, "Compare").click()
     view = page.get_by_role("article", name="Compare")
     expect(view.locator(".side-left h3")).to_have_text("older: stream alpha beta")
@@ -87,7 +88,7 @@ def turn_ids(page: Any) -> list[str]:
     return list(page.locator(".run-card").evaluate_all("cs => cs.map((c) => c.dataset.runId)"))
 
 
-def test_the_thread_reads_down_to_the_newest_turn_by_the_composer(page: Any) -> None:
+def test_the_thread_reads_down_to_the_newest_turn_by_the_composer(page: Any, front_url: str) -> None:
     sent = []
     for n in range(6):  # more turns than the list shows at 1280 x 720
         _, run_id = finished(page, f"stream turn {n}")
@@ -102,18 +103,25 @@ def test_the_thread_reads_down_to_the_newest_turn_by_the_composer(page: Any) -> 
     assert list_box is not None and composer_box is not None
     assert list_box["y"] + list_box["height"] <= composer_box["y"] + 1  # the composer is below
 
-    # A reader who scrolled up to the first turn is not moved by a new one.
+    # A reader who scrolled up to the first turn is not moved by another client's run...
     run_list.evaluate("l => { l.scrollTop = 0; }")
     expect(card(page, sent[0])).to_be_in_viewport(ratio=0.9)
-    _, late = finished(page, "stream late")
+    session = page.request.get(f"{front_url}{API_PREFIX}/runs/{sent[0]}").json()["session_id"]
+    late = page.request.post(f"{front_url}{API_PREFIX}/sessions/{session}/runs",
+                             data={"parts": [{"kind": "text", "text": "stream late"}]}
+                             ).json()["run_id"]
     expect(page.locator(".run-card").last).to_have_attribute("data-run-id", late)
     assert run_list.evaluate("l => l.scrollTop") == 0
     expect(card(page, sent[0])).to_be_in_viewport(ratio=0.9)
+    expect(card(page, late)).to_have_attribute("data-status", "completed")
+    # ... but a message sent from the page brings its turn into view, wherever they read.
+    _, mine = finished(page, "stream mine")
+    expect(card(page, mine)).to_be_in_viewport(ratio=0.9)
 
     # Opening the session again shows its end.
     page.reload()
     page.locator(".session-item", has_text="stream turn 0").click()
-    expect(card(page, late)).to_be_in_viewport(ratio=0.9)
+    expect(card(page, mine)).to_be_in_viewport(ratio=0.9)
     # A link to an older run shows that run's turn in the thread.
     page.goto(page.url.split("#")[0] + f"#{sent[0]}")
     page.reload()
@@ -127,6 +135,7 @@ def test_the_thread_reads_down_to_the_newest_turn_by_the_composer(page: Any) -> 
 
 def test_a_resume_stays_right_after_the_question_it_answers(page: Any) -> None:
     _, asked = finished(page, "ask", "input_required")
+    button(page, "New message instead").click()  # else the composer answers the question
     _, between = finished(page, "stream meanwhile")
     card(page, asked).click()
     view = page.locator(f"article.run-view[data-run-id='{asked}']")

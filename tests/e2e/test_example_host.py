@@ -55,8 +55,8 @@ async def test_card_advertises_both_versions(
     for interface in interfaces:
         assert interface["protocolBinding"] == "JSONRPC"
         assert interface["url"] == host.base_url + "/"
-    assert card["skills"][0]["examples"] == ["stream hello world", "data", "ask", "slow", "fail",
-                                             "crash"]
+    assert card["skills"][0]["examples"] == ["stream hello world", "markdown", "data", "ask",
+                                             "slow", "fail", "crash"]
 
 
 async def test_card_can_advertise_only_v03(

@@ -111,6 +111,27 @@ async def test_wrong_token_link_is_401_and_sets_no_cookie(
         assert resp.status == 401 and "Set-Cookie" not in resp.headers
 
 
+async def test_the_login_page_says_which_token_it_lacks(
+        front: Front, anonymous: aiohttp.ClientSession) -> None:
+    html = {"Accept": "text/html"}
+    cookie = await login_cookie(front, anonymous)
+    cases = {
+        "No token: this browser has not logged in": ({}, {}),
+        "That token is not this front's token": ({"token": "wrong"}, {}),
+        "This browser's login is from an earlier token": (
+            {}, {"Cookie": f"{cookie.key}={'0' * len(cookie.value)}"}),
+    }
+    for says, (params, headers) in cases.items():
+        async with anonymous.get("/", params=params, headers={**html, **headers},
+                                 allow_redirects=False) as resp:
+            page = await resp.text()
+            assert resp.status == 401 and resp.content_type == "text/html", page
+            assert says in page, page
+            assert "@WHY@" not in page and "llamon-playground token" in page
+            assert "Set-Cookie" not in resp.headers
+            assert "default-src 'none'" in resp.headers["Content-Security-Policy"]
+
+
 @pytest.mark.parametrize("which", ["other_port", "other_project", "wrong_value",
                                    "the_token_itself"])
 async def test_cookie_must_be_ours(front: Front, anonymous: aiohttp.ClientSession,

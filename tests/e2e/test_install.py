@@ -86,7 +86,9 @@ def test_the_wheel_has_one_import_root(wheel: Path) -> None:
     assert "llamon_playground/examples/echo_agent/app/host.py" in names
     assert "llamon_playground/examples/flow_project/app/graph.py" in names
     assert {"llamon_playground/api/page/index.html", "llamon_playground/api/page/app.js",
-            "llamon_playground/api/page/style.css"} <= names
+            "llamon_playground/api/page/style.css",
+            "llamon_playground/api/page/vendor/markdown-it.esm.min.mjs",
+            "llamon_playground/api/page/vendor/LICENSE-markdown-it.txt"} <= names
 
 
 def test_the_installed_package_is_the_wheel_not_the_checkout(fresh_venv: Path) -> None:

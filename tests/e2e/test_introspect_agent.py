@@ -51,7 +51,7 @@ async def test_agent_without_schemas_gets_a_text_composer_with_examples(api: Api
     assert answer["host_ready"] is True and answer["mode"] == "text" and answer["tabs"] == []
     text = answer["text"]
     assert text["input_modes"] == ["text/plain", "application/json"]
-    assert [e["text"] for e in text["examples"]] == ["stream hello world", "data", "ask",
-                                                     "slow", "fail", "crash"]
+    assert [e["text"] for e in text["examples"]] == ["stream hello world", "markdown",
+                                                     "data", "ask", "slow", "fail", "crash"]
     assert {e["skill_id"] for e in text["examples"]} == {"echo"}
     assert text["skills"][0]["description"].startswith("The first word")

@@ -1,11 +1,12 @@
 """The echo agent's behaviours, as an a2a-sdk AgentExecutor.
 
 The first word of the first text part picks the behaviour (case-insensitive):
-``stream``, ``tokens``, ``data``, ``replace``, ``ask``, ``slow``, ``fail``, ``refuse``,
-``crash``; anything else is echoed back word by word. Each behaviour exists to exercise one
-thing a client (the llamon Playground) has to handle: chunked and replaced artifacts, non-text
-parts, input-required turns, cancellation, agent errors and a dying Host; ``tokens N`` streams
-N chunks, a long run for measuring the stream's cost per token.
+``stream``, ``tokens``, ``markdown``, ``data``, ``replace``, ``ask``, ``slow``, ``fail``,
+``refuse``, ``crash``; anything else is echoed back word by word. Each behaviour exists to
+exercise one thing a client (the llamon Playground) has to handle: chunked and replaced
+artifacts, formatted (Markdown) answers, non-text parts, input-required turns, cancellation,
+agent errors and a dying Host; ``tokens N`` streams N chunks, a long run for measuring the
+stream's cost per token.
 """
 
 from __future__ import annotations
@@ -34,6 +35,28 @@ SLOW_INTERVAL_S = 0.5
 HELLO_FILE = b"hello from echo_agent\n"
 REPORT_URL = "https://example.invalid/report.pdf"
 MAX_TOKENS = 1_000_000
+# `markdown` with nothing after it: an answer with what a client has to format.
+MARKDOWN_SAMPLE = """## Release checklist
+
+Three steps, in order:
+
+1. Run the **tests** with `scripts/test`
+2. Update the *changelog*
+3. Tag the release
+
+| step | owner | minutes |
+|:---|:---|---:|
+| tests | CI | 12 |
+| changelog | you | 5 |
+| tag | you | 1 |
+
+```python
+def release(version: str) -> None:
+    print(f"tagging {version}")
+```
+
+> Read [the release notes](https://example.com/notes) before tagging.
+"""
 DEFAULT_TOKENS = 100
 
 
@@ -140,6 +163,10 @@ class EchoAgentExecutor(AgentExecutor):
                 count = token_count(rest)
                 await self._stream_chunks(updater, (f"t{n} " for n in range(count)),
                                           count=count)
+                await updater.complete()
+            elif command == "markdown":
+                # The text after the word as it is (its line breaks kept), else the sample.
+                await self._stream_text(updater, rest or MARKDOWN_SAMPLE)
                 await updater.complete()
             elif command == "data":
                 await self._send_report(updater, first_data(context.message))

@@ -94,7 +94,7 @@ def build_card(port: int, versions: list[str],
                     "slow, fail, crash; any other text is echoed back word by word."
                 ),
                 tags=["echo", "test"],
-                examples=["stream hello world", "data", "ask", "slow", "fail", "crash"],
+                examples=["stream hello world", "markdown", "data", "ask", "slow", "fail", "crash"],
             )
         ],
     )
