@@ -66,6 +66,7 @@ async def probed(http: aiohttp.ClientSession, work: Awaitable[Any]) -> tuple[Tim
 
 REPO = Path(__file__).resolve().parents[3]
 FLOOD_SCRIPT = REPO / "scripts" / "benchmarks" / "reconnect_flood.py"
+OPENER_SCRIPT = REPO / "scripts" / "benchmarks" / "stream_opener.py"
 FLOOD = 300
 STREAMS = 1000
 NOBODY = 65534
@@ -102,49 +103,34 @@ async def reconnect_flood(url: str, headers: dict[str, str], quick: bool,
 
 async def many_streams(url: str, headers: dict[str, str], quick: bool) -> tuple[Probe, str]:
     """The probe, and a REST call beside it, while the token holder holds STREAMS streams
-    open (as many as the front lets it: the others are answered 429)."""
-    statuses: dict[int, int] = {}
-    failures: dict[str, int] = {}
+    open (as many as the front lets it: the others are answered 429), opened by a process of
+    their own (scripts/benchmarks/stream_opener.py), as a browser's tabs would be."""
+    port = url.rsplit(":", 1)[1].rstrip("/")
+    token = headers["Authorization"].removeprefix("Bearer ")
     opened_at = [0.0]
-    streams: list[aiohttp.ClientResponse] = []
-    async with aiohttp.ClientSession(
-            base_url=url, headers=headers,
-            connector=aiohttp.TCPConnector(limit=0, force_close=True)) as http:
 
-        async def open_one() -> None:
-            try:
-                resp = await http.get(f"{P}/events", timeout=aiohttp.ClientTimeout(
-                    total=None, sock_connect=10, sock_read=None))
-            except (aiohttp.ClientError, TimeoutError) as exc:
-                failures[type(exc).__name__] = failures.get(type(exc).__name__, 0) + 1
-                return
-            statuses[resp.status] = statuses.get(resp.status, 0) + 1
-            if resp.status == 200:
-                streams.append(resp)
-            else:
-                await resp.read()
-                resp.release()
-
-        async def work() -> str:
-            t = time.perf_counter()
-            await asyncio.gather(*(open_one() for _ in range(STREAMS)))
-            opened = time.perf_counter() - t
+    async def work() -> str:
+        opener = await asyncio.create_subprocess_exec(
+            sys.executable, str(OPENER_SCRIPT), port, f"{P}/events", str(STREAMS),
+            cwd="/", stdout=asyncio.subprocess.PIPE, start_new_session=True,
+            env={**os.environ, "STREAM_TOKEN": token})
+        try:
+            assert opener.stdout is not None
+            summary = (await opener.stdout.readline()).decode().split()
             opened_at[0] = time.perf_counter()
             async with fresh(url, headers) as rest, rest.get(f"{P}/sessions") as resp:
                 await resp.read()
                 listed = resp.status
             await asyncio.sleep(3.0 if quick else 10.0)  # the streams held open
-            return (f"streams opened in {opened:.1f} s: "
-                    + ", ".join(f"{n} x {s}" for s, n in sorted(statuses.items()))
-                    + "".join(f", {n} x {name}" for name, n in sorted(failures.items()))
-                    + f"; GET /sessions beside them: {listed}")
-
-        try:
-            async with fresh(url, headers) as probe_http:
-                probe, outcome = await probed(probe_http, work())
         finally:
-            for resp in streams:
-                resp.close()
+            if opener.returncode is None:
+                os.kill(opener.pid, signal.SIGTERM)
+            await opener.wait()
+        seconds, counts = (summary or ["?"])[0], ", ".join(summary[1:])
+        return (f"streams opened in {seconds} s: {counts}; GET /sessions beside them: {listed}")
+
+    async with fresh(url, headers) as probe_http:
+        probe, outcome = await probed(probe_http, work())
     held = [lat for start, lat in zip(probe.starts, probe.latencies, strict=True)
             if start >= opened_at[0]]
     if held:
