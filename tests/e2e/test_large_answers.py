@@ -1,12 +1,13 @@
-"""A daemon SIGKILLed while a Host streams a long answer: the next start stores what was
-streamed as a live run stores a long answer, a blob written as the stored deltas are read,
-so the booting daemon does not hold the crashed run's output (docs/storage.md, "Large
-text"). Real daemon, a real Host that streams 1 KiB deltas as fast as it can (the
-benchmark's test Host), SIGKILL, restart."""
+"""Long answers (docs/storage.md, "Large text"), with a real daemon and a real Host that
+streams 1 KiB deltas as fast as it can (the benchmark's test Host): a daemon SIGKILLed
+mid-answer stores what was streamed at its next start as a live run stores a long answer,
+a blob written as the stored deltas are read, so the booting daemon does not hold the
+crashed run's output; and a bundle of an answer over 16 MiB imports back whole."""
 
 from __future__ import annotations
 
 import hashlib
+import io
 import signal
 import sqlite3
 from pathlib import Path
@@ -15,13 +16,14 @@ import orjson
 
 from llamon_playground.common.limits import TEXT_EXCERPT_CHARS
 from llamon_playground.daemon.store.frames import frame_payload
-from tests.support.api import Api
+from tests.support.api import P, Api
 from tests.support.endings import folded_text
 from tests.support.procs import REPO, copy_example, stack_for
 from tests.support.waiting import eventually
 
 HOSTILE_HOST = REPO / "scripts" / "benchmarks" / "hostile_host.py"
 MB = 1_000_000
+MIB = 1024 * 1024
 KILL_AT = 48_000  # stored deltas of 1 KiB: a 48 MiB answer when the daemon dies
 CLIENT_EVENTS = 500  # what the client reads of the stream before it stops reading
 
@@ -110,5 +112,48 @@ async def test_a_crashed_long_answer_is_recovered_as_a_blob_without_holding_it(
             # booting daemon to 1.1 GB for this 53 MB answer (2026-12-04).
             assert peak_rss_mb(stack.daemon.popen.pid) < 100 + len(whole) / MB, \
                 peak_rss_mb(stack.daemon.popen.pid)
+        finally:
+            await api.close()
+
+
+async def test_a_bundle_of_an_answer_over_16_mib_imports_back_whole(
+        tmp_path: Path, runtime_base: Path) -> None:
+    """A long answer is one blob: its bundle imports back (a blob may take the bundle's
+    whole allowance), and the imported run's events name the imported run."""
+    with stack_for(hostile_project(tmp_path), runtime_base, extra_env={
+            "LLAMON_PLAYGROUND_MAX_RUN_OUTPUT_BYTES": str(20 * MIB)}) as stack:
+        stack.start_daemon()
+        api = Api.for_socket(str(stack.settings.socket_path))
+        try:
+            session = await api.session()
+            run_id = await api.start_run(session, "deltas 270000")
+            run = await api.wait_status(run_id, timeout=90)
+            assert run["reason"] == "host_output_too_large"
+            [part] = [p for p in run["output"] if p["kind"] == "text"]
+            assert part["size"] > 16 * MIB
+            async with api.http.get(part["content_url"]) as resp:
+                whole = await resp.read()
+            assert len(whole) == part["size"]
+
+            code, bundle = await api.call("POST", "bundles/export", {"run_ids": [run_id]})
+            assert code == 200, bundle
+            assert bundle["blobs"][part["sha256"]]["size"] == len(whole)
+            async with api.http.post(f"{P}/bundles/import", data=io.BytesIO(orjson.dumps(bundle)),
+                                     headers={"Content-Type": "application/json"}) as resp:
+                assert resp.status == 201, await resp.read()
+                doc = orjson.loads(await resp.read())
+            del bundle
+            copy_id = doc["runs"][run_id]
+            copy = await api.run(copy_id)
+            [copied] = [p for p in copy["output"] if p["kind"] == "text"]
+            assert copied["content_url"] == part["content_url"].replace(run_id, copy_id)
+            async with api.http.get(copied["content_url"]) as resp:
+                assert resp.status == 200 and await resp.read() == whole
+
+            # Each run's run.output event names its own part route, as its detail does.
+            for ran, detail in ((run_id, part), (copy_id, copied)):
+                [output] = [e.data for e in await api.events(ran) if e.event == "run.output"]
+                [event_part] = [p for p in output["parts"] if p["kind"] == "text"]
+                assert event_part["content_url"] == detail["content_url"]
         finally:
             await api.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import binascii
 import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -11,10 +12,12 @@ from typing import Any
 import pytest
 
 from llamon_playground.common.config import build_settings
+from llamon_playground.daemon.data import bundle_validate
 from llamon_playground.daemon.data.bundle_validate import (
     BUNDLE_FORMAT,
     MAX_BLOB_BYTES,
     _blob_sizes,
+    decoded_chunks,
     validate_bundle,
 )
 from llamon_playground.daemon.data.json_depth import MAX_DEPTH
@@ -121,3 +124,15 @@ def test_a_blob_of_exactly_the_limit_passes_and_one_byte_more_does_not() -> None
     encoded = base64.b64encode(bytes(MAX_BLOB_BYTES + 1)).decode()
     with pytest.raises(PayloadTooLarge):
         _blob_sizes({"a" * 64: {"bytes_base64": encoded, "size": MAX_BLOB_BYTES}})
+
+
+def test_a_blob_is_checked_a_slice_at_a_time_as_strictly_as_whole(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bundle_validate, "BASE64_CHUNK", 8)
+    data = bytes(range(256)) * 3 + b"xy"
+    encoded = base64.b64encode(data).decode()
+    assert b"".join(decoded_chunks(encoded)) == data
+    # "QQ==" then more: whole, this is refused; a slice ending in padding must be too.
+    for bad_text in ("QUFBQQ==QUFB", "QUFB*UFB", "QUFBQUF"):
+        with pytest.raises((binascii.Error, ValueError)):
+            b"".join(decoded_chunks(bad_text))
