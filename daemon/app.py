@@ -210,7 +210,7 @@ async def recover(services: Daemon) -> None:
         return
     note = settings.runtime_dir / UNENDED_NOTE
     stopped = frozenset(note.read_text().split()) if note.exists() else frozenset()
-    await reconcile_runs(services.store, Reason.DAEMON_RESTARTED, stopped)
+    await reconcile_runs(services.store, Reason.DAEMON_RESTARTED, stopped, services.blobs)
     note.unlink(missing_ok=True)  # only once the repairs committed
     await services.suites.recover()
     services.blobs.remove_temp_files()

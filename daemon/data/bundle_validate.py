@@ -3,6 +3,10 @@
 Format, field types, every ID relation (run → session, run → parent run, event → run, file
 part → blob), every blob's base64, size and sha256, and the limits (blob count and sizes,
 record count, nesting depth). Pure and synchronous: the import runs it in a worker thread.
+
+A blob is checked a slice at a time (`decoded_chunks`) and not kept decoded: the import
+decodes it again, a slice at a time, into the blob store. So an import holds the parsed
+bundle and a few MiB besides, never a second copy of its blobs.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import base64
 import binascii
 import hashlib
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,8 +30,13 @@ from llamon_playground.daemon.errors import BadRequest, PayloadTooLarge
 
 BUNDLE_FORMAT = "llamon.playground.bundle/1"
 MAX_BLOBS = 10_000
-MAX_BLOB_BYTES = 16 * 1024 * 1024
 MAX_TOTAL_BLOB_BYTES = 160 * 1024 * 1024
+# One blob may take a bundle's whole allowance: a long answer is one blob (a text part over
+# 64 KiB is stored whole in the blob store), bounded by the run's output limit, and what
+# an export holds must import back. Blobs are streamed to the store, so their size costs
+# the import no memory beyond the parsed bundle.
+MAX_BLOB_BYTES = MAX_TOTAL_BLOB_BYTES
+BASE64_CHUNK = 4 * 1024 * 1024  # base64 characters decoded at once (3 MiB of bytes)
 MAX_RECORDS = 1_000_000  # sessions + runs + events
 MAX_ID_CHARS = 200
 
@@ -58,7 +68,8 @@ class ValidBundle:
     sessions: list[dict[str, Any]]
     runs: list[dict[str, Any]]  # every parent before its children
     events: list[dict[str, Any]]  # in seq order
-    blobs: dict[str, bytes]  # decoded and verified; only those a file part references
+    # Only those a part references: their base64 text, verified (decode with decoded_chunks).
+    blobs: dict[str, str]
     suites: list[dict[str, Any]] = field(default_factory=list)  # data/bundle_suites.py
 
 
@@ -96,7 +107,7 @@ def validate_bundle(doc: Any, limits: Limits = DEFAULT_LIMITS) -> ValidBundle:
             check_capture_event(event.get("payload", {}), captures[event["run_id"]],
                                 f"events[{index}].payload", limits)
     suites, in_suites = check_suites(doc.get("suites", []), sizes, _check_part, limits)
-    blobs = _decode_blobs(doc["blobs"], referenced | in_suites)
+    blobs = _check_blobs(doc["blobs"], referenced | in_suites)
     ordered_events = sorted(events, key=lambda e: e["seq"])
     return ValidBundle(sessions, _parents_first(runs), ordered_events, blobs, suites)
 
@@ -159,11 +170,7 @@ def _blob_sizes(blobs: Any) -> dict[str, int]:
             raise bad("invalid_bundle", "`size` must be a non-negative integer", where)
         if not isinstance(encoded, str):
             raise bad("invalid_bundle", "`bytes_base64` must be a string", where)
-        # Decoded length from the text: padding `=` carries no byte, so a blob of exactly
-        # MAX_BLOB_BYTES (what an export may hold) passes.
-        padding = 2 if encoded.endswith("==") else 1 if encoded.endswith("=") else 0
-        decoded = len(encoded) * 3 // 4 - padding
-        if max(size, decoded) > MAX_BLOB_BYTES:
+        if max(size, decoded_size(encoded)) > MAX_BLOB_BYTES:
             raise PayloadTooLarge(f"{where}: a blob may hold at most {MAX_BLOB_BYTES} bytes",
                                   code="blob_too_large", where=where)
         sizes[sha] = size
@@ -173,22 +180,45 @@ def _blob_sizes(blobs: Any) -> dict[str, int]:
     return sizes
 
 
-def _decode_blobs(blobs: dict[str, Any], referenced: set[str]) -> dict[str, bytes]:
-    decoded: dict[str, bytes] = {}
+def _check_blobs(blobs: dict[str, Any], referenced: set[str]) -> dict[str, str]:
+    """Each blob's base64, size and sha256, checked a slice at a time; the base64 of those
+    a part references."""
+    checked: dict[str, str] = {}
     for sha, blob in blobs.items():
         where = f"blobs[{sha!r}]"
+        digest, size = hashlib.sha256(), 0
         try:
-            data = base64.b64decode(blob["bytes_base64"], validate=True)
+            for chunk in decoded_chunks(blob["bytes_base64"]):
+                digest.update(chunk)
+                size += len(chunk)
         except (binascii.Error, ValueError) as exc:
             raise bad("invalid_base64", "`bytes_base64` is not valid base64", where) from exc
-        if len(data) != blob["size"]:
+        if size != blob["size"]:
             raise bad("blob_size_mismatch",
-                      f"decodes to {len(data)} bytes, `size` says {blob['size']}", where)
-        if hashlib.sha256(data).hexdigest() != sha:
+                      f"decodes to {size} bytes, `size` says {blob['size']}", where)
+        if digest.hexdigest() != sha:
             raise bad("blob_hash_mismatch", "the bytes do not hash to their key", where)
         if sha in referenced:
-            decoded[sha] = data
-    return decoded
+            checked[sha] = blob["bytes_base64"]
+    return checked
+
+
+def decoded_size(encoded: str) -> int:
+    """The bytes a (valid) base64 text decodes to, from its length: padding `=` carries no
+    byte, so a blob of exactly MAX_BLOB_BYTES (what an export may hold) passes."""
+    padding = 2 if encoded.endswith("==") else 1 if encoded.endswith("=") else 0
+    return len(encoded) * 3 // 4 - padding
+
+
+def decoded_chunks(encoded: str) -> Iterator[bytes]:
+    """The bytes of a base64 text, BASE64_CHUNK characters at a time (binascii.Error or
+    ValueError for what is not strict base64). Padding may end only the last slice: a
+    `=` inside the text is refused as decoding it whole refuses it."""
+    for start in range(0, len(encoded), BASE64_CHUNK):
+        chunk = encoded[start:start + BASE64_CHUNK]
+        if start + BASE64_CHUNK < len(encoded) and "=" in chunk:
+            raise binascii.Error("padding inside the text")
+        yield base64.b64decode(chunk, validate=True)
 
 
 # -- records ----------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from llamon_playground.daemon.runs.reconcile import closing_phases, complete_pha
 from llamon_playground.daemon.runs.state import RunStatus
 from llamon_playground.daemon.store.blobs import BlobStore
 from llamon_playground.daemon.store.database import Store
-from llamon_playground.daemon.store.history import part_content_path, run_update_op
+from llamon_playground.daemon.store.history import output_event_parts, run_update_op
 from llamon_playground.daemon.store.records import utcnow
 
 log = logging.getLogger(__name__)
@@ -88,9 +88,7 @@ class RunJournal:
                                                 ending.reason, ending.message)]
         if stored:
             # As GET /runs/{id} answers them: a cut part names where its whole is served.
-            events.append(("run.output", {"parts": [
-                {**part, "content_url": part_content_path(run_id, "output", index)}
-                if part.get("truncated") else part for index, part in enumerate(stored)]}))
+            events.append(("run.output", {"parts": output_event_parts(run_id, stored)}))
         events.append(("run.phase", complete_phase(ending.status, ending.reason,
                                                    ending.message, detail)))
         payload: dict[str, Any] = {"status": ending.status.value, "previous": previous.value}

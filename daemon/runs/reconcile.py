@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,12 +14,19 @@ import orjson
 
 from llamon_playground.common.contract import TERMINAL_STATUSES, RunStatus
 from llamon_playground.common.wire.words import PhaseState
+from llamon_playground.daemon.a2a.wire import WirePart
 from llamon_playground.daemon.runs.end_rules import decide_orphan_end
+from llamon_playground.daemon.runs.spool import TextSpool
 from llamon_playground.daemon.runs.state import Reason
+from llamon_playground.daemon.store.blobs import BlobStore, BlobWriter
 from llamon_playground.daemon.store.bundles import Ending
 from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.frames import STATUS_SQL, frame_payload
-from llamon_playground.daemon.store.history import RECOVERED_MARK, run_update_op
+from llamon_playground.daemon.store.history import (
+    RECOVERED_MARK,
+    output_event_parts,
+    run_update_op,
+)
 from llamon_playground.daemon.store.records import utcnow
 
 log = logging.getLogger(__name__)
@@ -82,30 +90,26 @@ def complete_phase(status: RunStatus, reason: str | None, message: str | None,
 
 @dataclass
 class RunEvents:
-    """What boot recovery needs from one run's events."""
+    """What boot recovery needs from one run's events (its streamed text is read apart,
+    only when it is needed: `fold_output`)."""
 
     last_status: dict[str, Any] = field(default_factory=dict)
     last_status_ts: str | None = None
     output: list[dict[str, Any]] | None = None  # the last run.output's parts
     complete: dict[str, Any] | None = None  # the complete phase event
     open_phases: list[str] = field(default_factory=list)
-    # The folded output.delta text by artifact, in pieces (see fold_delta).
-    text: dict[str | None, list[str]] = field(default_factory=dict)
 
     @classmethod
     def read(cls, conn: sqlite3.Connection, run_id: str) -> RunEvents:
         found = cls()
         for kind, frame, ts in conn.execute(
                 "SELECT kind, frame, ts FROM events WHERE run_id = ? AND kind IN "
-                "('run.status', 'run.output', 'run.phase', 'output.delta') ORDER BY seq",
-                (run_id,)):
+                "('run.status', 'run.output', 'run.phase') ORDER BY seq", (run_id,)):
             body = frame_payload(frame)
             if kind == "run.status":
                 found.last_status, found.last_status_ts = body, ts
             elif kind == "run.output":
                 found.output = body.get("parts") or []
-            elif kind == "output.delta":
-                fold_delta(found.text, body)
             elif body.get("phase") == "complete":
                 found.complete = body
             elif body.get("state") == "started":
@@ -115,20 +119,71 @@ class RunEvents:
         return found
 
 
-def fold_delta(text: dict[str | None, list[str]], delta: dict[str, Any]) -> None:
-    """Apply one output.delta: append to its artifact's text, or replace it. The text stays
-    in pieces, joined once by the reader: adding each delta to the text so far would copy
-    that text again for every delta (quadratic in a long run's length)."""
-    key = delta.get("artifact_id")
-    piece = delta.get("text") or ""
-    if delta.get("append", True) and key in text:
-        text[key].append(piece)
-    else:
-        text[key] = [piece]
+class DeltaFold:
+    """output.delta events applied in order, as a client applies them: each appends to its
+    artifact's text or replaces it. Each text is a TextSpool, as a live run's answer is:
+    past TEXT_INLINE_BYTES it goes to the blob store as it is read (with `new_writer`), so
+    folding a crashed run's 200 MB answer holds 64 KiB of it, not 200 MB. Without a
+    `new_writer` (a test's client view) the text stays in memory, joined once."""
+
+    def __init__(self, new_writer: Callable[[], BlobWriter] | None = None) -> None:
+        self._new_writer = new_writer
+        self.texts: dict[str | None, TextSpool] = {}
+
+    def add(self, delta: dict[str, Any]) -> None:
+        """Apply one output.delta."""
+        key = delta.get("artifact_id")
+        piece = delta.get("text") or ""
+        spool = self.texts.get(key)
+        if delta.get("append", True) and spool is not None:
+            spool.append(piece)
+            return
+        if spool is not None:
+            spool.discard()  # replaced: a blob begun for it goes
+        self.texts[key] = TextSpool(WirePart("text", text=piece), self._new_writer)
+
+    def text(self) -> str:
+        """Every artifact's text, in order (a spilled one: its excerpt)."""
+        return "".join(spool.text() for spool in self.texts.values())
+
+    def stored_parts(self, on_error: Callable[[OSError], None]
+                     ) -> tuple[list[dict[str, Any]], list[str]]:
+        """The stored text parts (empty ones left out) and the blobs they name; blocking
+        (a spilled text's blob is committed here)."""
+        parts: list[dict[str, Any]] = []
+        shas: list[str] = []
+        for spool in self.texts.values():
+            if spool.size == 0:
+                continue
+            doc, sha = spool.stored_now(on_error)
+            parts.append(doc)
+            if sha is not None:
+                shas.append(sha)
+        return parts, shas
+
+    def discard(self) -> None:
+        """Drop what was written for texts never stored (the fold failed midway)."""
+        for spool in self.texts.values():
+            spool.discard()
+
+
+def fold_output(conn: sqlite3.Connection, run_id: str,
+                new_writer: Callable[[], BlobWriter] | None) -> DeltaFold:
+    """A run's stored output.delta events folded, read one row at a time."""
+    fold = DeltaFold(new_writer)
+    try:
+        for (frame,) in conn.execute(
+                "SELECT frame FROM events WHERE run_id = ? AND kind = 'output.delta' "
+                "ORDER BY seq", (run_id,)):
+            fold.add(frame_payload(frame))
+    except BaseException:
+        fold.discard()
+        raise
+    return fold
 
 
 def _repair(conn: sqlite3.Connection, store: Store, run: sqlite3.Row,
-            reason: str) -> bool:
+            reason: str, new_writer: Callable[[], BlobWriter] | None) -> bool:
     """Make one run's row and events agree (in the caller's transaction); False if they
     did already."""
     events = RunEvents.read(conn, run["id"])
@@ -136,6 +191,7 @@ def _repair(conn: sqlite3.Connection, store: Store, run: sqlite3.Row,
     row_over = run["status"] in TERMINAL_VALUES
     if row_over and last in TERMINAL_VALUES:
         return False
+    added: list[tuple[str, dict[str, Any]]] = []
     if not row_over and last in TERMINAL_VALUES:
         # The events ended the run; the row missed it: take the ending from the events.
         changes: dict[str, Any] = {"status": last, "reason": events.last_status.get("reason"),
@@ -155,23 +211,23 @@ def _repair(conn: sqlite3.Connection, store: Store, run: sqlite3.Row,
             message = error.get("message")
         output = orjson.loads(run["output"] or "[]")
     else:
-        # Both still active: the daemon that ran it died. What it streamed is kept, then
-        # the part that says why it ended (as every ending with a message has).
+        # Both still active: the daemon that ran it died. What it streamed is kept (stored
+        # as a live run's answer is, a long text as a blob), then the part that says why
+        # it ended (as every ending with a message has).
         decision = decide_orphan_end(reason)
         status, run_reason, message = decision.status, decision.reason, decision.message
-        output = [{"kind": "text", "text": t}
-                  for t in ("".join(pieces) for pieces in events.text.values()) if t]
+        output, shas = fold_output(conn, run["id"], new_writer).stored_parts(
+            lambda exc: added.append(("diagnostic", _blob_refused(run["id"], exc))))
         error = {"kind": "error", "message": message} if message else None
         if error:
             output.append(error)
         run_update_op(run["id"], {"status": status.value, "reason": run_reason,
                                   "ended_at": utcnow(), "output": output,
-                                  "error": error})(conn)
-    added: list[tuple[str, dict[str, Any]]] = [
-        ("run.phase", c) for c in closing_phases(events.open_phases, status, run_reason,
-                                                 message)]
+                                  "error": error}, shas)(conn)
+    added.extend(("run.phase", c) for c in closing_phases(events.open_phases, status,
+                                                           run_reason, message))
     if output and events.output is None:
-        added.append(("run.output", {"parts": output}))
+        added.append(("run.output", {"parts": output_event_parts(run["id"], output)}))
     if events.complete is None:
         added.append(("run.phase", complete_phase(status, run_reason, message)))
     ending: dict[str, Any] = {"status": status.value, "previous": last or run["status"]}
@@ -181,6 +237,12 @@ def _repair(conn: sqlite3.Connection, store: Store, run: sqlite3.Row,
     store.insert_events(conn, [(run["id"], kind, orjson.dumps(body)) for kind, body in added],
                         utcnow())
     return True
+
+
+def _blob_refused(run_id: str, exc: OSError) -> dict[str, Any]:
+    log.warning("run %s: its recovered output could not be stored whole: %s", run_id, exc)
+    return {"level": "warning", "code": "history_degraded",
+            "message": f"the recovered output could not be stored whole: {exc}"}
 
 
 # How far boot recovery has checked: every run up to this rowid had its row and events
@@ -203,11 +265,16 @@ CANDIDATES_SQL = (
 
 
 async def reconcile_runs(store: Store, reason: str,
-                         stopped: frozenset[str] = frozenset()) -> list[str]:
+                         stopped: frozenset[str] = frozenset(),
+                         blobs: BlobStore | None = None) -> list[str]:
     """Boot recovery: every run's row and its last status event agree afterwards. A run
     both say is active belongs to a daemon that died: it ends for `reason`; or, when it is
     one of `stopped` (the previous daemon stopped cleanly but could not write its ending),
-    for `studio_shutdown`. Returns the ids of the runs repaired."""
+    for `studio_shutdown`. Returns the ids of the runs repaired. A crashed run's long
+    streamed text goes to `blobs` as it is read (without them, a unit test's store, it
+    stays in memory)."""
+    new_writer = blobs.writer if blobs is not None else None
+
     def op(conn: sqlite3.Connection) -> list[str]:
         row = conn.execute("SELECT value FROM upkeep WHERE key = ?", (RECOVERED_MARK,)).fetchone()
         runs = conn.execute(CANDIDATES_SQL, {"mark": int(row[0]) if row else 0}).fetchall()
@@ -216,7 +283,7 @@ async def reconcile_runs(store: Store, reason: str,
             if run["status"] in TERMINAL_VALUES and run["last"] in TERMINAL_VALUES:
                 continue
             if _repair(conn, store, run,
-                       Reason.STUDIO_SHUTDOWN if run["id"] in stopped else reason):
+                       Reason.STUDIO_SHUTDOWN if run["id"] in stopped else reason, new_writer):
                 repaired.append(run["id"])
         conn.execute("INSERT INTO upkeep (key, value) VALUES (?, (SELECT coalesce(max(rowid), 0) "
                      "FROM runs)) ON CONFLICT (key) DO UPDATE SET value = excluded.value",

@@ -105,17 +105,37 @@ class TextSpool:
                      ) -> tuple[dict[str, Any], str | None]:
         """The stored part and, when spilled, its blob's sha256. A blob the disk refused
         keeps the excerpt and the size with `availability: "unavailable"`."""
-        if not self.spilled:
+        spilled, writer, self._writer = self.spilled, self._writer, None
+        sha = None
+        if writer is not None:
+            try:
+                sha = await asyncio.to_thread(writer.commit)
+            except OSError as exc:
+                self._failed = exc
+        return self._doc(spilled, sha, on_error)
+
+    def stored_now(self, on_error: Callable[[OSError], None] | None = None
+                   ) -> tuple[dict[str, Any], str | None]:
+        """As `stored`, the blob committed in the caller's thread: for boot recovery, which
+        folds a crashed run's deltas inside the store's writer."""
+        spilled, writer, self._writer = self.spilled, self._writer, None
+        sha = None
+        if writer is not None:
+            try:
+                sha = writer.commit()
+            except OSError as exc:
+                self._failed = exc
+        return self._doc(spilled, sha, on_error)
+
+    def _doc(self, spilled: bool, sha: str | None,
+             on_error: Callable[[OSError], None] | None) -> tuple[dict[str, Any], str | None]:
+        if not spilled:
             return {"kind": "text", "text": "".join(self._chunks)}, None
         doc: dict[str, Any] = {"kind": "text", "text": self._head, "size": self.size,
                                "truncated": True}
-        writer, self._writer = self._writer, None
-        if writer is not None:
-            try:
-                doc["sha256"] = await asyncio.to_thread(writer.commit)
-                return doc, doc["sha256"]
-            except OSError as exc:
-                self._failed = exc
+        if sha is not None:
+            doc["sha256"] = sha
+            return doc, sha
         doc["availability"] = "unavailable"
         if on_error is not None and self._failed is not None:
             on_error(self._failed)

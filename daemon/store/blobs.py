@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from llamon_playground.daemon.data.parts import SHA256_RE
@@ -71,13 +71,42 @@ class BlobStore:
             raise
         return digest
 
-    def put_checked_sync(self, data: bytes, sha256: str) -> bool:
-        """Store bytes whose sha256 the caller claims (a bundle blob, already verified by the
-        bundle validator; verified again here). True when this call created the blob, so a
-        failed import can remove exactly what it added and nothing else."""
-        existed = self.exists(sha256)
-        self.put_sync(data, expected_sha256=sha256)
+    def put_checked_sync(self, chunks: Iterable[bytes], sha256: str, size: int) -> bool:
+        """Store a blob whose sha256 and size the caller claims (a bundle blob, already
+        verified by the bundle validator), written as `chunks` come, and verified again
+        here (ValueError when the bytes do not hash to `sha256`). True when this call
+        created the blob, so a failed import can remove exactly what it added."""
+        final = self.path_for(sha256)
+        self._check_path()
+        if final.is_file() and final.stat().st_size == size:
+            return False
+        writer = self.writer()
+        try:
+            for chunk in chunks:
+                writer.write(chunk)
+            if writer.hexdigest() != sha256:
+                raise ValueError(f"sha256 mismatch: expected {sha256}, "
+                                 f"got {writer.hexdigest()}")
+        except BaseException:
+            writer.discard()
+            raise
+        existed = final.is_file()
+        writer.commit()
         return not existed
+
+    def put_all_checked(self, blobs: dict[str, tuple[Iterable[bytes], int]]) -> list[str]:
+        """`put_checked_sync` for each (sha256: (chunks, size)); the blobs this call created.
+        On failure those are removed again before the error goes on."""
+        created: list[str] = []
+        try:
+            for sha, (chunks, size) in blobs.items():
+                if self.put_checked_sync(chunks, sha, size):
+                    created.append(sha)
+        except BaseException:
+            for sha in created:
+                self.unlink(sha)
+            raise
+        return created
 
     def writer(self) -> BlobWriter:
         """A blob to be written piece by piece (see BlobWriter)."""

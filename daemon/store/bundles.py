@@ -6,9 +6,11 @@ snapshot. Metadata is redacted again and the reserved key dropped on the way out
 and the capture token are never in history, so never in a bundle.
 
 Import: the whole bundle is validated in memory first (daemon/data/bundle_validate.py);
-then the new blobs are written (temp file, fsync, rename), then every row goes in one
-transaction with fresh session, context and run IDs. If that transaction fails, the blobs
-this import created are removed again, so the database and the file store are as they were.
+then the new blobs are written, each decoded a slice at a time into a temp file (fsync,
+rename), then every row goes in one transaction with fresh session, context and run IDs
+(a `run.output` event's `content_url`s name the imported run). If that transaction fails,
+the blobs this import created are removed again, so the database and the file store are
+as they were.
 A run the bundle holds as active ends as the caller says (`Ending`): the run lifecycle's
 table decides that, and it lives in a room above this one.
 """
@@ -38,6 +40,8 @@ from llamon_playground.daemon.data.bundle_validate import (
     MAX_BLOBS,
     MAX_TOTAL_BLOB_BYTES,
     ValidBundle,
+    decoded_chunks,
+    decoded_size,
     validate_bundle,
 )
 from llamon_playground.daemon.data.redact import redact_metadata
@@ -51,7 +55,11 @@ from llamon_playground.daemon.store.frames import (
     frame_payload,
     stored_events,
 )
-from llamon_playground.daemon.store.history import RUN_JSON_COLUMNS, recheck_next_runs
+from llamon_playground.daemon.store.history import (
+    RUN_JSON_COLUMNS,
+    output_event_parts,
+    recheck_next_runs,
+)
 from llamon_playground.daemon.store.ids import new_context_id, new_run_id, new_session_id
 from llamon_playground.daemon.store.records import EventRow, utcnow
 
@@ -253,7 +261,8 @@ async def import_bundle(store: Store, blobs: BlobStore, body: Any, interrupted: 
         valid = await asyncio.to_thread(validate_bundle, bundle, limits)
         # Redaction and the dumps of each row, off the loop.
         plan = await asyncio.to_thread(plan_import, valid, interrupted)
-        created = await asyncio.to_thread(_put_blobs, blobs, valid.blobs)
+        created = await asyncio.to_thread(blobs.put_all_checked, {
+            sha: (decoded_chunks(text), decoded_size(text)) for sha, text in valid.blobs.items()})
         rows = plan
         try:
             await store.write(lambda conn: _write_rows(store, conn, rows))
@@ -294,9 +303,12 @@ def plan_import(valid: ValidBundle, interrupted: Ending) -> ImportPlan:
     for event in valid.events:
         payload = {k: v for k, v in (event.get("payload") or {}).items()
                    if k not in EVENT_COLUMNS_IN_DATA}
+        new_id = plan.run_ids[event["run_id"]]
+        if event["kind"] == "run.output" and isinstance(payload.get("parts"), list):
+            payload["parts"] = output_event_parts(new_id, payload["parts"])  # links: this run
         # A right-sized copy: orjson's small answers keep a ~4 KiB buffer each, which held
         # by the hundred thousand made an import's plan 50 times its events' size.
-        plan.events.append((plan.run_ids[event["run_id"]], event["kind"],
+        plan.events.append((new_id, event["kind"],
                             bytes(memoryview(orjson.dumps(payload))), event.get("ts") or now))
     _plan_suites(valid, plan, now)
     for run_id, previous in was_active.items():
@@ -366,20 +378,6 @@ def _run_row(run: dict[str, Any], plan: ImportPlan, now: str,
         if row[column] is not None:
             row[column] = orjson.dumps(row[column]).decode()
     return row
-
-
-def _put_blobs(blobs: BlobStore, data: dict[str, bytes]) -> list[str]:
-    """Write the bundle's blobs; on failure remove those written so far, then raise."""
-    created: list[str] = []
-    try:
-        for sha, content in data.items():
-            if blobs.put_checked_sync(content, sha):
-                created.append(sha)
-    except BaseException:
-        for sha in created:
-            blobs.unlink(sha)
-        raise
-    return created
 
 
 def _write_rows(store: Store, conn: sqlite3.Connection, plan: ImportPlan) -> None:

@@ -182,6 +182,20 @@ def with_content_urls(run: dict[str, Any]) -> dict[str, Any]:
     return run
 
 
+def output_event_parts(run_id: str, parts: list[Any]) -> list[Any]:
+    """A run's stored output as its `run.output` event carries it: as `GET /runs/{id}`
+    answers it, each cut part naming where its whole is served (this run's route; any
+    other `content_url` a part brings is dropped)."""
+    out: list[Any] = []
+    for index, part in enumerate(parts):
+        if isinstance(part, dict) and (part.get("truncated") or "content_url" in part):
+            part = {k: v for k, v in part.items() if k != "content_url"}
+            if part.get("truncated"):
+                part["content_url"] = part_content_path(run_id, "output", index)
+        out.append(part)
+    return out
+
+
 def part_content_path(run_id: str, side: str, index: int) -> str:
     """Where a run's part is served whole (`GET`, with Range): daemon/http/data.py."""
     return f"{API_PREFIX}/runs/{run_id}/{side}/{index}/content"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from llamon_playground.daemon.runs.reconcile import fold_delta
+from llamon_playground.daemon.runs.reconcile import DeltaFold
 
 CLOSING = ("completed", "failed", "skipped", "cancelled", "interrupted")
 
@@ -20,10 +20,10 @@ def assert_phases_close(phases: list[dict[str, Any]]) -> None:
 
 def folded_text(deltas: list[dict[str, Any]]) -> str:
     """What a client shows after applying the output.delta events in order."""
-    text: dict[str | None, list[str]] = {}
+    fold = DeltaFold()
     for delta in deltas:
-        fold_delta(text, delta)
-    return "".join("".join(pieces) for pieces in text.values())
+        fold.add(delta)
+    return fold.text()
 
 
 def stored_text(output: list[dict[str, Any]]) -> str:

@@ -11,7 +11,7 @@ from typing import Any
 
 from llamon_playground.daemon.a2a.wire import A2AEvent, WirePart
 from llamon_playground.daemon.runs.output import OutputCollector
-from llamon_playground.daemon.runs.reconcile import fold_delta
+from llamon_playground.daemon.runs.reconcile import DeltaFold
 
 
 class Pieces(str):
@@ -44,7 +44,7 @@ def test_the_stored_output_joins_each_run_of_text_once() -> None:
 
 
 def test_recovery_folds_the_deltas_without_adding_them_up() -> None:
-    text: dict[str | None, list[str]] = {}
+    fold = DeltaFold()
     deltas: list[dict[str, Any]] = [
         {"artifact_id": "a", "text": Pieces("one "), "append": False},
         *({"artifact_id": "a", "text": Pieces(f"w{i} ")} for i in range(1000)),
@@ -52,6 +52,6 @@ def test_recovery_folds_the_deltas_without_adding_them_up() -> None:
         {"artifact_id": "b", "text": Pieces("kept"), "append": False},  # replaces
     ]
     for delta in deltas:
-        fold_delta(text, delta)
-    assert "".join(text["a"]) == "one " + "".join(f"w{i} " for i in range(1000))
-    assert "".join(text["b"]) == "kept"
+        fold.add(delta)
+    assert fold.texts["a"].text() == "one " + "".join(f"w{i} " for i in range(1000))
+    assert fold.texts["b"].text() == "kept"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import binascii
 import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -11,10 +12,12 @@ from typing import Any
 import pytest
 
 from llamon_playground.common.config import build_settings
+from llamon_playground.daemon.data import bundle_validate
 from llamon_playground.daemon.data.bundle_validate import (
     BUNDLE_FORMAT,
     MAX_BLOB_BYTES,
     _blob_sizes,
+    decoded_chunks,
     validate_bundle,
 )
 from llamon_playground.daemon.data.json_depth import MAX_DEPTH
@@ -114,10 +117,29 @@ def test_a_run_request_stores_nothing_a_bundle_could_not_carry() -> None:
     parse_run_request({"parts": [{"kind": "data", "data": deep["k"]}]})
 
 
+def base64_of_zeros(size: int) -> str:
+    """What base64 makes of `size` zero bytes, without making them (the limit is 160 MiB)."""
+    padding = (3 - size % 3) % 3
+    return "A" * (4 * -(-size // 3) - padding) + "=" * padding
+
+
 def test_a_blob_of_exactly_the_limit_passes_and_one_byte_more_does_not() -> None:
+    assert base64_of_zeros(1000) == base64.b64encode(bytes(1000)).decode()
     for size in (MAX_BLOB_BYTES, MAX_BLOB_BYTES - 1):  # padded "=" and "=="
-        encoded = base64.b64encode(bytes(size)).decode()
+        encoded = base64_of_zeros(size)
         assert _blob_sizes({"a" * 64: {"bytes_base64": encoded, "size": size}})
-    encoded = base64.b64encode(bytes(MAX_BLOB_BYTES + 1)).decode()
+    encoded = base64_of_zeros(MAX_BLOB_BYTES + 1)
     with pytest.raises(PayloadTooLarge):
         _blob_sizes({"a" * 64: {"bytes_base64": encoded, "size": MAX_BLOB_BYTES}})
+
+
+def test_a_blob_is_checked_a_slice_at_a_time_as_strictly_as_whole(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bundle_validate, "BASE64_CHUNK", 8)
+    data = bytes(range(256)) * 3 + b"xy"
+    encoded = base64.b64encode(data).decode()
+    assert b"".join(decoded_chunks(encoded)) == data
+    # "QQ==" then more: whole, this is refused; a slice ending in padding must be too.
+    for bad_text in ("QUFBQQ==QUFB", "QUFB*UFB", "QUFBQUF"):
+        with pytest.raises((binascii.Error, ValueError)):
+            b"".join(decoded_chunks(bad_text))
