@@ -83,7 +83,7 @@ def test_a_restarted_daemon_ends_the_run_and_the_page_shows_it_once(
     expect(view).to_have_attribute("data-status", "interrupted")
     expect(view.locator(".facts .reason")).to_have_text("daemon_restarted")
     expect(answer).to_have_attribute("data-source", "final")
-    final = answer.text_content() or ""
+    final = answer.locator(".part.text").text_content() or ""
     assert ticks_once(final) >= 3  # every delta once, in order
     assert final.startswith(seen.rstrip()), (seen, final)  # Markdown drops the last space
     # The stored parts, shown once: the text, then the part that says what interrupted it.
