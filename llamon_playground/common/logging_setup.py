@@ -218,10 +218,10 @@ class RotatingLog(logging.handlers.RotatingFileHandler):
         super().__init__(path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8")
         self._follow_stderr()
 
-    def shouldRollover(self, record: logging.LogRecord) -> bool:  # noqa: N802 (stdlib name)
+    def shouldRollover(self, record: logging.LogRecord) -> int:  # noqa: N802 (stdlib name)
         if self.stream is not None and not self._still_ours():
             self.stream.close()
-            self.stream = None  # type: ignore[assignment]  # reopened by the check below
+            self.stream = None  # type: ignore[assignment,unused-ignore]  # reopened below
             should = super().shouldRollover(record)
             self._follow_stderr()
             return should
@@ -237,8 +237,11 @@ class RotatingLog(logging.handlers.RotatingFileHandler):
         self._follow_stderr()
 
     def _still_ours(self) -> bool:
+        stream = self.stream
+        if stream is None:
+            return False
         try:
-            return os.stat(self.baseFilename).st_ino == os.fstat(self.stream.fileno()).st_ino
+            return os.stat(self.baseFilename).st_ino == os.fstat(stream.fileno()).st_ino
         except OSError:
             return False
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 
@@ -118,11 +118,12 @@ def print_run(run: Mapping[str, Any], lineage: Mapping[str, Any], full: bool) ->
         print(f"{'':<10}(lineage cut at 1,000 runs)")
 
 
-async def _whole_texts(client: PlaygroundClient, run: dict[str, Any]) -> None:
+async def _whole_texts(client: PlaygroundClient, run: Mapping[str, Any]) -> None:
     """Each text the detail answer cut (`content_url`) read whole from its part route, so
     `--full` prints all of it (`GET /runs/{id}` answers an excerpt of a long text)."""
-    sides = (("input", (run.get("input") or {}).get("parts") or []),
-             ("output", run.get("output") or []))
+    sides: tuple[tuple[Literal["input", "output"], Any], ...] = (
+        ("input", (run.get("input") or {}).get("parts") or []),
+        ("output", run.get("output") or []))
     for side, parts in sides:
         for index, part in enumerate(parts):
             if part.get("kind") == "text" and part.get("content_url"):
