@@ -1,6 +1,6 @@
 // The page's entry: history (sessions and their runs), the composer, the run view, the Host
 // badge, and the project-wide `/events` stream that keeps them current.
-import { TERMINAL, call, withPage } from './api.js';
+import { call, withPage } from './api.js';
 import { button, el } from './dom.js';
 import { exportBundle, importBundle } from './bundles.js';
 import { compareView } from './compare.js';
@@ -12,10 +12,12 @@ import { HostLogs } from './host_logs.js';
 import { HostPanel } from './host_panel.js';
 import { showPanel, wireKeys, wirePanels } from './keys.js';
 import { Welcome } from './welcome.js';
-import { DAEMON, Notices, conflictNotice } from './notices.js';
+import { Notices } from './notices.js';
+import { liveEvents } from './live_events.js';
 import { RunList } from './run_list.js';
 import { RunView } from './run_view.js';
-import { runName, setConnectionLost, turnWhen } from './turn.js';
+import { runName, turnWhen } from './turn.js';
+import { sending } from './sending.js';
 import { Search } from './search.js';
 import { Suites, saveSuite } from './suites.js';
 
@@ -209,24 +211,6 @@ const app = {
     this.composer.editRerun(run);
   },
 
-  runsChanged(runId) {
-    // Many events can arrive together (a run's status, its label): reload once for them,
-    // the list's first page and the changed runs the list holds further down.
-    if (runId) this.changed.add(runId);
-    clearTimeout(this.reloadTimer);
-    this.reloadTimer = setTimeout(() => {
-      const changed = [...this.changed];
-      this.changed.clear();
-      this.runList.refresh(changed).then(() => {
-        this.showRunsEmpty();
-        this.threadRead();
-      }, (e) => this.fail(e));
-      this.loadSessions().catch((e) => this.fail(e));
-      this.footer.soon();
-      this.search.refresh();
-    }, 100);
-  },
-
   async openRun(runId) {
     this.suites.close();
     if (this.view) this.view.close();
@@ -250,90 +234,13 @@ const app = {
     }
   },
 
-  // Create, resume and rerun answer 202 with the new run, which the view opens. A 409 names
-  // the active run instead: the view stays, the draft stays in the composer, and a notice
-  // names that run and its session, with a link to it and its Cancel.
-  async start(request) {
-    let started;
-    try {
-      started = await request();
-    } catch (error) {
-      if (error.status !== 409 || !error.detail.active_run_id) throw error;
-      await conflictNotice(this.notices, error.detail.active_run_id, (e) => this.fail(e));
-      return false;
-    }
-    this.notices.end('action');
-    await this.openRun(started.run_id);
-    // A turn this page started comes into view, wherever the reader had scrolled.
-    this.runList.reveal(started.run_id);
-    return true;
-  },
-
-  async send(body, title) {
-    const mode = this.composer.mode();
-    if (mode.kind === 'edit') {
-      const started = await this.start(() => call('POST', `/runs/${encodeURIComponent(mode.runId)}/rerun`, body));
-      if (started) this.composer.pick(null);
-      return started;
-    }
-    if (mode.kind === 'answer') {
-      // The session's question answered: the same conversation goes on (a resume).
-      return this.start(() => call('POST', `/runs/${encodeURIComponent(mode.runId)}/resume`, body));
-    }
-    if (!this.sessionId) {
-      const session = await call('POST', '/sessions', { title: title.slice(0, 60) });
-      this.sessionId = session.id;
-    }
-    return this.start(() => call('POST', `/sessions/${encodeURIComponent(this.sessionId)}/runs`, body));
-  },
-
   // The thread was read (again): the composer learns whether its latest run asks for input.
   threadRead() {
     const latest = this.runList.sessionId === this.sessionId ? this.runList.runs[0] : null;
     this.composer.setLatest(latest || null);
   },
-
-  // Back on line: what was shown as unknown is read again, and the daemon's notice ends.
-  live() {
-    setConnectionLost(false);
-    this.notices.end(DAEMON);
-    this.host.refresh().catch(() => {});
-    if (this.view) this.view.connectionBack();
-    this.runsChanged();
-  },
-
-  lost() {
-    setConnectionLost(true);
-    this.runList.redraw();
-    this.host.unknown();
-    if (this.view) this.view.connectionLost();
-  },
-
-  // The `/events` stream (live only, a snapshot first); connection.js reopens it.
-  watchProject(events) {
-    const on = (kind, handler) => events.addEventListener(kind, (e) => handler(JSON.parse(e.data)));
-    on('host.state', (d) => {
-      // A ready Host's card gives the text composer its examples (a Flow's tabs are read
-      // from source and need no Host).
-      if (d.state === 'ready' && !this.composer.tabs
-          && this.composer.examples.dataset.read !== String(d.generation)) {
-        this.composer.examples.dataset.read = String(d.generation);  // once per generation
-        this.composer.load().catch(() => {});
-      }
-      this.host.show(d);
-      this.host.refresh().catch(() => {});
-    });
-    on('run.status', (d) => {
-      if (TERMINAL.has(d.status)) this.notices.end(`run:${d.run_id}`);  // a 409 about it
-      if (d.reason === 'runtime_restarted') {
-        this.notice(`A file changed outside the run: the Host restarted and ${d.run_id} ended (runtime_restarted).`);
-      }
-      this.runsChanged(d.run_id);
-    });
-    on('run.updated', (d) => this.runsChanged(d.run_id));
-    on('session.updated', () => this.runsChanged());
-  },
 };
+Object.assign(app, sending, liveEvents);
 
 // An ISO time as a list shows it: its time when it is today's, else its date.
 function when(iso) {

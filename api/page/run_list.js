@@ -4,7 +4,9 @@
 // of runs scrolls like one with ten. A turn is as tall as what it shows (its whole input and
 // answer, long ones folded): a card's place is the sum of the heights above it, measured
 // once drawn (ESTIMATE until then), and a measure that differs moves the cards below it,
-// never the turn the reader is looking at. The runs are read a page at a time, newest first (`?order=newest`): the first
+// never the turn the reader is looking at. Heights come from a ResizeObserver, all the
+// frame's at once after the browser's own layout: reading offsetHeight after inserting a
+// turn forced a layout per draw, which made scrolling a long thread drop frames. The runs are read a page at a time, newest first (`?order=newest`): the first
 // page when the session opens (the view then sits at its end), the next (`next_after`, the
 // older runs) when the view comes near the top of what is read; one read at a time. The
 // view follows the end (a new turn comes into sight) only while the reader is at the end;
@@ -64,6 +66,8 @@ export class RunList {
     this.heights = new Map();  // run id -> the measured height of its turn (px)
     this.tops = [0];           // tops[i]: where turn i starts; tops[n]: the list's height
     this.layoutVersion = 0;
+    this.drawnRun = new WeakMap();  // a drawn card (li) -> its run
+    this.sizes = new ResizeObserver((entries) => this.measured(entries));
     node.addEventListener('scroll', () => {
       if (node.clientHeight) this.follow = this.atEnd();
       this.schedule();
@@ -219,6 +223,7 @@ export class RunList {
   redraw() {
     const anchor = this.follow ? null : this.anchor();
     ({ order: this.order, byId: this.byId } = arrange(this.runs));
+    for (const { item } of this.items.values()) this.sizes.unobserve(item);
     this.items.clear();
     this.window = '';
     this.node.dataset.loaded = String(this.runs.length);
@@ -246,13 +251,16 @@ export class RunList {
     }
   }
 
-  // The drawn cards' heights: one that differs from what was assumed places the turns
-  // again, keeping the turn in view where it is, and draws what came into view.
-  measure() {
+  // The drawn cards' heights (what the ResizeObserver saw this frame): one that differs from
+  // what was assumed places the turns again, keeping the turn in view where it is, and draws
+  // what came into view. A card no longer drawn (or hidden: height 0) changes nothing.
+  measured(entries) {
     const anchor = this.follow ? null : this.anchor();
     let changed = false;
-    for (const { run, item } of this.items.values()) {
-      const height = item.offsetHeight;
+    for (const entry of entries) {
+      const run = this.drawnRun.get(entry.target);
+      if (!run || !entry.target.isConnected || !entry.borderBoxSize.length) continue;
+      const height = Math.ceil(entry.borderBoxSize[0].blockSize);
       if (height && height !== (this.heights.get(run.id) ?? ESTIMATE)) {
         this.heights.set(run.id, height);
         changed = true;
@@ -270,12 +278,12 @@ export class RunList {
     for (const [index, entry] of this.items) {
       if (entry.run.id !== runId) continue;
       const item = this.card(entry.run, index, entry.item.getAttribute('aria-setsize'));
+      this.sizes.unobserve(entry.item);
       entry.item.replaceWith(item);
       entry.item = item;
       const toggle = item.querySelector('.show-all');
       if (toggle) toggle.focus();
     }
-    this.measure();
   }
 
   render() {
@@ -289,10 +297,7 @@ export class RunList {
     // a hidden list's scrollTop is 0).
     if (this.node.clientHeight && top < PREFETCH) this.more();
     const window = `${first}:${last}:${count}:${this.layoutVersion}`;
-    if (window === this.window) {
-      this.measure();  // a width change (a resize) changes the turns' heights
-      return;
-    }
+    if (window === this.window) return;  // a width change re-measures by itself
     this.window = window;
     // The set's size is known once every page is read (-1: not known yet, as ARIA says);
     // the places are counted from the oldest read so far.
@@ -305,7 +310,9 @@ export class RunList {
     }
     const keptTop = kept.size ? Math.min(...kept.keys()) : last;
     if (kept.size && Math.max(...kept.keys()) - keptTop + 1 !== kept.size) kept.clear();  // a hole
+    for (const [index, entry] of this.items) if (!kept.has(index)) this.sizes.unobserve(entry.item);
     if (!kept.size || this.spacer.parentNode !== this.node) {
+      for (const entry of kept.values()) this.sizes.unobserve(entry.item);
       kept.clear();
       this.node.replaceChildren(this.spacer);
     } else {
@@ -327,7 +334,6 @@ export class RunList {
     this.spacer.after(...above);
     this.node.append(...below);
     this.items = kept;
-    this.measure();
   }
 
   // A turn: its time is the button that opens it (a click elsewhere on the card does too,
@@ -346,6 +352,8 @@ export class RunList {
     const item = el('li', { class: 'run-item', 'aria-posinset': index + 1, 'aria-setsize': setsize },
       card, this.hooks.pickBox(run));
     item.style.top = `${this.tops[index] ?? index * ESTIMATE}px`;
+    this.drawnRun.set(item, run);
+    this.sizes.observe(item);
     return item;
   }
 }

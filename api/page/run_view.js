@@ -29,13 +29,13 @@ export class RunView {
     this.diagnostics = el('div', { class: 'diagnostics' });
     this.snippet = el('pre', { class: 'snippet', hidden: true });
     this.scores = el('div', { class: 'scores-box' });
-    this.trace = new Trace();
-    const details = el('details', { class: 'trace-box' },
-      el('summary', {}, 'Trace and scores'), this.scores, this.trace.node);
-    this.traceBox = details;
     // A Flow's graph, coloured by this run's path; a node opens its bar in the trace.
     const graph = app.composer && app.composer.graph;
     this.graph = graph ? new GraphView(graph, (name) => this.showNode(name)) : null;
+    this.trace = new Trace({ sources: Boolean(this.graph) });
+    const details = el('details', { class: 'trace-box' },
+      el('summary', {}, 'Trace and scores'), this.scores, this.trace.node);
+    this.traceBox = details;
     const graphBox = this.graph ? el('details', { class: 'graph-box', open: true },
       el('summary', {}, 'Graph'), el('div', { class: 'graph-scroll' }, this.graph.node)) : null;
     this.graphBox = graphBox;

@@ -13,7 +13,10 @@ const TICK_MS = 250;
 const MAX_DEPTH = 6;
 
 export class Trace {
-  constructor() {
+  // `sources`: the run is a Flow's, whose nodes have source targets (its graph read from
+  // source). An Agent's have none, so its rows offer no "Where is" that could only fail.
+  constructor({ sources = false } = {}) {
+    this.sources = sources;
     this.rows = el('ol', { class: 'timeline-rows' });
     this.scale = el('div', { class: 'timeline-scale' });
     this.detail = el('p', { class: 'timeline-detail hint' }, 'Focus or point at a bar for its times.');
@@ -56,7 +59,7 @@ export class Trace {
     const depth = Math.min(this.open.length, MAX_DEPTH);
     item.bar = button('', () => this.show(item), { class: 'bar', dataset: { node: name } });
     this.hover(item);
-    const where = d.node ? button(`Where is ${name}?`, async () => where.replaceWith(await sourceTarget(name)), { class: 'where' }) : null;
+    const where = d.node && this.sources ? button(`Where is ${name}?`, async () => where.replaceWith(await sourceTarget(name)), { class: 'where' }) : null;
     item.took = el('span', { class: 'took' });
     item.row = el('li', { class: `trace-row depth-${depth}`, dataset: { type: 'node.start', node: name } },
       el('span', { class: 'row-label' }, el('span', { class: 'node-name' }, name), ' ', item.took),

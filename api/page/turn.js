@@ -11,7 +11,9 @@ const EXCERPT = 160;     // characters: a run's name in one line
 const FOLD_CHARS = 600;  // a text longer than this (or of more lines) is folded
 const FOLD_LINES = 8;
 const FOLDED_TEXT = 1000;  // characters of a folded answer formatted: more is out of sight
+const FORMATTED_KEPT = 200;  // turns' formatted answers kept (a few screens' worth)
 
+const formattedKept = new Map();  // "<run id>:<part>:<folded|whole>" -> {text, node}
 const unfolded = new Set();  // "<run id>:<input|answer>" the reader unfolded
 let connectionLost = false;  // while lost, an active run's state is not known
 
@@ -93,11 +95,28 @@ function answerParts(run, folded) {
     if (ACTIVE.has(run.status)) return [el('span', { class: 'hint' }, '…')];
     return [el('span', { class: 'hint' }, '—')];
   }
-  return parts.map((part) => {
+  return parts.map((part, index) => {
     if (part.kind !== 'text') return el('span', { class: 'turn-data' }, summary([part]));
     const text = folded && part.text.length > FOLDED_TEXT ? `${part.text.slice(0, FOLDED_TEXT)}…` : part.text;
-    return el('div', { class: 'markdown' }, renderMarkdown(text));
+    return formatted(`${run.id}:${index}:${folded ? 'folded' : 'whole'}`, text);
   });
+}
+
+// A turn's formatted answer, kept for when it scrolls back into view (formatting a long
+// answer again on every draw is what made scrolling a long thread slow). A node still
+// drawn elsewhere (a turn drawn again in place) is copied; at most FORMATTED_KEPT are kept.
+function formatted(key, text) {
+  const kept = formattedKept.get(key);
+  if (kept && kept.text === text) {
+    formattedKept.delete(key);  // the newest use last: the oldest go first
+    formattedKept.set(key, kept);
+    return kept.node.isConnected ? kept.node.cloneNode(true) : kept.node;
+  }
+  const node = el('div', { class: 'markdown' }, renderMarkdown(text));
+  formattedKept.delete(key);
+  formattedKept.set(key, { text, node });
+  if (formattedKept.size > FORMATTED_KEPT) formattedKept.delete(formattedKept.keys().next().value);
+  return node;
 }
 
 function long(text) {
