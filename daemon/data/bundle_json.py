@@ -57,6 +57,17 @@ def value_bound(raw: bytes | bytearray) -> int:
     return total
 
 
+def refuse_lone_surrogates(raw: bytes | bytearray, doc: Any) -> None:
+    """A body escaping a lone surrogate (`"\\ud800"`) is refused as invalid JSON: the
+    stdlib decoder lets one through, but orjson cannot write it back."""
+    if has_surrogate_escape(raw):
+        try:
+            orjson.dumps(doc)
+        except orjson.JSONEncodeError as exc:
+            raise BadRequest(f"request body is not valid JSON: {exc}",
+                             code="invalid_json") from exc
+
+
 def has_surrogate_escape(raw: bytes | bytearray) -> bool:
     """Whether `raw` holds something like a \\ud800-\\udfff escape, a slice at a time;
     each window starts a match's length early, so one cut by a slice's end is still seen."""
@@ -128,12 +139,7 @@ def parse_bundle_body(raw: bytes | bytearray, limits: Limits = DEFAULT_LIMITS,
         # if it is not valid.
         texts = [decode_span(raw, start, end, step) for start, end in spans]
         doc = put_back(doc, marker, texts.__getitem__)
-    if has_surrogate_escape(raw):
-        try:
-            orjson.dumps(doc)
-        except orjson.JSONEncodeError as exc:
-            raise BadRequest(f"request body is not valid JSON: {exc}",
-                             code="invalid_json") from exc
+    refuse_lone_surrogates(raw, doc)
     return doc
 
 

@@ -10,7 +10,7 @@ import orjson
 from aiohttp import web
 
 from llamon_playground.common.http_json import decimal_digits
-from llamon_playground.daemon.data.bundle_json import has_surrogate_escape
+from llamon_playground.daemon.data.bundle_json import refuse_lone_surrogates
 from llamon_playground.daemon.data.long_strings import (
     decode_span,
     long_string_spans,
@@ -80,12 +80,7 @@ def parse_long_json(raw: bytes | bytearray) -> Any:
     doc = parse_json(skeleton(raw, spans, marker))
     texts = [decode_span(raw, start, end) for start, end in spans]
     doc = put_back(doc, marker, texts.__getitem__)
-    if has_surrogate_escape(raw):  # the stdlib decoder lets a lone one through; orjson not
-        try:
-            orjson.dumps(doc)
-        except orjson.JSONEncodeError as exc:
-            raise BadRequest(f"request body is not valid JSON: {exc}",
-                             code="invalid_json") from exc
+    refuse_lone_surrogates(raw, doc)
     return doc
 
 
