@@ -36,19 +36,20 @@ import sqlite3
 import statistics
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
 import aiohttp
 import orjson
 
-from llamon_playground.daemon.store.answer_columns import SESSION_LIST_COLUMNS, run_list_columns
+from llamon_playground.daemon.store.history import SESSION_LIST_COLUMNS, run_list_columns
 from llamon_playground.daemon.suites.records import REPORT_SQL
 from scripts.benchmarks.client import P, call, count_sse, direct_session, start_checked_front
 from scripts.benchmarks.figures import Figure, Target, log, pct
 from scripts.benchmarks.owned import Owned
-from scripts.benchmarks.sections import history_year_ops
 from scripts.benchmarks.sections.load_history import wait_compacted
+from scripts.benchmarks.sections import history_year_ops
 from scripts.benchmarks.sections.search import in_process as search_in_process
 from scripts.benchmarks.sections.search import queries as search_queries
 from scripts.benchmarks.stack import Stack
