@@ -1,7 +1,7 @@
 // The page's entry: history (sessions and their runs), the composer, the run view, the Host
 // badge, and the project-wide `/events` stream that keeps them current.
-import { call, withPage } from './api.js';
-import { button, el } from './dom.js';
+import { call } from './api.js';
+import { el } from './dom.js';
 import { exportBundle, importBundle } from './bundles.js';
 import { compareView } from './compare.js';
 import { Composer } from './composer.js';
@@ -18,16 +18,16 @@ import { RunList } from './run_list.js';
 import { RunView } from './run_view.js';
 import { runName, turnWhen } from './turn.js';
 import { sending } from './sending.js';
+import { sessionList } from './session_list.js';
 import { Search } from './search.js';
 import { Suites, saveSuite } from './suites.js';
 
 const $ = (id) => document.getElementById(id);
 
-const SESSION_PAGE = 100;  // sessions read at a time
-
 const app = {
   sessions: [],
   olderSessions: null,  // the cursor of the next, older page of sessions (null: all shown)
+  sessionReads: Promise.resolve(),  // the last read of the session list (readSessions)
   opened: null,  // the open session when it is not among those shown
   sessionId: null,
   view: null,
@@ -51,54 +51,6 @@ const app = {
 
   fail(error) {
     this.notices.fail(error);
-  },
-
-  // The newest sessions, a page at a time (a year of history is thousands of them): the
-  // pages already shown are read again, older ones only when "Older sessions" is pressed.
-  async loadSessions() {
-    const want = Math.min(1000, Math.max(SESSION_PAGE, this.sessions.length));
-    const doc = await call('GET', `/sessions?order=newest&limit=${want}`);
-    this.sessions = doc.sessions;
-    this.olderSessions = doc.next_after;
-    await this.showSessions();
-  },
-
-  async moreSessions() {
-    if (!this.olderSessions) return;
-    const doc = await call('GET', `/sessions?order=newest&limit=${SESSION_PAGE}&after=${encodeURIComponent(this.olderSessions)}`);
-    this.sessions = withPage(this.sessions, doc.sessions);
-    this.olderSessions = doc.next_after;
-    await this.showSessions();
-  },
-
-  // The open session: from the list, else read once (one opened from search or a link
-  // can be older than the pages shown).
-  async currentSession() {
-    const listed = this.sessions.find((s) => s.id === this.sessionId);
-    if (listed || !this.sessionId) return listed || null;
-    if (!this.opened || this.opened.id !== this.sessionId) {
-      this.opened = await call('GET', `/sessions/${encodeURIComponent(this.sessionId)}`).catch(() => null);
-    }
-    return this.opened && this.opened.id === this.sessionId ? this.opened : null;
-  },
-
-  async showSessions() {
-    $('sessions-empty').hidden = this.sessions.length > 0;
-    // Each session with its run count and its last activity (its time today, else its date).
-    $('session-list').replaceChildren(...this.sessions.map((s) => el('li', {},
-      button([`${s.title || 'untitled'} (${s.run_count ?? 0})`,
-        s.last_activity_at ? el('span', { class: 'session-when', title: `last activity ${s.last_activity_at}` },
-          ` · ${when(s.last_activity_at)}`) : null], () => this.pickSession(s.id), {
-        class: 'session-item', 'aria-current': s.id === this.sessionId ? 'true' : null,
-        dataset: { sessionId: s.id, lastActivity: s.last_activity_at || '' },
-      }))));
-    $('more-sessions').hidden = !this.olderSessions;
-    $('session-list').dataset.loaded = String(this.sessions.length);
-    const current = await this.currentSession();
-    $('session-head').hidden = !current;
-    if (current && document.activeElement !== $('session-title')) {
-      $('session-title').value = current.title || '';
-    }
   },
 
   // A session picked in the list: the open one (or the one being opened) is only shown, not
@@ -240,13 +192,7 @@ const app = {
     this.composer.setLatest(latest || null);
   },
 };
-Object.assign(app, sending, liveEvents);
-
-// An ISO time as a list shows it: its time when it is today's, else its date.
-function when(iso) {
-  const today = new Date().toISOString().slice(0, 10);
-  return iso.startsWith(today) ? iso.slice(11, 16) : iso.slice(0, 10);
-}
+Object.assign(app, sending, liveEvents, sessionList);
 
 // "1 session", "2 sessions".
 function count(n, noun) {

@@ -140,8 +140,11 @@ export class Search {
     if (!this.current || this.reading || this.results.scrollTop > 0 || this.hits.length > PAGE
         || this.results.contains(document.activeElement)) return;
     const epoch = this.epoch;
+    const shown = this.hits;
     call('GET', `/search?${this.current}&limit=${PAGE}`).then((doc) => {
-      if (epoch !== this.epoch || JSON.stringify(doc.hits) === JSON.stringify(this.hits)) return;
+      // A further page that came in meanwhile is kept: the first page read again is dropped.
+      if (epoch !== this.epoch || this.hits !== shown || this.reading
+          || JSON.stringify(doc.hits) === JSON.stringify(this.hits)) return;
       this.hits = doc.hits;
       this.cursor = doc.next_after;
       this.show();

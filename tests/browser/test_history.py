@@ -88,6 +88,58 @@ def test_the_newest_sessions_show_first_and_older_ones_when_asked(
     assert any("after=" in url for url in reads), reads
 
 
+def test_a_first_page_read_again_never_hides_older_sessions(
+        page: Any, front_url: str) -> None:
+    """A first page read again (a live event) that answers after "Older sessions" must not
+    put the shorter list back: the list's reads go one at a time."""
+    sessions = [{"id": f"q{n}", "title": f"older {n}", "created_at": "2026-01-01T00:00:00Z"}
+                for n in range(150)]
+    answer = page.request.post(f"{front_url}{API_PREFIX}/bundles/import", data={
+        "format": "llamon.playground.bundle/1", "sessions": sessions, "runs": [],
+        "events": [], "blobs": {}})
+    assert answer.status == 201, answer.text()
+    page.reload()
+    expect(page.locator("#connection")).to_have_attribute("data-state", "live")
+    expect(page.locator("#more-sessions")).to_be_visible()
+    held: list[Any] = []
+    holding = [True]
+
+    def release() -> None:
+        holding[0] = False  # a first page read after this goes on at once
+        while held:
+            held.pop().continue_()
+
+    def route(request_route: Any) -> None:
+        if "after=" not in request_route.request.url:
+            if holding[0]:
+                held.append(request_route)  # the first page, read again: held back
+            else:
+                request_route.continue_()
+            return
+        # The older page answers first; only then does the held first page go on. Without
+        # one read at a time, that order puts the first page's shorter list back last.
+        request_route.fulfill(response=request_route.fetch())
+        release()
+
+    page.route(re.compile(r"/sessions\?order=newest"), route)
+    # A title changed elsewhere: the page reads its first page of sessions again.
+    with page.expect_request(lambda r: "/sessions?order=newest" in r.url):
+        newest = answer.json()["sessions"]["q149"]
+        renamed = page.request.patch(f"{front_url}{API_PREFIX}/sessions/{newest}",
+                                     data={"title": "fresh"})
+        assert renamed.status == 200, renamed.text()
+    button(page, "Older sessions").click()
+    # Two frames for a read the click started at once to reach the route (it releases the
+    # held page itself); one queued behind the held page is released here.
+    page.evaluate("() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))")
+    release()
+    total = len(page.request.get(f"{front_url}{API_PREFIX}/sessions?limit=1000").json()["sessions"])
+    expect(page.locator(".session-item", has_text="fresh")).to_have_count(1)
+    expect(page.locator(".session-item", has_text="older 0 (imported)")).to_have_count(1)
+    expect(page.locator(".session-item")).to_have_count(min(total, 200))  # two pages
+    page.unroute(re.compile(r"/sessions\?order=newest"))
+
+
 def test_delete_all_history_says_what_goes(page: Any) -> None:
     expect(send(page, "stream going away")).to_have_attribute("data-status", "completed")
     expect(page.locator(".session-item").first).to_be_visible()
