@@ -286,7 +286,7 @@ function wire() {
   const submit = guard(async (event) => {
     if (event) event.preventDefault();
     const body = composer.body();
-    if (body && await app.send(body, composer.title())) composer.clear();
+    if (body) await app.send(body, composer.title());
   });
   $('composer').addEventListener('submit', submit);
   $('message').addEventListener('keydown', (event) => {

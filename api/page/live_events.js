@@ -64,5 +64,15 @@ export const liveEvents = {
     });
     on('run.updated', (d) => this.runsChanged(d.run_id));
     on('session.updated', () => this.runsChanged());
+    // Made or deleted elsewhere (the CLI, another tab, the retention policy): the list is
+    // read again; the open session gone (or all of history) closes it.
+    on('session.created', () => this.runsChanged());
+    on('session.deleted', (d) => {
+      if (this.sessionId && (d.session_id === null || d.session_id === this.sessionId)) {
+        this.forgetSession().catch((e) => this.fail(e));
+      } else {
+        this.runsChanged();
+      }
+    });
   },
 };

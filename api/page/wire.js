@@ -26,4 +26,5 @@ export const RUN_EVENT_KINDS = new Set(['run.status', 'run.phase', 'output.delta
                                         'run.output', 'trace', 'diagnostic']);
 // The project-wide SSE event names (an open set).
 export const PROJECT_EVENT_KINDS = new Set(['host.state', 'run.active', 'run.status',
-                                            'run.updated', 'session.updated', 'log']);
+                                            'run.updated', 'session.updated',
+                                            'session.created', 'session.deleted', 'log']);

@@ -80,8 +80,11 @@ class HistoryService:
 
     async def create_session(self, fields: dict[str, Any]) -> dict[str, Any]:
         """A new session from parsed fields; its metadata is stored redacted."""
-        return await history.create_session(self._store, fields.get("title", ""),
-                                            redact_metadata(fields.get("metadata", {})))
+        session = await history.create_session(self._store, fields.get("title", ""),
+                                               redact_metadata(fields.get("metadata", {})))
+        self._events.updated("session.created", {"session_id": session["id"],
+                                                 "session": session})
+        return session
 
     async def update_session(self, session_id: str, fields: dict[str, Any]) -> dict[str, Any]:
         """Apply parsed fields (validated in full before: a refused edit changes nothing)."""
@@ -189,8 +192,11 @@ class HistoryService:
             del raw  # the parsed bundle is all the import needs from here
             try:
                 async with self._blob_changes:
-                    return await import_bundle(self._store, self._blobs, body, self._imported,
-                                               self._limits)
+                    imported = await import_bundle(self._store, self._blobs, body,
+                                                   self._imported, self._limits)
+                # Several at once: one event, with no id (a client reads its list again).
+                self._events.updated("session.created", {"session_id": None, "session": None})
+                return imported
             finally:
                 del body  # emptied by the import: gone before the collector is back on
 
@@ -222,6 +228,7 @@ class HistoryService:
                 tally.add(done)
                 more = done.more
             await give_back(self._store, self._db_path.parent)
+        self._events.updated("session.deleted", {"session_id": None})  # all of them
         return {"deleted": tally.counts(), "blobs_removed": removed}
 
     async def delete_session(self, session_id: str) -> dict[str, Any]:
@@ -234,6 +241,7 @@ class HistoryService:
                                active_run_id=active.run_id)
             shas = await history.delete_session(self._store, session_id)
             removed = await self._unlink_unreferenced(shas)
+        self._events.updated("session.deleted", {"session_id": session_id})
         return {"deleted": session_id, "blobs_removed": removed}
 
     async def remove_for_policy(self, session_id: str,
@@ -247,7 +255,11 @@ class HistoryService:
             if active is not None and active.session_id == session_id:
                 return None
             shas = await delete()
-            return None if shas is None else await self._unlink_unreferenced(shas)
+            if shas is None:
+                return None
+            removed = await self._unlink_unreferenced(shas)
+        self._events.updated("session.deleted", {"session_id": session_id})
+        return removed
 
     async def _unlink_unreferenced(self, shas: list[str]) -> int:
         """After the commit, unlink only blobs nothing references by now: a run may have

@@ -49,8 +49,9 @@ class ProjectEvents:
         self._send(sse_frame("host.state", status))
 
     def updated(self, kind: str, data: dict[str, Any]) -> None:
-        """`run.updated` / `session.updated`: a label, note, title or metadata changed (sent
-        after the change committed; live only, like host.state)."""
+        """`run.updated` / `session.updated` (a label, note, title or metadata changed),
+        `session.created` / `session.deleted`: sent after the change committed; live only,
+        like host.state."""
         self._send(sse_frame(kind, data))
 
     def committed(self, rows: list[EventRow]) -> None:

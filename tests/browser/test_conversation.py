@@ -4,6 +4,7 @@ nothing an agent writes runs or loads), and a 409 leaves the draft where it was.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from llamon_playground.common.contract import API_PREFIX
@@ -175,3 +176,22 @@ def test_the_conversation_has_no_serious_violation(scheme_page: Any) -> None:
     expect(page.locator("#composer-mode")).to_contain_text("Editing a rerun")
     found = blocking_violations(page)
     assert not found, found
+
+
+def test_what_is_typed_while_a_run_opens_is_kept(page: Any) -> None:
+    # The run's first read held back: the view is still opening when the person types on.
+    held: list[Any] = []
+    pattern = re.compile(r"/runs/run_[0-9a-f]+$")
+    page.route(pattern, lambda route: held.append(route))
+    message = page.get_by_label("Message", exact=True)
+    message.fill("stream the opening words")
+    with page.expect_request(pattern):
+        message.press("Control+Enter")
+    expect(message).to_have_value("")  # sent: the box is empty at once
+    message.fill("my next message")
+    for route in held:
+        route.continue_()
+    page.unroute(pattern)
+    expect(page.locator("article.run-view")).to_have_attribute("data-status", "completed")
+    expect(page.locator(".run-view .answer")).to_contain_text("opening words")
+    expect(message).to_have_value("my next message")

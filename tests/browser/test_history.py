@@ -140,6 +140,21 @@ def test_a_first_page_read_again_never_hides_older_sessions(
     page.unroute(re.compile(r"/sessions\?order=newest"))
 
 
+def test_sessions_made_and_deleted_elsewhere_show_at_once(page: Any, front_url: str) -> None:
+    expect(page.locator("#connection")).to_have_attribute("data-state", "live")
+    made = page.request.post(f"{front_url}{API_PREFIX}/sessions", data={"title": "from the cli"})
+    assert made.status == 201, made.text()
+    item = page.locator(".session-item", has_text="from the cli")
+    expect(item).to_have_count(1)  # no reload: the page was told
+    item.click()
+    expect(page.get_by_label("Session title")).to_have_value("from the cli")
+    gone = page.request.delete(f"{front_url}{API_PREFIX}/sessions/{made.json()['id']}",
+                               headers={"Content-Type": "application/json"})
+    assert gone.status == 200, gone.text()
+    expect(item).to_have_count(0)
+    expect(page.locator("#session-head")).to_be_hidden()  # the open session closed with it
+
+
 def test_delete_all_history_says_what_goes(page: Any) -> None:
     expect(send(page, "stream going away")).to_have_attribute("data-status", "completed")
     expect(page.locator(".session-item").first).to_be_visible()

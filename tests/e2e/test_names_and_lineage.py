@@ -114,6 +114,27 @@ async def test_session_title_and_metadata_edit(api: Api) -> None:
     assert doc["title"] == "again" and doc["metadata"]["team"] == "a"
 
 
+async def test_sessions_made_and_deleted_elsewhere_are_announced(api: Api) -> None:
+    # Another client (the CLI, a second tab) makes a session: a page learns of it live.
+    async with project_events(api, lambda kind, _: kind == "session.created") as created:
+        doc = await api.ok("POST", "sessions", {"title": "from elsewhere"}, 201)
+    event = next(data for kind, data in created.result() if kind == "session.created")
+    assert event == {"session_id": doc["id"], "session": doc}
+    async with project_events(api, lambda kind, _: kind == "session.deleted") as deleted:
+        await api.ok("DELETE", f"sessions/{doc['id']}")
+    assert [data for kind, data in deleted.result() if kind == "session.deleted"] == \
+        [{"session_id": doc["id"]}]
+    # An import makes several at once: one event that names none.
+    async with project_events(api, lambda kind, _: kind == "session.created") as imported:
+        answer = await api.ok("POST", "bundles/import", {
+            "format": "llamon.playground.bundle/1", "runs": [], "events": [], "blobs": {},
+            "sessions": [{"id": f"e{n}", "title": f"e {n}", "created_at": "2026-01-01T00:00:00Z"}
+                         for n in range(3)]}, 201)
+    assert len(answer["sessions"]) == 3
+    assert [data for kind, data in imported.result() if kind == "session.created"] == \
+        [{"session_id": None, "session": None}]
+
+
 async def test_rerun_with_a_body_replaces_what_it_gives(api: Api) -> None:
     session = await api.session()
     first = await api.start_run(session, "stream one two", metadata={"user": "u1"})

@@ -88,6 +88,8 @@ class ProjectEventKind(StrEnum):
     RUN_STATUS = "run.status"
     RUN_UPDATED = "run.updated"
     SESSION_UPDATED = "session.updated"
+    SESSION_CREATED = "session.created"
+    SESSION_DELETED = "session.deleted"
     LOG = "log"
 
 
