@@ -7,7 +7,7 @@ event's fields reads them from that line, in Python (`frame_data`) or in SQL (`D
 The writer thread, boot recovery and bundle import (whose rows are renumbered) all build
 frames here.
 
-A finished run's events are kept compact, their frames in zlib blocks. A live run's
+A finished run's events are kept compact, their frames in deflate blocks. A live run's
 events are rows of `events`, one frame each (what a live replay copies). Once
 the run has ended, the compactor (`daemon/store/upkeep/compaction.py`) moves every event before
 its terminal `run.status` into `event_blocks`: up to BLOCK_EVENTS consecutive events of
@@ -25,9 +25,10 @@ duplicate across the hand-over (`frames_page`).
 The frames inside a block are the same bytes `events.frame` held: a frame ends with a blank
 line and its data line is one line of JSON, so `\\n\\nid: ` only ever starts the next frame.
 
-Each block names its codec (`event_blocks.codec`). Blocks are written with the standard
-library's zlib; blocks an earlier version wrote with zstandard say `zstd` and are read with
-it, imported only then, while the compactor converts them to zlib once (upkeep/recoding.py).
+Each block names its codec (`event_blocks.codec`). Blocks are written as raw DEFLATE streams
+with the standard library's zlib (`deflate`); blocks an earlier version wrote with zstandard
+say `zstd` and are read with it, imported only then, while the compactor converts them once
+(upkeep/recoding.py).
 Where such blocks are left and zstandard is not installed, the store refuses to open
 (`refuse_unreadable_blocks`), naming the command that installs it: nothing is lost or
 half-read.
@@ -111,11 +112,14 @@ SELECT CAST(group_concat(frame, '') AS BLOB), max(seq), max(terminal) FROM (
 
 BLOCK_EVENTS = 1024
 BLOCK_BYTES = 256 * 1024  # raw frames per block: a replay page, and what one read inflates
-# Measured on 10,000 streamed deltas in 1,024-event blocks (docs/storage.md, "Why zlib"):
+# Measured on 10,000 streamed deltas in 1,024-event blocks (docs/storage.md, "Why deflate"):
 # level 9 leaves 3 % fewer bytes than 6 for about a quarter more CPU, about what zstandard's
 # level 9 cost; a preset dictionary saved 1.5 % and would have to stay fixed forever.
 ZLIB_LEVEL = 9
-ZLIB = "zlib"  # what every block is written with
+# Raw DEFLATE (no zlib header, no Adler-32: zstandard's blocks carried no checksum either):
+# the checksum was more than half of what inflating a block cost (measured 2.5x faster).
+RAW_DEFLATE = -15
+DEFLATE = "deflate"  # what every block is written with
 ZSTD = "zstd"  # blocks an earlier version wrote: read with zstandard until converted
 ZSTD_INSTALL = "zstandard>=0.22"
 
@@ -137,7 +141,7 @@ def zstd_install_command() -> str:
 def _zstd_missing(what: str) -> str:
     return (f"history holds {what} compressed with zstandard by an earlier version, and "
             "zstandard is not installed; install it once, for their one-time conversion to "
-            f"zlib, then start again: {zstd_install_command()} "
+            f"deflate, then start again: {zstd_install_command()} "
             "(their events are kept as they are)")
 
 
@@ -173,7 +177,9 @@ def refuse_unreadable_blocks(conn: sqlite3.Connection) -> int:
 
 
 def deflate(data: bytes) -> bytes:
-    return zlib.compress(data, ZLIB_LEVEL)
+    """`data` as a raw DEFLATE stream (a block's frames or stamps)."""
+    c = zlib.compressobj(ZLIB_LEVEL, zlib.DEFLATED, RAW_DEFLATE)
+    return c.compress(data) + c.flush()
 
 
 def pack(rows: list[EventRow], terminal: bool
@@ -181,13 +187,13 @@ def pack(rows: list[EventRow], terminal: bool
     """One block's row from consecutive event rows of one run (seq, run_id, kind, ts, frame)."""
     return (rows[0][1], rows[0][0], rows[-1][0], len(rows), int(terminal),
             deflate(b"".join(r[4] for r in rows)),
-            deflate("\n".join(r[3] for r in rows).encode()), ZLIB)
+            deflate("\n".join(r[3] for r in rows).encode()), DEFLATE)
 
 
 def inflate(data: bytes, codec: str) -> bytes:
     """A block's frames or stamps, uncompressed with the codec the block names."""
-    if codec == ZLIB:
-        return zlib.decompress(data)
+    if codec == DEFLATE:
+        return zlib.decompress(data, RAW_DEFLATE)
     if codec == ZSTD:
         return _zstd_inflate(data)
     raise StoreError(f"an event block names an unknown codec {codec!r}")

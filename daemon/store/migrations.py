@@ -275,7 +275,7 @@ MIGRATIONS: list[str] = [
     """
     CREATE INDEX runs_by_parent ON runs(parent_run_id);
     """,
-    # Blocks name their codec: written with the standard library's zlib from now on; those
+    # Blocks name their codec: raw DEFLATE (the standard library's zlib) from now on; those
     # written before are zstandard, converted once by the compactor (upkeep/recoding.py),
     # which finds them by the partial index (empty once the conversion is done). Adding a
     # column with a default rewrites no row.

@@ -1,6 +1,7 @@
 """A history whose finished runs an earlier version kept as zstandard blocks, on the real
-daemon: converted to zlib once, at start, replayed and exported byte for byte; a SIGKILL
-half-way through the conversion loses nothing, and the next start finishes it.
+daemon: converted once, at start, to raw DEFLATE (the standard library's zlib), replayed and
+exported byte for byte; a SIGKILL half-way through the conversion loses nothing, and the
+next start finishes it.
 
 zstandard is in the test extra for this: the fixture's blocks need it to be read, here as
 on a user's machine during the conversion. Without it the daemon refuses to start
@@ -64,7 +65,7 @@ def codecs(stack: Stack) -> dict[str, int]:
 
 
 def converted(stack: Stack) -> bool:
-    return set(codecs(stack)) == {"zlib"}
+    return set(codecs(stack)) == {"deflate"}
 
 
 @pytest.fixture
@@ -75,7 +76,7 @@ def v8_stack(project: Path, runtime_base: Path) -> Iterator[Stack]:
         yield stack
 
 
-async def test_zstandard_blocks_become_zlib_once_and_replay_byte_for_byte(
+async def test_zstandard_blocks_become_deflate_once_and_replay_byte_for_byte(
         v8_stack: Stack) -> None:
     events = v8_events()
     before = read_db(v8_stack, "SELECT run_id, first_seq, last_seq, events FROM event_blocks "
@@ -84,14 +85,14 @@ async def test_zstandard_blocks_become_zlib_once_and_replay_byte_for_byte(
     try:
         await eventually(lambda: converted(v8_stack), what="the blocks converted")
         assert read_db(v8_stack, "PRAGMA user_version")[0][0] == SCHEMA_VERSION
-        # The same blocks, each now zlib (read here with zlib itself), none left to find.
+        # The same blocks, each now raw DEFLATE (read here with zlib itself), none left.
         assert read_db(v8_stack, "SELECT run_id, first_seq, last_seq, events FROM "
                                  "event_blocks ORDER BY run_id, first_seq") == before
         for run_id, first, last, frames, stamps in read_db(
                 v8_stack, "SELECT run_id, first_seq, last_seq, frames, stamps FROM event_blocks"):
             held = [e for e in events if e[1] == run_id and first <= e[0] <= last]
-            assert zlib.decompress(frames) == b"".join(e[4] for e in held)
-            assert zlib.decompress(stamps).decode() == "\n".join(e[3] for e in held)
+            assert zlib.decompress(frames, -15) == b"".join(e[4] for e in held)
+            assert zlib.decompress(stamps, -15).decode() == "\n".join(e[3] for e in held)
         assert read_db(v8_stack, "SELECT COUNT(*) FROM event_blocks INDEXED BY "
                                  "event_blocks_zstd WHERE codec = 'zstd'")[0][0] == 0
         for run_id in sorted({e[1] for e in events}):
@@ -125,8 +126,8 @@ def as_earlier_version_wrote(stack: Stack) -> int:
         rows = conn.execute("SELECT rowid, frames, stamps FROM event_blocks").fetchall()
         conn.executemany(
             "UPDATE event_blocks SET frames = ?, stamps = ?, codec = 'zstd' WHERE rowid = ?",
-            [(zstd.compress(zlib.decompress(f)), zstd.compress(zlib.decompress(s)), rowid)
-             for rowid, f, s in rows])
+            [(zstd.compress(zlib.decompress(f, -15)), zstd.compress(zlib.decompress(s, -15)),
+              rowid) for rowid, f, s in rows])
         conn.execute("COMMIT")
     finally:
         conn.close()
@@ -156,7 +157,7 @@ async def test_a_sigkill_during_the_conversion_loses_nothing_and_the_next_start_
     blocks = as_earlier_version_wrote(v8_stack)
     assert blocks > 300
     v8_stack.start_daemon()  # the conversion starts at boot: kill it half-way
-    await eventually(lambda: codecs(v8_stack), lambda c: c.get("zlib", 0) >= 16,
+    await eventually(lambda: codecs(v8_stack), lambda c: c.get("deflate", 0) >= 16,
                      what="the conversion under way", interval=0.002)
     v8_stack.daemon.signal(signal.SIGKILL)
     v8_stack.daemon.wait(10)

@@ -1,4 +1,4 @@
-"""History kept small over a year of use: finished runs compacted into zlib blocks
+"""History kept small over a year of use: finished runs compacted into deflate blocks
 (`compaction`, which first converts an earlier version's zstandard blocks: `recoding`; the
 block format is the store's, `daemon/store/frames.py`) and the retention
 policy (`retention`, `trimmer`). Each runs in the background in small write transactions

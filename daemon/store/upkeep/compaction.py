@@ -7,7 +7,7 @@ events), queued behind the writes waiting for the writer, so live runs and reque
 meanwhile. The sweep stops at the first run that is not over (the active one) and goes on
 once it ends. Runs that existed before this format (a migrated history) are converted by
 the same sweep, in place. Each sweep first converts what is left of an earlier version's
-zstandard blocks to zlib (recoding.py): on the first start after an upgrade, that is all of
+zstandard blocks to deflate (recoding.py): on the first start after an upgrade, that is all of
 them, a few per step.
 """
 
@@ -32,8 +32,8 @@ from llamon_playground.daemon.store.frames import (
 )
 from llamon_playground.daemon.store.history import COMPACTED_MARK
 from llamon_playground.daemon.store.records import EventRow
-from llamon_playground.daemon.store.upkeep.recoding import recode_step
 from llamon_playground.daemon.store.removal.space import give_back
+from llamon_playground.daemon.store.upkeep.recoding import recode_step
 
 log = logging.getLogger(__name__)
 
@@ -226,7 +226,7 @@ class Compactor:
             if not done:
                 return True
             if not self.blocks_recoded:
-                log.info("converting an earlier version's zstandard blocks to zlib")
+                log.info("converting an earlier version's zstandard blocks to deflate")
             self.blocks_recoded += done
             await asyncio.sleep(PAUSE)
 
