@@ -68,6 +68,11 @@ class StoreError(Exception):
     """A history write failed for a reason that is not the client's fault (disk, locking)."""
 
 
+class BlockCodecMissing(Exception):
+    """History holds event blocks whose codec is not installed (zstandard, from an earlier
+    version): the store does not open, and the message names the command that installs it."""
+
+
 class BootFailed(Exception):
     """Boot recovery could not finish: the daemon stops, saying why, and serves nothing."""
 

@@ -7,7 +7,7 @@ event's fields reads them from that line, in Python (`frame_data`) or in SQL (`D
 The writer thread, boot recovery and bundle import (whose rows are renumbered) all build
 frames here.
 
-A finished run's events are kept compact, their frames in zstandard blocks. A live run's
+A finished run's events are kept compact, their frames in deflate blocks. A live run's
 events are rows of `events`, one frame each (what a live replay copies). Once
 the run has ended, the compactor (`daemon/store/upkeep/compaction.py`) moves every event before
 its terminal `run.status` into `event_blocks`: up to BLOCK_EVENTS consecutive events of
@@ -24,19 +24,30 @@ duplicate across the hand-over (`frames_page`).
 
 The frames inside a block are the same bytes `events.frame` held: a frame ends with a blank
 line and its data line is one line of JSON, so `\\n\\nid: ` only ever starts the next frame.
+
+Each block names its codec (`event_blocks.codec`). Blocks are written as raw DEFLATE streams
+with the standard library's zlib (`deflate`); blocks an earlier version wrote with zstandard
+say `zstd` and are read with it, imported only then, while the compactor converts them once
+(upkeep/recoding.py).
+Where such blocks are left and zstandard is not installed, the store refuses to open
+(`refuse_unreadable_blocks`), naming the command that installs it: nothing is lost or
+half-read.
 """
 
 from __future__ import annotations
 
+import shlex
 import sqlite3
+import sys
 import threading
+import zlib
 from collections.abc import Iterator
 from typing import Any
 
 import orjson
-import zstandard
 
 from llamon_playground.common.contract import TERMINAL_STATUSES
+from llamon_playground.daemon.errors import BlockCodecMissing, StoreError
 
 EventRow = tuple[int, str, str, str, bytes]  # a row of `events`: seq, run_id, kind, ts, frame
 INSERT_EVENTS = "INSERT INTO events (seq, run_id, kind, ts, frame) VALUES (?, ?, ?, ?, ?)"
@@ -101,41 +112,91 @@ SELECT CAST(group_concat(frame, '') AS BLOB), max(seq), max(terminal) FROM (
 
 BLOCK_EVENTS = 1024
 BLOCK_BYTES = 256 * 1024  # raw frames per block: a replay page, and what one read inflates
-ZSTD_LEVEL = 9  # measured: 3 costs ~20 % more bytes per delta, 19 five times the CPU for ~5 %
+# Measured on 10,000 streamed deltas in 1,024-event blocks (docs/storage.md, "Why deflate"):
+# level 9 leaves 3 % fewer bytes than 6 for about a quarter more CPU, about what zstandard's
+# level 9 cost; a preset dictionary saved 1.5 % and would have to stay fixed forever.
+ZLIB_LEVEL = 9
+# Raw DEFLATE (no zlib header, no Adler-32: zstandard's blocks carried no checksum either):
+# the checksum was more than half of what inflating a block cost (measured 2.5x faster).
+RAW_DEFLATE = -15
+DEFLATE = "deflate"  # what every block is written with
+ZSTD = "zstd"  # blocks an earlier version wrote: read with zstandard until converted
+ZSTD_INSTALL = "zstandard>=0.22"
 
 INSERT_BLOCK = ("INSERT INTO event_blocks (run_id, first_seq, last_seq, events, terminal, "
-                "frames, stamps) VALUES (?, ?, ?, ?, ?, ?, ?)")
-BLOCK_AFTER_SQL = ("SELECT first_seq, terminal, frames FROM event_blocks "
+                "frames, stamps, codec) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+BLOCK_AFTER_SQL = ("SELECT first_seq, terminal, frames, codec FROM event_blocks "
                    "WHERE run_id = ? AND last_seq > ? ORDER BY last_seq LIMIT 1")
+# Counted through the partial index `event_blocks_zstd`: no table scan once none is left.
+ZSTD_BLOCKS_SQL = f"SELECT COUNT(*) FROM event_blocks WHERE codec = '{ZSTD}'"
 
 _local = threading.local()
 
 
-def _compressor() -> zstandard.ZstdCompressor:
-    # zstandard's (de)compressors are not to be shared between threads: one per thread.
-    c: zstandard.ZstdCompressor | None = getattr(_local, "c", None)
-    if c is None:
-        c = _local.c = zstandard.ZstdCompressor(level=ZSTD_LEVEL)
-    return c
+def zstd_install_command() -> str:
+    """The one command that installs zstandard for this daemon's interpreter."""
+    return shlex.join([sys.executable, "-m", "pip", "install", ZSTD_INSTALL])
 
 
-def _decompressor() -> zstandard.ZstdDecompressor:
-    d: zstandard.ZstdDecompressor | None = getattr(_local, "d", None)
+def _zstd_missing(what: str) -> str:
+    return (f"history holds {what} compressed with zstandard by an earlier version, and "
+            "zstandard is not installed; install it once, for their one-time conversion to "
+            f"deflate, then start again: {zstd_install_command()} "
+            "(their events are kept as they are)")
+
+
+def _zstd_inflate(data: bytes) -> bytes:
+    # zstandard's decompressors are not to be shared between threads: one per thread.
+    d = getattr(_local, "zstd", None)
     if d is None:
-        d = _local.d = zstandard.ZstdDecompressor()
-    return d
+        try:
+            import zstandard
+        except ImportError as exc:
+            raise BlockCodecMissing(_zstd_missing("event blocks")) from exc
+        d = _local.zstd = zstandard.ZstdDecompressor()
+    out: bytes = d.decompress(data)
+    return out
 
 
-def pack(rows: list[EventRow], terminal: bool) -> tuple[str, int, int, int, int, bytes, bytes]:
+def zstd_available() -> bool:
+    """Whether zstandard can be imported (blocks an earlier version wrote need it)."""
+    try:
+        import zstandard  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def refuse_unreadable_blocks(conn: sqlite3.Connection) -> int:
+    """The zstandard blocks left to convert; raises BlockCodecMissing when there are some and
+    zstandard is not installed (the store must not open: those runs could not be read)."""
+    left = int(conn.execute(ZSTD_BLOCKS_SQL).fetchone()[0])
+    if left and not zstd_available():
+        raise BlockCodecMissing(_zstd_missing(f"{left} event blocks"))
+    return left
+
+
+def deflate(data: bytes) -> bytes:
+    """`data` as a raw DEFLATE stream (a block's frames or stamps)."""
+    c = zlib.compressobj(ZLIB_LEVEL, zlib.DEFLATED, RAW_DEFLATE)
+    return c.compress(data) + c.flush()
+
+
+def pack(rows: list[EventRow], terminal: bool
+         ) -> tuple[str, int, int, int, int, bytes, bytes, str]:
     """One block's row from consecutive event rows of one run (seq, run_id, kind, ts, frame)."""
-    c = _compressor()
     return (rows[0][1], rows[0][0], rows[-1][0], len(rows), int(terminal),
-            c.compress(b"".join(r[4] for r in rows)),
-            c.compress("\n".join(r[3] for r in rows).encode()))
+            deflate(b"".join(r[4] for r in rows)),
+            deflate("\n".join(r[3] for r in rows).encode()), DEFLATE)
 
 
-def inflate(data: bytes) -> bytes:
-    return _decompressor().decompress(data)
+def inflate(data: bytes, codec: str) -> bytes:
+    """A block's frames or stamps, uncompressed with the codec the block names."""
+    if codec == DEFLATE:
+        return zlib.decompress(data, RAW_DEFLATE)
+    if codec == ZSTD:
+        return _zstd_inflate(data)
+    raise StoreError(f"an event block names an unknown codec {codec!r}")
 
 
 def split_frames(frames: bytes) -> list[bytes]:
@@ -173,12 +234,12 @@ def frames_after_cursor(frames: bytes, first_seq: int, after: int) -> bytes:
     return b""
 
 
-def block_page(row: tuple[int, int, bytes] | sqlite3.Row, after: int
+def block_page(row: tuple[int, int, bytes, str] | sqlite3.Row, after: int
                ) -> tuple[bytes, int, bool] | None:
-    """A replay page from a block row (first_seq, terminal, frames): (frames, last seq,
-    terminal), or None when nothing of it follows the cursor."""
-    first_seq, terminal, packed = row[0], row[1], row[2]
-    data = frames_after_cursor(inflate(bytes(packed)), int(first_seq), after)
+    """A replay page from a block row (first_seq, terminal, frames, codec): (frames, last
+    seq, terminal), or None when nothing of it follows the cursor."""
+    first_seq, terminal, packed, codec = row[0], row[1], row[2], row[3]
+    data = frames_after_cursor(inflate(bytes(packed), codec), int(first_seq), after)
     if not data:
         return None
     start = data.rfind(b"\n\nid: ", 0, len(data) - 2)  # the last frame's start
@@ -186,10 +247,10 @@ def block_page(row: tuple[int, int, bytes] | sqlite3.Row, after: int
     return data, last, bool(terminal)
 
 
-def unpack(run_id: str, frames: bytes, stamps: bytes) -> Iterator[EventRow]:
+def unpack(run_id: str, frames: bytes, stamps: bytes, codec: str) -> Iterator[EventRow]:
     """A block's events as rows (seq, run_id, kind, ts, frame), for bundles and recovery."""
-    times = inflate(stamps).decode().split("\n")
-    for frame, ts in zip(split_frames(inflate(frames)), times, strict=True):
+    times = inflate(stamps, codec).decode().split("\n")
+    for frame, ts in zip(split_frames(inflate(frames, codec)), times, strict=True):
         yield frame_seq(frame), run_id, frame_kind(frame), ts, frame
 
 
@@ -200,10 +261,10 @@ def stored_events(conn: sqlite3.Connection, run_ids: list[str]) -> list[EventRow
     for start in range(0, len(run_ids), 500):
         chunk = run_ids[start:start + 500]
         marks = ", ".join("?" * len(chunk))
-        for run_id, frames, stamps in conn.execute(
-                f"SELECT run_id, frames, stamps FROM event_blocks WHERE run_id IN ({marks})",
-                chunk):
-            out.extend(unpack(run_id, bytes(frames), bytes(stamps)))
+        for run_id, frames, stamps, codec in conn.execute(
+                "SELECT run_id, frames, stamps, codec FROM event_blocks "
+                f"WHERE run_id IN ({marks})", chunk):
+            out.extend(unpack(run_id, bytes(frames), bytes(stamps), codec))
         out.extend((int(r[0]), r[1], r[2], r[3], bytes(r[4])) for r in conn.execute(
             f"SELECT seq, run_id, kind, ts, frame FROM events WHERE run_id IN ({marks})",
             chunk))

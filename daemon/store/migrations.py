@@ -194,7 +194,7 @@ MIGRATIONS: list[str] = [
     SELECT run_rowid, input, output, label, note, title, facts FROM run_search_doc;
     """,
     # Finished runs kept compact: their events before the terminal run.status move into
-    # zstandard blocks (daemon/store/frames.py), in the background and a few at a time
+    # compressed blocks (daemon/store/frames.py), in the background and a few at a time
     # (daemon/store/upkeep/compaction.py); `upkeep` keeps how far that sweep got, so it resumes
     # after a kill. A run's blocks go with its row, whoever deletes it.
     """
@@ -274,6 +274,14 @@ MIGRATIONS: list[str] = [
     # every run (measured: deleting 10,000 runs took 10 s, 0.3 s with it).
     """
     CREATE INDEX runs_by_parent ON runs(parent_run_id);
+    """,
+    # Blocks name their codec: raw DEFLATE (the standard library's zlib) from now on; those
+    # written before are zstandard, converted once by the compactor (upkeep/recoding.py),
+    # which finds them by the partial index (empty once the conversion is done). Adding a
+    # column with a default rewrites no row.
+    """
+    ALTER TABLE event_blocks ADD COLUMN codec TEXT NOT NULL DEFAULT 'zstd';
+    CREATE INDEX event_blocks_zstd ON event_blocks(codec) WHERE codec = 'zstd';
     """,
 ]
 

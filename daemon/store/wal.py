@@ -53,6 +53,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
+from llamon_playground.daemon.store.frames import refuse_unreadable_blocks
 from llamon_playground.daemon.store.migrations import migrate
 
 log = logging.getLogger(__name__)
@@ -99,6 +100,7 @@ def open_writer(db: str, busy_timeout_ms: int) -> tuple[sqlite3.Connection, int]
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
         migrate(conn)
+        refuse_unreadable_blocks(conn)  # before anything is written or served
         next_seq = int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM events")
                        .fetchone()[0]) + 1
     except BaseException:

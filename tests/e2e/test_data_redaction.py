@@ -35,8 +35,8 @@ def raw_history(stack: Stack) -> bytes:
     wal = db.with_name(db.name + "-wal")
     conn = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True)
     try:
-        blocks = b"".join(inflate(bytes(f)) + inflate(bytes(t)) for f, t in conn.execute(
-            "SELECT frames, stamps FROM event_blocks"))
+        blocks = b"".join(inflate(bytes(f), c) + inflate(bytes(t), c) for f, t, c in
+                          conn.execute("SELECT frames, stamps, codec FROM event_blocks"))
     finally:
         conn.close()
     return db.read_bytes() + (wal.read_bytes() if wal.exists() else b"") + blocks

@@ -9,8 +9,11 @@ starting anything.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
+import shutil
+import sqlite3
 import subprocess
 import sys
 import sysconfig
@@ -24,6 +27,7 @@ import pytest
 
 from tests.support.api import Api
 from tests.support.procs import REPO, Proc, copy_example, kill_tree, process_tree, wait_for
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.slow
 
@@ -213,6 +217,54 @@ async def test_a_missing_module_is_named_with_its_install_command(
         status = subprocess.run([lp, "status"], env=env, cwd=empty, capture_output=True,
                                 text=True, timeout=60)
         assert "'uvicorn'" in status.stdout and command in status.stdout, status.stdout
+
+
+async def test_the_daemon_needs_no_zstandard_but_for_an_earlier_versions_blocks(
+        wheel: Path, home: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """zstandard is no runtime dependency: the installed metadata does not ask for it and a
+    run is served and compacted without it. A history whose blocks an earlier version wrote
+    with zstandard is refused, untouched, naming the command that installs it."""
+    venv = make_venv(wheel, tmp_path_factory.mktemp("venv_nozstd") / "v")
+    uninstall(venv, "zstandard")
+    python = str(venv / "bin" / "python")
+    probe = ("import importlib.metadata as m, json; "
+             "print(json.dumps(m.requires('llamon-playground')))")
+    requires = orjson.loads(await asyncio.to_thread(
+        subprocess.check_output, [python, "-c", probe], text=True, cwd="/", env=_clean_env({})))
+    runtime_deps = [r for r in requires if "extra ==" not in r]
+    assert runtime_deps and not [r for r in runtime_deps if "zstandard" in r], requires
+    runtime = Path(os.environ.get("TMPDIR", "/tmp")) / f"lpi{os.getpid()}"
+    env = _clean_env({"HOME": str(home), "LLAMON_PLAYGROUND_RUNTIME_DIR": str(runtime)})
+    project = copy_example(home)
+    db = project / ".llamon" / "playground" / "playground.sqlite3"
+
+    def blocks(path: Path) -> dict[str, int]:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            return dict(conn.execute("SELECT codec, COUNT(*) FROM event_blocks GROUP BY codec"))
+        finally:
+            conn.close()
+
+    async with _up(venv, [str(project)], env, home, home / "up.log") as api:
+        session = await api.session()
+        run = await api.wait_status(await api.start_run(session, "stream a b c d e f"))
+        assert run["status"] == "completed", run
+        await eventually(lambda: blocks(db), lambda c: set(c) == {"deflate"},
+                         what="the finished run compacted into deflate blocks")
+    earlier = copy_example(home / "earlier")
+    state = earlier / ".llamon" / "playground"
+    state.mkdir(parents=True, mode=0o700)
+    fixtures = REPO / "tests" / "fixtures"
+    shutil.copyfile(fixtures / "history_v8_zstd.sqlite3", state / "playground.sqlite3")
+    shutil.copytree(fixtures / "history_v4_files", state / "files")
+    refused = await asyncio.to_thread(
+        subprocess.run, [str(venv / "bin" / "llamon-playground"), "daemon", str(earlier)],
+        check=False, env=env, cwd=home, capture_output=True, text=True, timeout=60)
+    command = f"{python} -m pip install 'zstandard>=0.22'"
+    assert refused.returncode == 1, refused.stderr
+    assert "zstandard is not installed" in refused.stderr, refused.stderr
+    assert command in refused.stderr, refused.stderr
+    assert blocks(state / "playground.sqlite3") == {"zstd": 12}
 
 
 @pytest.mark.clone

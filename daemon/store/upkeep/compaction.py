@@ -6,7 +6,9 @@ next start resumes there). Each step is one small write transaction (at most STE
 events), queued behind the writes waiting for the writer, so live runs and requests go on
 meanwhile. The sweep stops at the first run that is not over (the active one) and goes on
 once it ends. Runs that existed before this format (a migrated history) are converted by
-the same sweep, in place.
+the same sweep, in place. Each sweep first converts what is left of an earlier version's
+zstandard blocks to deflate (recoding.py): on the first start after an upgrade, that is all of
+them, a few per step.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from llamon_playground.daemon.store.frames import (
 from llamon_playground.daemon.store.history import COMPACTED_MARK
 from llamon_playground.daemon.store.records import EventRow
 from llamon_playground.daemon.store.removal.space import give_back
+from llamon_playground.daemon.store.upkeep.recoding import recode_step
 
 log = logging.getLogger(__name__)
 
@@ -142,6 +145,7 @@ class Compactor:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.events_compacted = 0
+        self.blocks_recoded = 0
         self.running = False
 
     def noticed(self, rows: list[EventRow]) -> None:
@@ -188,6 +192,8 @@ class Compactor:
         self.running = True
         moved = 0
         try:
+            if not await self._recode():
+                return moved
             while True:
                 try:
                     step = await self._store.write(compact_step)
@@ -204,6 +210,25 @@ class Compactor:
                 await asyncio.sleep(PAUSE)
         finally:
             self.running = False
+
+    async def _recode(self) -> bool:
+        """Convert the zstandard blocks left, a step at a time; False when a write failed
+        (the next wake-up goes on from what is left)."""
+        while True:
+            try:
+                done = await self._store.write(recode_step)
+            except StoreError as exc:
+                log.info("converting zstandard blocks put off: %s", exc)
+                return False
+            except Exception:
+                log.exception("converting zstandard blocks failed (step rolled back)")
+                return False
+            if not done:
+                return True
+            if not self.blocks_recoded:
+                log.info("converting an earlier version's zstandard blocks to deflate")
+            self.blocks_recoded += done
+            await asyncio.sleep(PAUSE)
 
     async def give_back(self) -> None:
         """The pages the moved rows left, back to the filesystem when they are many.
