@@ -62,8 +62,7 @@ PAUSED_STATES = frozenset({"input_required", "auth_required"})
 
 def normalize_state(state: Any) -> str:
     text = str(state or "unknown").lower()
-    if text.startswith("task_state_"):
-        text = text[len("task_state_"):]
+    text = text.removeprefix("task_state_")
     return text.replace("-", "_")
 
 

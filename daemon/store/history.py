@@ -55,7 +55,8 @@ def score_summary(scores: list[dict[str, Any]]) -> dict[str, int]:
 
 
 def run_to_dict(row: sqlite3.Row) -> dict[str, Any]:
-    doc: dict[str, Any] = {key: row[key] for key in row.keys() if key != "_rowid"}
+    # sqlite3.Row iterates over its values, not its keys.
+    doc: dict[str, Any] = {key: row[key] for key in row.keys() if key != "_rowid"}  # noqa: SIM118
     for key in RUN_JSON_COLUMNS:
         doc[key] = orjson.loads(doc[key]) if doc[key] is not None else None
     doc["score_summary"] = score_summary(doc["scores"] or [])
@@ -189,10 +190,12 @@ def output_event_parts(run_id: str, parts: list[Any]) -> list[Any]:
     out: list[Any] = []
     for index, part in enumerate(parts):
         if isinstance(part, dict) and (part.get("truncated") or "content_url" in part):
-            part = {k: v for k, v in part.items() if k != "content_url"}
-            if part.get("truncated"):
-                part["content_url"] = part_content_path(run_id, "output", index)
-        out.append(part)
+            served = {k: v for k, v in part.items() if k != "content_url"}
+            if served.get("truncated"):
+                served["content_url"] = part_content_path(run_id, "output", index)
+            out.append(served)
+        else:
+            out.append(part)
     return out
 
 

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import asyncio
 
+from llamon_playground.host_manager.state import HostState
 from llamon_playground.host_manager.watch.fingerprint import (
     Fingerprint,
     Fingerprinter,
     WatchRules,
     differences,
 )
-from llamon_playground.host_manager.state import HostState
 
 CRASHLOOP_CLEARED = "(crashloop cleared)"  # what an edit "changed" when it only ends a crashloop
 

@@ -86,7 +86,7 @@ _secrets: set[str] = set()
 
 
 def set_context_fallback(provider: Callable[[], dict[str, Any]]) -> None:
-    global _fallback
+    global _fallback  # noqa: PLW0603 (set once by the composition root)
     _fallback = provider
 
 
@@ -118,7 +118,7 @@ def log_context(*, request_id: str | None = None, run_id: str | None = None) -> 
 def current_context() -> dict[str, Any]:
     try:
         fields = dict(_fallback())
-    except Exception:  # a log line must never fail because of its decoration
+    except Exception:  # noqa: BLE001 (a log line must never fail because of its decoration)
         fields = {}
     if REQUEST_ID.get() is not None:
         fields["request_id"] = REQUEST_ID.get()
@@ -218,7 +218,7 @@ class RotatingLog(logging.handlers.RotatingFileHandler):
         super().__init__(path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8")
         self._follow_stderr()
 
-    def shouldRollover(self, record: logging.LogRecord) -> int:  # noqa: N802 (stdlib name)
+    def shouldRollover(self, record: logging.LogRecord) -> int:
         if self.stream is not None and not self._still_ours():
             self.stream.close()
             self.stream = None  # type: ignore[assignment,unused-ignore]  # reopened below
@@ -232,7 +232,7 @@ class RotatingLog(logging.handlers.RotatingFileHandler):
         if source == self.baseFilename:
             _create_private(Path(source))  # what doRollover opens next is 0600 too
 
-    def doRollover(self) -> None:  # noqa: N802 (stdlib name)
+    def doRollover(self) -> None:
         super().doRollover()
         self._follow_stderr()
 

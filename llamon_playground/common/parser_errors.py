@@ -10,6 +10,7 @@ error is answered (`{"detail": {"error", "message"}}`), saying only the status's
 from __future__ import annotations
 
 from http import HTTPStatus
+
 import orjson
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler

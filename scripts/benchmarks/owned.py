@@ -87,7 +87,7 @@ class Owned:
         for stack in list(self.stacks):
             try:
                 self.close_stack(stack)
-            except Exception as exc:  # keep tearing the others down
+            except Exception as exc:  # noqa: BLE001 (keep tearing the others down)
                 print(f"teardown error: {exc}", file=sys.stderr)
         for path in self.dirs:
             shutil.rmtree(path, ignore_errors=True)

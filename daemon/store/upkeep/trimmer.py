@@ -16,6 +16,7 @@ from llamon_playground.common.config import Settings
 from llamon_playground.daemon.errors import StoreError
 from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.history_service import HistoryService
+from llamon_playground.daemon.store.removal.space import give_back, incremental
 from llamon_playground.daemon.store.upkeep.retention import (
     KEEP_NEWER_THAN,
     Plan,
@@ -26,7 +27,6 @@ from llamon_playground.daemon.store.upkeep.retention import (
     plan,
     remove_session,
 )
-from llamon_playground.daemon.store.removal.space import give_back, incremental
 
 log = logging.getLogger(__name__)
 

@@ -285,7 +285,7 @@ def _announced(text: str) -> bool:
     --no-auth warning): it serves."""
     lines = text.splitlines()
     return any(ln.startswith(FRONT_LINE) for ln in lines) and any(
-        ln.startswith("token: ") or ln.startswith("WARNING: --no-auth") for ln in lines)
+        ln.startswith(("token: ", "WARNING: --no-auth")) for ln in lines)
 
 
 def _read_from(fd: int, start: int, most: int = 1 << 20) -> str:

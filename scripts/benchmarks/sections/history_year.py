@@ -36,7 +36,6 @@ import sqlite3
 import statistics
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
@@ -48,8 +47,8 @@ from llamon_playground.daemon.suites.records import REPORT_SQL
 from scripts.benchmarks.client import P, call, count_sse, direct_session, start_checked_front
 from scripts.benchmarks.figures import Figure, Target, log, pct
 from scripts.benchmarks.owned import Owned
-from scripts.benchmarks.sections.load_history import wait_compacted
 from scripts.benchmarks.sections import history_year_ops
+from scripts.benchmarks.sections.load_history import wait_compacted
 from scripts.benchmarks.sections.search import in_process as search_in_process
 from scripts.benchmarks.sections.search import queries as search_queries
 from scripts.benchmarks.stack import Stack
@@ -136,10 +135,10 @@ async def reads(http: aiohttp.ClientSession, conn: sqlite3.Connection, built: Bu
     for _ in range(rounds):
         for session in (rng.choice(big), rng.choice(small)):
             for order, sql, bound in (
-                    ("oldest", f"SELECT {columns} FROM runs WHERE session_id = ? AND rowid > ? "
-                     "ORDER BY rowid LIMIT ?", 0),
-                    ("newest", f"SELECT {columns} FROM runs WHERE session_id = ? AND rowid < ? "
-                     "ORDER BY rowid DESC LIMIT ?", 2**63 - 1)):
+                    ("oldest", (f"SELECT {columns} FROM runs WHERE session_id = ? AND rowid > ? "
+                     "ORDER BY rowid LIMIT ?"), 0),
+                    ("newest", (f"SELECT {columns} FROM runs WHERE session_id = ? AND rowid < ? "
+                     "ORDER BY rowid DESC LIMIT ?"), 2**63 - 1)):
                 await timed(web, get(http, f"sessions/{session}/runs?limit={PAGE}&order={order}"))
                 in_process(conn, base, sql, (session, bound, PAGE + 1))
     out.append(figure("list_runs", web, base, "the same SQL with sqlite3 in process", 20.0,

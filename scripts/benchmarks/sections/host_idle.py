@@ -63,8 +63,8 @@ async def bench_daemon_idle(quick: bool, owned: Owned) -> list[Figure]:
         refs.append(Proc([sys.executable, "-c", f"import time; time.sleep({secs})"], env, None,
                          REPO))
         refs.append(Proc([sys.executable, "-c",
-                          f"import llamon_playground.daemon.app, time; print('ok', flush=True); "
-                          f"time.sleep({secs})"], env, None, REPO))
+                          (f"import llamon_playground.daemon.app, time; print('ok', flush=True); "
+                          f"time.sleep({secs})")], env, None, REPO))
         for ref in refs:
             owned.pids.add(ref.pid)
         await asyncio.sleep(0.7)  # the reference processes finish importing

@@ -203,7 +203,7 @@ async def bench_host_restart(quick: bool, owned: Owned) -> list[Figure]:
         "phases_ms_after_post": api_phases[1:],
         "median_ms": breakdown(api_phases[1:]),
         "floor_sigterm_to_exit_ms": [round(x) for x in floor_stops[1:]]}
-    restart_part = [(s - d) * 1000 for s, d in zip(watch, detect)]
+    restart_part = [(s - d) * 1000 for s, d in zip(watch, detect, strict=True)]
     watch_notes = {"watch_ms": [round(x * 1000) for x in watch],
                   "save_to_stopping_ms": [round(x * 1000) for x in detect],
                   "stopping_to_ready_ms": [round(x) for x in restart_part],

@@ -151,7 +151,8 @@ async def bench_hostile_door(quick: bool, owned: Owned) -> list[Figure]:
                 await idle.one()
                 await asyncio.sleep(1 / PROBE_RATE)
         cases = [("reconnect_flood_300", lambda: reconnect_flood(url, headers, quick, None))]
-        if os.getuid() == 0 and shutil.which("setpriv") and Path("/usr/bin/python3").exists():
+        if (os.getuid() == 0 and shutil.which("setpriv")
+                and Path("/usr/bin/python3").exists()):  # noqa: ASYNC240 (between the measurements)
             cases.append(("reconnect_flood_300_other_uid",
                           lambda: reconnect_flood(url, headers, quick, NOBODY)))
         else:

@@ -114,9 +114,10 @@ async def bench_sse_fanout(quick: bool, owned: Owned) -> list[Figure]:
     for who in ("daemon", "front"):
         if who not in live.pids:
             continue
-        fig.append(Figure(f"sse_fanout_{n}.{who}_cpu", med(n, lambda r: r["cpu_pct"][who]),
-                          "% core", med(1, lambda r: r["cpu_pct"][who]), base, None))
+        fig.append(Figure(f"sse_fanout_{n}.{who}_cpu",
+                          med(n, lambda r, who=who: r["cpu_pct"][who]), "% core",
+                          med(1, lambda r, who=who: r["cpu_pct"][who]), base, None))
         fig.append(Figure(f"sse_fanout_{n}.{who}_rss_peak",
-                          med(n, lambda r: r["rss_mb"][who]["peak"]), "MB",
-                          med(1, lambda r: r["rss_mb"][who]["peak"]), base, None))
+                          med(n, lambda r, who=who: r["rss_mb"][who]["peak"]), "MB",
+                          med(1, lambda r, who=who: r["rss_mb"][who]["peak"]), base, None))
     return fig

@@ -68,9 +68,9 @@ async def bench_history(quick: bool, owned: Owned) -> list[Figure]:
              "list_runs": lambda: f"{P}/sessions/{sid}/runs",
              "run_detail": lambda: f"{P}/runs/{rng.choice(run_ids)}"}
     # The API pages lists (100 by default); the baseline reads the same first page.
-    sql = {"list_sessions": ("SELECT s.*, (SELECT COUNT(*) FROM runs r WHERE "
+    sql = {"list_sessions": (("SELECT s.*, (SELECT COUNT(*) FROM runs r WHERE "
                              "r.session_id = s.id) AS run_count FROM sessions s ORDER BY s.rowid "
-                             "LIMIT 101", lambda: ()),
+                             "LIMIT 101"), lambda: ()),
            "list_runs": ("SELECT * FROM runs WHERE session_id = ? ORDER BY rowid LIMIT 101",
                          lambda: (sid,)),
            "run_detail": ("SELECT * FROM runs WHERE id = ?", lambda: (rng.choice(run_ids),))}

@@ -68,7 +68,7 @@ def slow_reader(target: SseTarget, request: bytes, rcvbuf: int, slow_s: float,
             out["raw"] = bytes(raw)
         finally:
             sock.close()
-    except Exception as exc:  # reported by the caller
+    except Exception as exc:  # noqa: BLE001 (reported by the caller)
         out["error"] = f"{type(exc).__name__}: {exc}"
 
 
