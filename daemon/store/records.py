@@ -8,11 +8,8 @@ from typing import Any
 
 import orjson
 
-from llamon_playground.daemon.store.frames import (
-    EventRow,  # kept importable here
-    frame_data,
-    payload_json,
-)
+from llamon_playground.daemon.store.frames import EventRow as EventRow  # kept importable here
+from llamon_playground.daemon.store.frames import frame_data, payload_json
 
 
 def utcnow() -> str:
