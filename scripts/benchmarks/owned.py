@@ -10,7 +10,7 @@ from typing import Any
 
 import psutil
 
-from scripts.benchmarks.client import call, direct_session
+from scripts.benchmarks.clients.client import call, direct_session
 from scripts.benchmarks.meters import cpu_seconds
 from scripts.benchmarks.stack import Stack, copy_example, process_tree, short_tmpdir
 

@@ -14,25 +14,17 @@ from dataclasses import dataclass
 from scripts.benchmarks.configs import CoreConfig
 from scripts.benchmarks.figures import Figure, log
 from scripts.benchmarks.owned import Owned
-from scripts.benchmarks.sections import (
+from scripts.benchmarks.sections import page, suite
+from scripts.benchmarks.sections.history import (
     compare,
-    core,
-    core_live,
     history_year,
-    host_idle,
-    host_restart,
-    host_restart_warm,
-    hostile_door,
-    hostile_inputs,
     import_health,
-    live_stream,
-    load_fanout,
     load_history,
-    load_slow,
-    page,
     search,
-    suite,
 )
+from scripts.benchmarks.sections.host import host_idle, host_restart, host_restart_warm
+from scripts.benchmarks.sections.hostile import hostile_door, hostile_inputs
+from scripts.benchmarks.sections.streams import core, core_live, live_stream, load_fanout, load_slow
 
 SECTION_TIMEOUT_S = 300  # each section after the live trio, at most
 

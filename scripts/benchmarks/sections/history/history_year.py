@@ -1,4 +1,4 @@
-"""history_year: the daemon on a year's history (scripts/benchmarks/year_history.py: 100,000
+"""history_year: the daemon on a year's history (scripts/benchmarks/inputs/year_history.py: 100,000
 runs in 10,000 sessions, 10,000,000 events; `--quick` ten times fewer), each figure against
 its same-run baseline.
 
@@ -44,15 +44,21 @@ import orjson
 
 from llamon_playground.daemon.store.history import SESSION_LIST_COLUMNS, run_list_columns
 from llamon_playground.daemon.suites.records import REPORT_SQL
-from scripts.benchmarks.client import P, call, count_sse, direct_session, start_checked_front
+from scripts.benchmarks.clients.client import (
+    P,
+    call,
+    count_sse,
+    direct_session,
+    start_checked_front,
+)
 from scripts.benchmarks.figures import Figure, Target, log, pct
+from scripts.benchmarks.inputs.year_history import LONG_DELTAS, Built, built_history, install
 from scripts.benchmarks.owned import Owned
-from scripts.benchmarks.sections import history_year_ops
-from scripts.benchmarks.sections.load_history import wait_compacted
-from scripts.benchmarks.sections.search import in_process as search_in_process
-from scripts.benchmarks.sections.search import queries as search_queries
+from scripts.benchmarks.sections.history import history_year_ops
+from scripts.benchmarks.sections.history.load_history import wait_compacted
+from scripts.benchmarks.sections.history.search import in_process as search_in_process
+from scripts.benchmarks.sections.history.search import queries as search_queries
 from scripts.benchmarks.stack import Stack
-from scripts.benchmarks.year_history import LONG_DELTAS, Built, built_history, install
 
 PAGE = 100
 ROUNDS = {"full": 40, "quick": 15}

@@ -23,8 +23,8 @@ import aiohttp
 import orjson
 
 from llamon_playground.daemon.store.frames import frame_payload
-from scripts.benchmarks.bare_servers import bare_server
-from scripts.benchmarks.client import (
+from scripts.benchmarks.children.bare_servers import bare_server
+from scripts.benchmarks.clients.client import (
     COMPLETED,
     P,
     call,
@@ -34,13 +34,13 @@ from scripts.benchmarks.client import (
     front_session,
     start_run,
 )
+from scripts.benchmarks.clients.raw_http import SseTarget, open_sse
 from scripts.benchmarks.configs import CoreConfig
-from scripts.benchmarks.create_floor import CreateFloor
 from scripts.benchmarks.figures import Figure, Target, log, pct
-from scripts.benchmarks.fixtures import stream_text
+from scripts.benchmarks.inputs.create_floor import CreateFloor
+from scripts.benchmarks.inputs.fixtures import stream_text
 from scripts.benchmarks.meters import cpu_seconds
 from scripts.benchmarks.owned import Owned
-from scripts.benchmarks.raw_http import SseTarget, open_sse
 from scripts.benchmarks.stack import Stack
 
 

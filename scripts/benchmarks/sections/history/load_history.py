@@ -17,13 +17,13 @@ from typing import Any
 
 import orjson
 
-from scripts.benchmarks.client import P, call, direct_session
+from scripts.benchmarks.clients.client import P, call, direct_session
+from scripts.benchmarks.clients.raw_http import SseTarget, check_ids, open_sse
 from scripts.benchmarks.configs import LoadConfig
 from scripts.benchmarks.figures import Figure, Target, log, pct
-from scripts.benchmarks.fixtures import NO_WATCH, build_history, insert_finished_run
+from scripts.benchmarks.inputs.fixtures import NO_WATCH, build_history, insert_finished_run
 from scripts.benchmarks.meters import MB, RssSampler, rss
 from scripts.benchmarks.owned import Owned
-from scripts.benchmarks.raw_http import SseTarget, check_ids, open_sse
 
 
 async def bench_history(quick: bool, owned: Owned) -> list[Figure]:

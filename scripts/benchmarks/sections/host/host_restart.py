@@ -20,12 +20,12 @@ from typing import Any
 import aiohttp
 
 from llamon_playground.common.config import DAEMON_ONLY_ENV
-from scripts.benchmarks.client import call, direct_session
+from scripts.benchmarks.clients.client import call, direct_session
+from scripts.benchmarks.clients.project_events import ProjectEventsTap
 from scripts.benchmarks.configs import HostConfig
 from scripts.benchmarks.figures import Figure, Target, log
 from scripts.benchmarks.meters import MB, rss
 from scripts.benchmarks.owned import Owned
-from scripts.benchmarks.project_events import ProjectEventsTap
 from scripts.benchmarks.stack import Proc, Stack, copy_example, free_port
 
 CARD = "/.well-known/agent-card.json"

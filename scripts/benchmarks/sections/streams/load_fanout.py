@@ -11,14 +11,14 @@ import statistics
 import time
 from typing import Any
 
-from scripts.benchmarks.client import call, start_run
+from scripts.benchmarks.clients.client import call, start_run
+from scripts.benchmarks.clients.live_run import LiveRun, close_readers, open_live, read_truth
+from scripts.benchmarks.clients.raw_http import SseReader, check_ids, open_sse
 from scripts.benchmarks.configs import LoadConfig
 from scripts.benchmarks.figures import Figure, log, pct
-from scripts.benchmarks.fixtures import stream_text
-from scripts.benchmarks.live_run import LiveRun, close_readers, open_live, read_truth
+from scripts.benchmarks.inputs.fixtures import stream_text
 from scripts.benchmarks.meters import CpuMeter, RssSampler
 from scripts.benchmarks.owned import Owned
-from scripts.benchmarks.raw_http import SseReader, check_ids, open_sse
 
 
 async def fanout_once(live: LiveRun, cfg: LoadConfig, n: int, words: int) -> dict[str, Any]:

@@ -1,5 +1,5 @@
 """history_year, the writes: bundles and deletion on a year's history
-(scripts/benchmarks/year_history.py), each figure against its same-run baseline. Called by
+(scripts/benchmarks/inputs/year_history.py), each figure against its same-run baseline. Called by
 the history_year section with the history it built; works on a copy of its own (it ends by
 deleting everything).
 
@@ -37,11 +37,11 @@ from typing import Any, Self
 import aiohttp
 
 from llamon_playground.daemon.store.migrations import migrate
-from scripts.benchmarks.client import call, direct_session, start_checked_front
+from scripts.benchmarks.clients.client import call, direct_session, start_checked_front
 from scripts.benchmarks.figures import Figure, Target, log, pct
+from scripts.benchmarks.inputs.year_history import Built, install
 from scripts.benchmarks.owned import Owned
-from scripts.benchmarks.sections.load_history import wait_compacted
-from scripts.benchmarks.year_history import Built, install
+from scripts.benchmarks.sections.history.load_history import wait_compacted
 
 PROBE_EVERY = 0.05  # 20 probes a second
 WRITE_EVERY = 0.25  # a session created four times a second
