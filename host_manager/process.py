@@ -78,6 +78,7 @@ class HostProcess:
 
     @property
     def returncode(self) -> int | None:
+        """The exit code, or None while the process runs."""
         return self.exited.result() if self.exited.done() else None
 
     def _on_exit_seen(self) -> None:
@@ -115,6 +116,7 @@ class HostProcess:
             await asyncio.wait(readers, timeout=timeout)  # never cancels them
 
     async def wait(self, timeout: float) -> bool:
+        """Whether the process exited within `timeout` s."""
         try:
             await asyncio.wait_for(asyncio.shield(self.exited), timeout)
         except TimeoutError:

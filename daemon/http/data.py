@@ -108,6 +108,7 @@ def content_disposition(name: object, sha: str) -> str:
 
 def add_data_routes(app: web.Application, *, settings: Settings,
                     history: HistoryService) -> None:
+    """Route files, compare, bundles and deletion."""
     routes = DataRoutes(settings, history)
     r = app.router
     r.add_get(PREFIX + "/files/{sha256}", routes.get_file)

@@ -335,4 +335,5 @@ async def openapi_json(request: web.Request) -> web.Response:
 
 
 def add_openapi_routes(app: web.Application) -> None:
+    """Route the OpenAPI document."""
     app.router.add_get(PREFIX + "/openapi.json", openapi_json)

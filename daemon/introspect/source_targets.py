@@ -41,6 +41,7 @@ class SourceTarget:
 
 
 def find_source_target(source: ProjectSource, graph: GraphModel, node_id: str) -> SourceTarget:
+    """Where node `node_id`'s function is defined; NodeNotFound or SourceNotFound saying why not."""
     node = graph.nodes.get(node_id)
     if node is None:
         known = ", ".join(sorted(graph.nodes)) or "none"

@@ -55,6 +55,7 @@ def score_summary(scores: list[dict[str, Any]]) -> dict[str, int]:
 
 
 def run_to_dict(row: sqlite3.Row) -> dict[str, Any]:
+    """A run row as the API answers it: JSON columns decoded, score summary and edit marks added."""
     # sqlite3.Row iterates over its values, not its keys.
     doc: dict[str, Any] = {key: row[key] for key in row.keys() if key != "_rowid"}  # noqa: SIM118
     for key in RUN_JSON_COLUMNS:
@@ -138,6 +139,7 @@ async def list_sessions(store: Store, after: int = 0, limit: int = 100,
 
 
 async def get_session(store: Store, session_id: str) -> dict[str, Any] | None:
+    """A session with its last activity, or None."""
     row = await store.fetch_one(f"SELECT s.*, {LAST_ACTIVITY} FROM sessions s WHERE id = ?",
                                 (session_id,))
     return {**session_to_dict(row), "last_activity_at": row["last_activity_at"]} if row else None

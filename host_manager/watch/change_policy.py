@@ -47,6 +47,7 @@ class ChangePolicy:
         return await asyncio.to_thread(self._fingerprinter.scan)
 
     async def changed_since(self, fingerprint: Fingerprint) -> set[str]:
+        """The watched files that differ from `fingerprint` now."""
         return differences(fingerprint, await self.fingerprint())
 
     async def saved_changes(self, saved: list[str], fingerprint: Fingerprint) -> list[str]:

@@ -39,6 +39,7 @@ class QuietPeriod:
     longest: float
 
     def after(self, elapsed: float) -> float:
+        """The quiet a burst that has lasted `elapsed` s must keep before it is reported."""
         return max(self.shortest, min(self.longest, self.shortest + elapsed))
 
 

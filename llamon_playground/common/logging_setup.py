@@ -86,6 +86,8 @@ _secrets: set[str] = set()
 
 
 def set_context_fallback(provider: Callable[[], dict[str, Any]]) -> None:
+    """What log lines carry when no request set a context: `provider()`'s fields (the active run,
+    the Host generation)."""
     global _fallback  # noqa: PLW0603 (set once by the composition root)
     _fallback = provider
 
@@ -107,6 +109,8 @@ def scrub(text: str) -> str:
 
 @contextmanager
 def log_context(*, request_id: str | None = None, run_id: str | None = None) -> Iterator[None]:
+    """Within the block, log lines carry `request_id` and `run_id`; the previous values come back
+    after it."""
     tokens = [REQUEST_ID.set(request_id), RUN_ID.set(run_id)]
     try:
         yield

@@ -71,6 +71,8 @@ class SseParser:
         self.retry: int | None = None
 
     def feed(self, chunk: bytes) -> list[SseEvent]:
+        """The events `chunk` completes (a partial line waits for the next chunk); nothing more
+        once a line overflowed."""
         if self.overflow is not None:
             return []
         if self._at_start:

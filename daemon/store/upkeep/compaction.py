@@ -152,10 +152,12 @@ class Compactor:
                 return
 
     def start(self) -> None:
+        """Start compacting in the background, beginning with what an earlier daemon left."""
         self._wake.set()  # what a previous daemon (or version) left
         self._task = asyncio.create_task(self._loop(), name="compactor")
 
     async def close(self) -> None:
+        """Stop compacting and wait for the task to end."""
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)

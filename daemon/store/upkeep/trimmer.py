@@ -54,9 +54,11 @@ class Trimmer:
                 "bytes": database_bytes(self._settings.db_path) + files}
 
     def start(self) -> None:
+        """Start applying retention in the background."""
         self._task = asyncio.create_task(self._loop(), name="retention")
 
     async def close(self) -> None:
+        """Stop applying retention and wait for the task to end."""
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)

@@ -35,6 +35,7 @@ from llamon_playground.cli.terminal.parts import run_request
 
 
 def version() -> str:
+    """The installed package's version, or "unknown" when it runs uninstalled."""
     try:
         return metadata.version("llamon-playground")
     except metadata.PackageNotFoundError:
@@ -161,6 +162,7 @@ def list_command(args: argparse.Namespace) -> int:
 
 
 def add_more_commands(sub: Any, project_of: Callable[[str | None], Any]) -> None:
+    """Add the resume, compare, export, import, delete and list commands to the `sub` parsers."""
     resume_p = sub.add_parser("resume", help="answer a run that asks for input")
     resume_p.add_argument("run_id", help="the run in input_required")
     resume_p.add_argument("text", help="the answer's text part (\"\": none, with --data or "
