@@ -107,6 +107,8 @@ async def _refusals_ctx(app: web.Application) -> AsyncIterator[None]:
 
 async def run_front(settings: Settings, options: FrontOptions,
                     ready: asyncio.Event | None = None) -> None:
+    """Serve the front until stopped: refuse a non-loopback bind, take the token (when auth is
+    on), then serve the door; `ready` is set once it listens."""
     check_bind_address(options.host)
     lease: TokenLease | None = acquire_token(settings) if options.auth else None
     try:

@@ -35,6 +35,8 @@ class Refused(Exception):
 
 
 def check_bind_address(host: str) -> None:
+    """Raise NonLoopbackBind unless `host` is a loopback name or address: the front serves
+    loopback only."""
     if host in LOOPBACK_NAMES:
         return
     try:

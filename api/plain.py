@@ -111,7 +111,7 @@ async def _answer(request: web.Request,
     headers = response_headers(list(upstream.headers.items()))
     length = upstream.content_length
     if (upstream.status in NO_BODY_STATUSES or request.method == "HEAD"
-            or length is not None and length <= WHOLE_BODY_LIMIT):
+            or (length is not None and length <= WHOLE_BODY_LIMIT)):
         try:
             data = await upstream.read()
         except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, OSError) as exc:

@@ -134,8 +134,8 @@ async def _send_body(conn: Connection, stream: AsyncIterator[bytes], chunked: bo
 
 async def _answer(request: web.Request, conn: Connection, head: Head) -> web.StreamResponse:
     headers = response_headers(head.headers)
-    if not head.chunked and (conn.complete or head.length is not None
-                             and head.length <= WHOLE_BODY_LIMIT):
+    if not head.chunked and (conn.complete or (head.length is not None
+                             and head.length <= WHOLE_BODY_LIMIT)):
         # A small answer of known size (or none) goes out as one write, head and body
         # together: each send is a syscall, and syscalls are most of a relayed request's cost.
         try:

@@ -40,7 +40,7 @@ log = logging.getLogger(__name__)
 # How long a pending connection keeps its slot, whatever else arrives. Measured on
 # 2026-12-04 (2 cores, other work keeping the load average at 10-11), for the token
 # holder's connections to a front under a 300-socket reconnect flood of partial heads
-# (scripts/benchmarks/reconnect_flood.py): its first bytes were read 1.4 ms (median),
+# (scripts/benchmarks/children/reconnect_flood.py): its first bytes were read 1.4 ms (median),
 # 21 ms (p99), 36 ms (max, of 341) after the front made the connection, and its head
 # admitted 37 ms after at most. GRACE is nearly three times that maximum; the two loop
 # turns (Slots.arrived) cover a front that is itself late to read. A longer grace would

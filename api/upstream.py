@@ -81,7 +81,7 @@ def parse_head(raw: bytes) -> Head:
         name, value = name.strip(OWS), value.strip(OWS)
         lower = name.lower()
         if lower == "content-length":
-            if not decimal_digits(value) or length is not None and int(value) != length:
+            if not decimal_digits(value) or (length is not None and int(value) != length):
                 raise BadAnswer(f"bad or conflicting Content-Length {value!r}")
             length = int(value)
         elif lower == "transfer-encoding":

@@ -57,8 +57,8 @@ from llamon_playground.daemon.store.blobs import BlobStore
 from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.event_log import EventHub
 from llamon_playground.daemon.store.history_service import HistoryService
-from llamon_playground.daemon.store.project_events import ProjectEvents
 from llamon_playground.daemon.store.private import check_blob_path, refuse_links
+from llamon_playground.daemon.store.project_events import ProjectEvents
 from llamon_playground.daemon.store.records import EventRow
 from llamon_playground.daemon.store.search.service import RunSearch
 from llamon_playground.daemon.store.upkeep.compaction import Compactor

@@ -22,6 +22,7 @@ class ApiError(Exception):
         self.extra = extra
 
     def detail(self) -> dict[str, Any]:
+        """The error's `detail` object: its code, message and extra fields."""
         return {"error": self.code, "message": self.message, **self.extra}
 
 

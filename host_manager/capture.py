@@ -27,10 +27,13 @@ def proof(token: str, run_id: str) -> str:
 
 
 def envelope(token: str, run_id: str, generation: int) -> dict[str, Any]:
+    """What a run's capture calls carry: the run, the Host generation and the proof made with
+    `token`."""
     return {"run_id": run_id, "generation": generation, "proof": proof(token, run_id)}
 
 
 def token_matches(expected: str | None, given: str | None) -> bool:
+    """Whether `given` is the `expected` token (compared in constant time; none never matches)."""
     if not expected or not given:
         return False
     return hmac.compare_digest(expected.encode(), given.encode())

@@ -30,6 +30,7 @@ class Generation:
 
     @property
     def url(self) -> str:
+        """The generation's local URL."""
         return local_url(self.port)
 
 

@@ -18,17 +18,17 @@ from pathlib import Path
 from typing import Any
 
 from llamon_playground.host_manager.capture import new_token
-from llamon_playground.host_manager.watch.change_policy import ChangePolicy
 from llamon_playground.host_manager.crash_policy import CrashSettings
 from llamon_playground.host_manager.environment import ENV_MARKER, KeptPort, child_env, marker
 from llamon_playground.host_manager.errors import HostUnavailable
-from llamon_playground.host_manager.watch.fingerprint import WatchRules
 from llamon_playground.host_manager.generation import Generation
 from llamon_playground.host_manager.logs import HostLogs, HostOutput
 from llamon_playground.host_manager.orphans import reap_marked, record_generation, tree_id
 from llamon_playground.host_manager.process import HostProcess
 from llamon_playground.host_manager.readiness import exposed_warning, exposure, wait_ready
 from llamon_playground.host_manager.spawn.spawner import Spawner
+from llamon_playground.host_manager.watch.change_policy import ChangePolicy
+from llamon_playground.host_manager.watch.fingerprint import WatchRules
 
 log = logging.getLogger(__name__)
 

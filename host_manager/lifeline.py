@@ -76,6 +76,8 @@ class Lifeline:
 
     @classmethod
     def start(cls, record_path: Path, env: dict[str, str]) -> Lifeline:
+        """Spawn the reaper with the lifeline pipe's read end as its stdin; the daemon keeps the
+        write end."""
         read_fd, write_fd = os.pipe()  # both close-on-exec (PEP 446)
         try:
             process = subprocess.Popen(

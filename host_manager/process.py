@@ -21,7 +21,6 @@ import psutil
 
 from llamon_playground.common.platform import current as current_platform
 
-
 # A Host's output as read, per stream ("stdout", "stderr"): bytes, `b""` at its end.
 Output = Callable[[str, bytes], None]
 READ_BYTES = 64 * 1024
@@ -46,7 +45,7 @@ class HostProcess:
         popen = subprocess.Popen(
             argv, cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-            preexec_fn=platform.die_with_parent(), close_fds=True)
+            preexec_fn=platform.die_with_parent(), close_fds=True)  # noqa: PLW1509 (above)
         self._attach(popen.pid, popen.stdout, popen.stderr, platform.child_status(popen),
                      on_output)
 
@@ -79,6 +78,7 @@ class HostProcess:
 
     @property
     def returncode(self) -> int | None:
+        """The exit code, or None while the process runs."""
         return self.exited.result() if self.exited.done() else None
 
     def _on_exit_seen(self) -> None:
@@ -116,6 +116,7 @@ class HostProcess:
             await asyncio.wait(readers, timeout=timeout)  # never cancels them
 
     async def wait(self, timeout: float) -> bool:
+        """Whether the process exited within `timeout` s."""
         try:
             await asyncio.wait_for(asyncio.shield(self.exited), timeout)
         except TimeoutError:

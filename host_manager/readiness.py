@@ -88,8 +88,8 @@ async def exposure(url: str) -> list[str]:
         if await _answers(http.get(url + CARD_PATH, headers={
                 "Host": f"{FOREIGN_HOST}:{port}"})):
             found.append("answers requests sent to a foreign host name (DNS rebinding)")
-        probe = b'{"jsonrpc":"2.0","id":"llamon-probe","method":"GetTask",' \
-                b'"params":{"id":"llamon-probe"}}'
+        probe = (b'{"jsonrpc":"2.0","id":"llamon-probe","method":"GetTask",'
+                 b'"params":{"id":"llamon-probe"}}')
         if await _answers(http.post(url + rpc_path, data=probe, headers={
                 "Origin": FOREIGN_ORIGIN, "Content-Type": "text/plain"})):
             found.append("takes a cross-site text/plain POST (a blind request from any page)")

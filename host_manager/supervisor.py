@@ -23,14 +23,11 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import replace
 from typing import Any, TypeVar
 
-from llamon_playground.host_manager.watch.change_policy import (CRASHLOOP_CLEARED, ChangePolicy,
-                                                                restart_wanted)
 from llamon_playground.host_manager.crash_policy import Backoff, CrashPolicy
-from llamon_playground.host_manager.last_error import host_last_error
 from llamon_playground.host_manager.environment import KeptPort, local_url
 from llamon_playground.host_manager.errors import HostUnavailable
-from llamon_playground.host_manager.watch.fingerprint import WatchRules
 from llamon_playground.host_manager.generation import Generation, generation_status
+from llamon_playground.host_manager.last_error import host_last_error
 from llamon_playground.host_manager.launch import (
     HostConfig,
     Reaper,
@@ -42,6 +39,12 @@ from llamon_playground.host_manager.missing_module import explain
 from llamon_playground.host_manager.orphans import forget_generation
 from llamon_playground.host_manager.process import HostProcess
 from llamon_playground.host_manager.state import HostState, check
+from llamon_playground.host_manager.watch.change_policy import (
+    CRASHLOOP_CLEARED,
+    ChangePolicy,
+    restart_wanted,
+)
+from llamon_playground.host_manager.watch.fingerprint import WatchRules
 
 __all__ = ["Generation", "HostConfig", "HostSupervisor"]
 

@@ -3,7 +3,7 @@ thread, the narrow panels, the run view, its trace timeline, a failed run, the H
 panel, a comparison, a thread with Markdown answers,
 search, the suites, a suite run's report, a Flow's graph with a run's path, a Flow opened
 (its graph before any run), the Flow graph live (a slow node running) and a crashloop's Host
-panel, each in light and dark, at 1280×720 (and 800×700), into docs/screenshots/.
+panel, each in light and dark, at 1280x720 (and 800x700), into docs/screenshots/.
 `scripts/screenshots page flow crashloop` takes only the named groups (default: all).
 
 The pictures show nothing of the machine they were taken on: everything runs in a temporary

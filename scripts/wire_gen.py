@@ -26,9 +26,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, NotRequired, get_args, get_origin
 
-from llamon_playground.common.wire import COMPONENTS, EXTRAS, documents, history, host, requests
+from llamon_playground.common.wire import (
+    COMPONENTS,
+    EXTRAS,
+    documents,
+    history,
+    host,
+    requests,
+    suites,
+    words,
+)
 from llamon_playground.common.wire import search as search_wire
-from llamon_playground.common.wire import suites, words
 from llamon_playground.common.wire.json_schema import is_typeddict, is_union
 from llamon_playground.common.wire.rules import Doc
 

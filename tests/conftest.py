@@ -12,6 +12,10 @@ from tests.support.api import Api
 from tests.support.procs import Stack, copy_example, front_url, short_tmpdir, stack_for
 from tests.support.transports import transport_env
 
+# Fixtures several test modules share, registered once here instead of imported into each
+# module (an imported fixture is an unused name that a parameter then redefines).
+pytest_plugins = ["tests.support.door", "tests.support.a2a_host"]
+
 
 @pytest.fixture
 def runtime_base() -> Iterator[Path]:

@@ -56,6 +56,8 @@ class A2AClient:
         self.base_url = base_url.rstrip("/")
 
     async def fetch_card(self, timeout: float = 5.0) -> dict[str, Any]:
+        """The Host's agent card; A2AUnavailable when it does not answer with a JSON object
+        within `timeout` s."""
         try:
             async with self._http.get(self.base_url + CARD_PATH,
                                       timeout=aiohttp.ClientTimeout(total=timeout)) as resp:
@@ -77,6 +79,7 @@ class A2AClient:
         return True
 
     async def interface(self) -> Interface:
+        """The interface to speak to the Host, chosen from its agent card."""
         return choose_interface(await self.fetch_card(), self.base_url)
 
     def _request(self, interface: Interface, method: str,
@@ -118,6 +121,7 @@ class A2AClient:
             raise A2AUnavailable(f"stream to the Host broke: {exc}") from exc
 
     async def cancel(self, interface: Interface, task_id: str, timeout: float = 3.0) -> None:
+        """Ask the Host to cancel the task `task_id`."""
         await self._call(interface, "cancel", {"id": task_id}, timeout)
 
     async def _call(self, interface: Interface, method: str, params: dict[str, Any],

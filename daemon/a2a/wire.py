@@ -62,8 +62,7 @@ PAUSED_STATES = frozenset({"input_required", "auth_required"})
 
 def normalize_state(state: Any) -> str:
     text = str(state or "unknown").lower()
-    if text.startswith("task_state_"):
-        text = text[len("task_state_"):]
+    text = text.removeprefix("task_state_")
     return text.replace("-", "_")
 
 
@@ -129,6 +128,8 @@ def _drop_none(doc: dict[str, Any]) -> dict[str, Any]:
 
 def build_message(parts: list[dict[str, Any]], version: str, context_id: str,
                   task_id: str | None) -> dict[str, Any]:
+    """A user message of `parts` for the A2A protocol `version`, in `context_id` (and `task_id`
+    when it continues one)."""
     message: dict[str, Any] = {"messageId": str(uuid.uuid4()), "parts": parts,
                                "contextId": context_id}
     if version == V1:

@@ -36,7 +36,7 @@ def collector_paused() -> Iterator[None]:
     """Automatic collection off while any holder is inside. An error that ends a holder
     clears the locals of the frames it left: a traceback that kept them would keep the
     document alive until a collection, and that collection would scan it."""
-    global _holders, _turned_off
+    global _holders, _turned_off  # noqa: PLW0603 (one process-wide switch, as gc's own)
     if _holders == 0 and gc.isenabled():
         gc.disable()
         _turned_off = True

@@ -166,9 +166,10 @@ def _metadata_places(bundle: Any) -> Iterator[tuple[str, dict[str, Any]]]:
     for key, path in (("sessions", ()), ("runs", ("input",))):
         items = bundle.get(key)
         for index, item in enumerate(items if isinstance(items, list) else []):
+            node = item
             for field in path:
-                item = item.get(field) if isinstance(item, dict) else None
-            metadata = item.get("metadata") if isinstance(item, dict) else None
+                node = node.get(field) if isinstance(node, dict) else None
+            metadata = node.get("metadata") if isinstance(node, dict) else None
             if isinstance(metadata, dict):
                 where = ".".join((f"{key}[{index}]", *path, "metadata"))
                 yield where, metadata

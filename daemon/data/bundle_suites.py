@@ -46,6 +46,7 @@ def suite_doc(suite: dict[str, Any], cases: list[dict[str, Any]]) -> dict[str, A
 
 
 def case_file_shas(case: dict[str, Any]) -> set[str]:
+    """The sha256 of every file part in a suite case's turns."""
     return {p["sha256"] for t in case["turns"] for p in t["input"]["parts"]
             if isinstance(p, dict) and p.get("kind") == "file" and p.get("sha256")}
 

@@ -32,6 +32,8 @@ _HUNK = re.compile(r"^@@ -(\d+)((?:,\d+)?) \+(\d+)((?:,\d+)?) @@")
 
 
 def compare_runs(left: dict[str, Any], right: dict[str, Any]) -> dict[str, Any]:
+    """The comparison of two runs as `GET /compare` answers it: summaries, the duration delta,
+    the output and input diffs, the score table."""
     left_ms, right_ms = left.get("duration_ms"), right.get("duration_ms")
     answer: dict[str, Any] = {
         "left": _summary(left),
@@ -215,6 +217,8 @@ def _hashable(value: Any) -> Any:
 
 
 def latest_scores(scores: list[Any]) -> dict[tuple[Any, ...], dict[str, Any]]:
+    """Each evaluator's latest entry in `scores` (by evaluator, scope and node; later entries
+    win)."""
     latest: dict[tuple[Any, ...], dict[str, Any]] = {}
     for entry in scores:
         if not isinstance(entry, dict):

@@ -54,6 +54,7 @@ class RunRequest:
     files: list[PendingFile] = field(default_factory=list)
 
     def stored_input(self) -> dict[str, Any]:
+        """The run's input as the store keeps it."""
         return {"parts": self.parts, "metadata": self.metadata,
                 "changed_files": self.changed_files, "revision": self.revision}
 
@@ -64,6 +65,7 @@ def _bad(message: str, code: str = "invalid_request", **extra: Any) -> BadReques
 
 def parse_run_request(body: Any, *, require_parts: bool = True,
                       limits: Limits = DEFAULT_LIMITS) -> RunRequest:
+    """A run request checked against the limits; BadRequest (with its code) for anything else."""
     if not isinstance(body, dict):
         raise _bad("the request body must be a JSON object")
     unknown = set(body) - REQUEST_KEYS

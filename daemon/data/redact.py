@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import itertools
 import re
 from typing import Any
 
@@ -84,7 +85,7 @@ def is_secret_key(key: str) -> bool:
     words = key_words(key)
     if any(w in SECRET_WORDS for w in words):
         return True
-    if any(a + b in SECRET_PAIRS for a, b in zip(words, words[1:], strict=False)):
+    if any(a + b in SECRET_PAIRS for a, b in itertools.pairwise(words)):
         return True
     compact = "".join(words)
     return compact.endswith("token") or any(infix in compact for infix in SECRET_INFIXES)

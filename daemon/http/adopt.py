@@ -142,6 +142,8 @@ class HandoverListener:
         self._tasks: set[asyncio.Task[None]] = set()
 
     def listen(self) -> None:
+        """Bind the hand-over socket (its owner's only) and listen; where SOCK_SEQPACKET is
+        missing, nothing: the front relays every answer."""
         with suppress(FileNotFoundError):
             self.path.unlink()  # a dead daemon's (we hold the daemon lock)
         if not unix_seqpacket():  # macOS: no loans, the front relays every answer

@@ -133,4 +133,5 @@ class CaptureRoute:
 
 def add_capture_routes(app: web.Application, *, store: Store, host: HostSupervisor,
                        runs: RunManager, limits: Limits) -> None:
+    """Route the Host's capture endpoint."""
     app.router.add_post(CAPTURE_PATH, CaptureRoute(store, host, runs, limits).capture)

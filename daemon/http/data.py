@@ -22,14 +22,13 @@ import re
 from urllib.parse import quote
 
 import orjson
-
 from aiohttp import web
 
 from llamon_playground.common.config import Settings
 from llamon_playground.common.contract import API_PREFIX
 from llamon_playground.common.http_json import json_response
-from llamon_playground.daemon.errors import BadRequest
 from llamon_playground.daemon.data.bundle_json import parse_selection
+from llamon_playground.daemon.errors import BadRequest
 from llamon_playground.daemon.http.util import read_body, read_object
 from llamon_playground.daemon.store.history_service import HistoryService
 
@@ -109,6 +108,7 @@ def content_disposition(name: object, sha: str) -> str:
 
 def add_data_routes(app: web.Application, *, settings: Settings,
                     history: HistoryService) -> None:
+    """Route files, compare, bundles and deletion."""
     routes = DataRoutes(settings, history)
     r = app.router
     r.add_get(PREFIX + "/files/{sha256}", routes.get_file)

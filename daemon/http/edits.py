@@ -44,6 +44,7 @@ class EditRoutes:
 
 def add_edit_routes(app: web.Application, *, history: HistoryService,
                     max_request_bytes: int, limits: Limits) -> None:
+    """Route the edits of sessions and runs and a run's lineage."""
     routes = EditRoutes(history, max_request_bytes, limits)
     r = app.router
     r.add_patch(PREFIX + "/sessions/{session_id}", routes.patch_session)

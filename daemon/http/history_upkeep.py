@@ -27,6 +27,7 @@ class HistoryUpkeepRoutes:
 
 
 def add_history_routes(app: web.Application, *, trimmer: Trimmer) -> None:
+    """Route the history report and its trim."""
     routes = HistoryUpkeepRoutes(trimmer)
     app.router.add_get(API_PREFIX + "/history", routes.report)
     app.router.add_post(API_PREFIX + "/history/trim", routes.trim)

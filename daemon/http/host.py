@@ -141,6 +141,7 @@ async def _next(queue: asyncio.Queue[bytes | None], timeout: float) -> bytes | N
 def add_host_routes(app: web.Application, *, settings: Settings, host: HostSupervisor,
                     runs: RunManager, reload: ReloadCoordinator,
                     project_events: ProjectEvents) -> None:
+    """Route the Host's status, start, stop, restart and logs, and the project's event stream."""
     routes = HostRoutes(settings, host, runs, reload, project_events)
     r = app.router
     r.add_get(PREFIX + "/host", routes.host_status)

@@ -162,6 +162,7 @@ class IntrospectRoutes:
 def add_introspect_routes(app: web.Application, *, settings: Settings, host: HostSupervisor,
                           http: aiohttp.ClientSession, history: HistoryService,
                           blobs: BlobStore) -> None:
+    """Route the composer schema, source targets and a run's snippets."""
     routes = IntrospectRoutes(settings, host, http, history, blobs)
     r = app.router
     r.add_get(PREFIX + "/composer-schema", routes.composer_schema)

@@ -94,9 +94,9 @@ OPERATIONS: tuple[Op, ...] = (
     # sessions and runs
     Op("GET", "/sessions",
        "List sessions (oldest first, or newest first with ?order=newest; paged)",
-       answer=ref("SessionList"), params=PAGING + (
-           Param("order", {"type": "string", "enum": ["oldest", "newest"]},
-                 description="oldest first (the default) or newest first"),),
+       answer=ref("SessionList"), params=(
+           *PAGING, Param("order", {"type": "string", "enum": ["oldest", "newest"]},
+                          description="oldest first (the default) or newest first")),
        errors=(400,)),
     Op("POST", "/sessions", "Create a session", 201, ref("Session"),
        body=ref("SessionCreate"), body_required=False, errors=(400,),
@@ -111,9 +111,9 @@ OPERATIONS: tuple[Op, ...] = (
        answer=ref("SessionDeleted"), errors=(409,)),
     Op("GET", "/sessions/{session_id}/runs",
        "List a session's runs (oldest first, or newest first with ?order=newest; paged)",
-       answer=ref("RunList"), params=PAGING + (
-           Param("order", {"type": "string", "enum": ["oldest", "newest"]},
-                 description="oldest first (the default) or newest first"),),
+       answer=ref("RunList"), params=(
+           *PAGING, Param("order", {"type": "string", "enum": ["oldest", "newest"]},
+                          description="oldest first (the default) or newest first")),
        errors=(400, 404)),
     Op("POST", "/sessions/{session_id}/runs", "Start a run in the background", 202,
        ref("RunAccepted"), body=ref("RunRequest"), errors=(400, 409),
@@ -335,4 +335,5 @@ async def openapi_json(request: web.Request) -> web.Response:
 
 
 def add_openapi_routes(app: web.Application) -> None:
+    """Route the OpenAPI document."""
     app.router.add_get(PREFIX + "/openapi.json", openapi_json)

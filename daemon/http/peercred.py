@@ -44,6 +44,8 @@ def socket_peer_uid(sock: socket.socket) -> int:
 
 @web.middleware
 async def peer_cred_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Refuse (403 `peer_not_allowed`, connection closed) a request on the daemon socket from
+    another user."""
     uid = peer_uid(request.transport)
     if uid is not None and uid != os.getuid():
         log.warning("refused a request from uid %d on the daemon socket", uid)

@@ -180,6 +180,7 @@ class RunRoutes:
 def add_routes(app: web.Application, *, settings: Settings, store: Store, hub: EventHub,
                history: HistoryService, runs: RunManager, host: HostSupervisor,
                trimmer: Trimmer) -> None:
+    """Route health, sessions and runs (create, read, cancel, resume, rerun, events)."""
     routes = RunRoutes(settings, store, hub, history, runs, host, trimmer)
     r = app.router
     r.add_get("/health", routes.health)

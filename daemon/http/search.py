@@ -69,4 +69,5 @@ class SearchRoutes:
 
 
 def add_search_routes(app: web.Application, *, search: RunSearch) -> None:
+    """Route the search over runs."""
     app.router.add_get(PREFIX + "/search", SearchRoutes(search).search)

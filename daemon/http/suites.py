@@ -94,6 +94,7 @@ class SuiteRoutes:
 
 def add_suite_routes(app: web.Application, *, settings: Settings, store: Store, hub: EventHub,
                      suites: SuiteService) -> None:
+    """Route suites and suite runs."""
     routes = SuiteRoutes(settings, store, hub, suites)
     r = app.router
     r.add_post(PREFIX + "/suites", routes.create)

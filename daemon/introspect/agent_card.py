@@ -79,6 +79,8 @@ def _strings(value: Any) -> list[str]:
 
 
 def agent_composer(kind: str, card: dict[str, Any]) -> dict[str, Any]:
+    """The composer for an agent Host: a tab per input schema its card declares, else a text
+    composer."""
     names, notes = input_schemas(card)
     tabs = [schema_tab(name) for name in names]
     return answer(kind, True, tabs, notes, text=None if tabs else card_text_composer(card),

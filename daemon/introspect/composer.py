@@ -89,6 +89,8 @@ def flow_tabs(graph: GraphModel) -> tuple[list[dict[str, Any]], list[Diagnostic]
 
 
 def flow_composer(graph: GraphModel, host_ready: bool, stamp: dict[str, Any]) -> dict[str, Any]:
+    """The composer for a Flow: tabs from its graph's start nodes, the graph to draw and its
+    diagnostics."""
     tabs, notes = flow_tabs(graph)
     return answer("flow", host_ready, tabs, [*graph.diagnostics, *notes], source="graph",
                   graph={"file": graph.file, **stamp, "start_nodes": graph.start_nodes(),

@@ -40,6 +40,7 @@ class Diagnostic:
                 "column": self.column, "severity": self.severity}
 
     def as_dict(self) -> dict[str, Any]:
+        """The diagnostic as the API answers it: its message and where."""
         return {"message": self.message, **self.location()}
 
 

@@ -35,6 +35,7 @@ class ProjectSource:
             lambda path, text: build_graph(parse_source(self.rel(path), text), self.rel(path)))
 
     def rel(self, path: Path) -> str:
+        """`path` relative to the project folder, as the API names files."""
         return relative(self.project_dir, path)
 
     def inside(self, rel: str) -> Path | None:

@@ -41,6 +41,7 @@ class SourceTarget:
 
 
 def find_source_target(source: ProjectSource, graph: GraphModel, node_id: str) -> SourceTarget:
+    """Where node `node_id`'s function is defined; NodeNotFound or SourceNotFound saying why not."""
     node = graph.nodes.get(node_id)
     if node is None:
         known = ", ".join(sorted(graph.nodes)) or "none"
@@ -109,13 +110,13 @@ def _definition(body: list[ast.stmt], name: str) -> Definition | None:
     """The last binding of `name` in a block: the one that wins when the module runs."""
     found: Definition | None = None
     for stmt in body:
-        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            if stmt.name == name:
-                found = stmt
-        elif isinstance(stmt, ast.Assign):
-            if any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets):
-                found = stmt
-        elif isinstance(stmt, ast.AnnAssign):
-            if isinstance(stmt.target, ast.Name) and stmt.target.id == name:
-                found = stmt
+        if isinstance(stmt, Definition) and name in _names_bound(stmt):
+            found = stmt
     return found
+
+
+def _names_bound(stmt: Definition) -> list[str]:
+    if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return [stmt.name]
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+    return [t.id for t in targets if isinstance(t, ast.Name)]

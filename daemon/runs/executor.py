@@ -42,11 +42,11 @@ from llamon_playground.daemon.runs.state import Reason, RunStatus
 from llamon_playground.daemon.store.blobs import BlobStore
 from llamon_playground.host_manager.capture import ENVELOPE_KEY, envelope
 from llamon_playground.host_manager.errors import HostUnavailable
-from llamon_playground.host_manager.last_error import trimmed_tail
-from llamon_playground.host_manager.watch.fingerprint import digest
 from llamon_playground.host_manager.generation import Generation
+from llamon_playground.host_manager.last_error import trimmed_tail
 from llamon_playground.host_manager.process import HostProcess
 from llamon_playground.host_manager.state import HostState
+from llamon_playground.host_manager.watch.fingerprint import digest
 
 log = logging.getLogger(__name__)
 
@@ -250,10 +250,9 @@ class RunExecutor:
     async def _broken_stream(self, run: ActiveRun, config: ProjectConfig,
                              process: HostProcess | None, exc: Exception,
                              host_url: str) -> RunFailure:
-        if process is not None:
-            # A dead Host is the usual cause: give its exit a moment to be observed.
-            if await process.wait(0.5):
-                await process.drain(0.5)  # its last lines before the tail is kept
+        # A dead Host is the usual cause: give its exit a moment to be observed.
+        if process is not None and await process.wait(0.5):
+            await process.drain(0.5)  # its last lines before the tail is kept
         tail = self._log_tail(run)
         if process is None or process.exited.done():
             code = process.returncode if process else None

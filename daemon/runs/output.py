@@ -12,7 +12,6 @@ from llamon_playground.daemon.data.json_depth import MAX_DEPTH, json_depth
 from llamon_playground.daemon.runs.spool import FileSpool, TextSpool
 from llamon_playground.daemon.store.blobs import BlobStore
 
-
 # A run of consecutive text parts is one TextSpool; a file sent as bytes, a FileSpool.
 Item = WirePart | TextSpool | FileSpool
 

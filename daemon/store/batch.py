@@ -117,7 +117,8 @@ class Batches:
                 events = cast("list[tuple[str, str, bytes]]", batch[start:end])
                 segment: list[EventRow] = [
                     (seq, run_id, kind, ts, build_frame(seq, run_id, kind, payload))
-                    for seq, (run_id, kind, payload) in zip(range(first, self._cursor), events)]
+                    for seq, (run_id, kind, payload) in zip(range(first, self._cursor), events,
+                                                            strict=True)]
                 conn.executemany(INSERT_EVENTS, segment)
                 rows.extend(segment)
                 start = end

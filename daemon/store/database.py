@@ -26,8 +26,13 @@ from llamon_playground.daemon.store.frames import BLOCK_AFTER_SQL, FRAMES_SQL, b
 from llamon_playground.daemon.store.migrations import SCHEMA_VERSION, peek_user_version
 from llamon_playground.daemon.store.private import prepare_state, refuse_links
 from llamon_playground.daemon.store.records import EventRecord, EventRow, compact_json, utcnow
-from llamon_playground.daemon.store.wal import (SpaceReserve, WalKeeper, WriterThread,
-                                                open_writer, woken)
+from llamon_playground.daemon.store.wal import (
+    SpaceReserve,
+    WalKeeper,
+    WriterThread,
+    open_writer,
+    woken,
+)
 
 log = logging.getLogger(__name__)
 

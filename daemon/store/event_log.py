@@ -60,9 +60,12 @@ class RunLog:
 
     @property
     def last_seq(self) -> int:
+        """The last seq held (the floor when none is)."""
         return self._seqs[-1] if self._seqs else self.floor
 
     def extend(self, frames: list[Frame]) -> None:
+        """Append committed frames (a terminal one closes the log), keep at most twice the
+        capacity, wake readers."""
         for f in frames:
             self._seqs.append(f.seq)
             self._frames.append(f)
@@ -76,6 +79,7 @@ class RunLog:
         self._wake()
 
     def close(self) -> None:
+        """No more frames will come: wake readers so they finish."""
         self.closed = True
         self._wake()
 
@@ -87,9 +91,11 @@ class RunLog:
         self._changed = asyncio.get_running_loop().create_future()
 
     def covers(self, cursor: int) -> bool:
+        """Whether every frame after `cursor` is still held here."""
         return cursor >= self.floor
 
     def after(self, cursor: int) -> list[Frame]:
+        """The held frames after `cursor`."""
         index = bisect.bisect_right(self._seqs, cursor)
         return self._frames[index:]
 

@@ -55,7 +55,9 @@ def score_summary(scores: list[dict[str, Any]]) -> dict[str, int]:
 
 
 def run_to_dict(row: sqlite3.Row) -> dict[str, Any]:
-    doc: dict[str, Any] = {key: row[key] for key in row.keys() if key != "_rowid"}
+    """A run row as the API answers it: JSON columns decoded, score summary and edit marks added."""
+    # sqlite3.Row iterates over its values, not its keys.
+    doc: dict[str, Any] = {key: row[key] for key in row.keys() if key != "_rowid"}  # noqa: SIM118
     for key in RUN_JSON_COLUMNS:
         doc[key] = orjson.loads(doc[key]) if doc[key] is not None else None
     doc["score_summary"] = score_summary(doc["scores"] or [])
@@ -137,6 +139,7 @@ async def list_sessions(store: Store, after: int = 0, limit: int = 100,
 
 
 async def get_session(store: Store, session_id: str) -> dict[str, Any] | None:
+    """A session with its last activity, or None."""
     row = await store.fetch_one(f"SELECT s.*, {LAST_ACTIVITY} FROM sessions s WHERE id = ?",
                                 (session_id,))
     return {**session_to_dict(row), "last_activity_at": row["last_activity_at"]} if row else None
@@ -189,10 +192,12 @@ def output_event_parts(run_id: str, parts: list[Any]) -> list[Any]:
     out: list[Any] = []
     for index, part in enumerate(parts):
         if isinstance(part, dict) and (part.get("truncated") or "content_url" in part):
-            part = {k: v for k, v in part.items() if k != "content_url"}
-            if part.get("truncated"):
-                part["content_url"] = part_content_path(run_id, "output", index)
-        out.append(part)
+            served = {k: v for k, v in part.items() if k != "content_url"}
+            if served.get("truncated"):
+                served["content_url"] = part_content_path(run_id, "output", index)
+            out.append(served)
+        else:
+            out.append(part)
     return out
 
 

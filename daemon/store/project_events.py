@@ -17,6 +17,7 @@ QUEUE_LIMIT = 1000
 
 
 def sse_frame(kind: str, data: dict[str, Any], seq: int | None = None) -> bytes:
+    """One SSE frame: `kind`, `data` as JSON, and the id `seq` when given."""
     head = b"id: %d\n" % seq if seq is not None else b""
     return head + b"event: %s\ndata: %s\n\n" % (kind.encode(), orjson.dumps(data))
 
@@ -29,11 +30,13 @@ class ProjectEvents:
         self._subscribers: set[asyncio.Queue[bytes | None]] = set()
 
     def subscribe(self) -> asyncio.Queue[bytes | None]:
+        """A queue of the project's event frames; None in it means the stream ends."""
         queue: asyncio.Queue[bytes | None] = asyncio.Queue(QUEUE_LIMIT)
         self._subscribers.add(queue)
         return queue
 
     def unsubscribe(self, queue: asyncio.Queue[bytes | None]) -> None:
+        """Stop sending to `queue`."""
         self._subscribers.discard(queue)
 
     def _send(self, frame: bytes) -> None:
@@ -46,6 +49,7 @@ class ProjectEvents:
                 queue.put_nowait(None)  # tells the handler to end this stream
 
     def host_changed(self, status: dict[str, Any]) -> None:
+        """Send the Host's new status to every subscriber."""
         self._send(sse_frame("host.state", status))
 
     def updated(self, kind: str, data: dict[str, Any]) -> None:
@@ -55,6 +59,7 @@ class ProjectEvents:
         self._send(sse_frame(kind, data))
 
     def committed(self, rows: list[EventRow]) -> None:
+        """Send the run status changes among committed `rows` to every subscriber."""
         if not self._subscribers:
             return
         for row in rows:
@@ -62,6 +67,7 @@ class ProjectEvents:
                 self._send(row[4])  # its stored frame is this stream's frame too
 
     def close_all(self) -> None:
+        """End every subscriber's stream."""
         for queue in list(self._subscribers):
             try:
                 queue.put_nowait(None)

@@ -250,7 +250,7 @@ class WriterThread:
             loop, future, fn, args, then = item
             try:
                 result = fn(*args)
-            except BaseException as exc:  # handed to the caller, whatever it is
+            except BaseException as exc:  # noqa: BLE001 (handed to the caller, whatever it is)
                 _tell(loop, _fail, future, exc)
             else:
                 _tell(loop, _succeed, future, result, then)

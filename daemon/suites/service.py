@@ -63,6 +63,7 @@ class SuiteService:
         return await self.suite(suite_id)
 
     async def list_suites(self) -> dict[str, Any]:
+        """Every suite, and whether suites run on save."""
         return {"suites": await records.list_suites(self._store),
                 "runs_on_save": self.saves_started}
 
@@ -82,6 +83,8 @@ class SuiteService:
         return suite
 
     async def patch(self, suite_id: str, body: Any) -> dict[str, Any]:
+        """Edit a suite's fields; a baseline suite run (ended, of this suite) gives the cases
+        their baselines."""
         fields = parse_patch(body)
         await self._row(suite_id)
         source = fields.pop("baseline_suite_run_id", None)
@@ -104,6 +107,7 @@ class SuiteService:
         return await self.suite(suite_id)
 
     async def delete(self, suite_id: str) -> dict[str, Any]:
+        """Delete a suite that is not running, and the files only it used."""
         await self._row(suite_id)
         if any(r.suite_id == suite_id for r in self._runners.values()):
             raise Conflict("the suite is running; cancel its run first",
@@ -143,6 +147,8 @@ class SuiteService:
         return {"suite_run_id": suite_run_id, "status": "running"}
 
     async def cancel(self, suite_run_id: str) -> dict[str, Any]:
+        """Cancel a running suite run and wait (30 s at most) for it to end; Conflict when it is
+        not running."""
         runner = self._runners.get(suite_run_id)
         if runner is None:
             run = await self._suite_run(suite_run_id)
@@ -161,10 +167,12 @@ class SuiteService:
         return run
 
     async def runs_of(self, suite_id: str) -> dict[str, Any]:
+        """The suite's runs."""
         await self._row(suite_id)
         return {"suite_runs": await records.list_suite_runs(self._store, suite_id)}
 
     async def is_terminal(self, suite_run_id: str) -> bool:
+        """Whether the suite run has ended."""
         return (await self._suite_run(suite_run_id))["status"] in TERMINAL
 
     async def report(self, suite_run_id: str) -> dict[str, Any]:

@@ -66,10 +66,11 @@ class WarmParent:
             try:
                 # On the event-loop thread: PDEATHSIG follows the thread that forks.
                 platform = current_platform()
-                popen = subprocess.Popen(
+                popen = subprocess.Popen(  # noqa: ASYNC220 (returns at once; the fork is short)
                     [python, str(PRELOADER), str(theirs.fileno()), platform.name],
                     cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, stdout=fd, stderr=fd,
-                    start_new_session=True, preexec_fn=platform.die_with_parent(),
+                    start_new_session=True,
+                    preexec_fn=platform.die_with_parent(),  # noqa: PLW1509 (PDEATHSIG, above)
                     pass_fds=(theirs.fileno(),))
             finally:
                 os.close(fd)

@@ -84,7 +84,7 @@ def _preload(names: list[str], failed: dict[str, str]) -> None:
             continue
         try:
             __import__(name)
-        except BaseException as exc:  # a module that cannot load alone is left to the Host
+        except BaseException as exc:  # noqa: BLE001 (one that cannot load alone is left to the Host)
             failed[name] = f"{type(exc).__name__}: {exc}"
 
 
@@ -238,7 +238,7 @@ def main() -> None:
         run_generation(request, fds, control, parent, platform)
     except SystemExit:
         raise
-    except BaseException:
+    except BaseException:  # noqa: BLE001 (the Host's log gets the traceback, the parent exit 1)
         traceback.print_exc()
         sys.exit(1)
 

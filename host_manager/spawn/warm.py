@@ -78,6 +78,8 @@ class WarmSpawner:
         self._failed: tuple[str, Stamp] | None = None  # a parent that could not start, as of
 
     def describe(self) -> dict[str, Any] | None:
+        """The warm parent (pid, Python, modules preloaded and failed), or None when there is
+        none."""
         parent = self._parent
         if parent is None or parent.gone:
             return None
@@ -86,6 +88,8 @@ class WarmSpawner:
 
     async def launch(self, argv: list[str], cwd: Path, env: Mapping[str, str],
                      on_output: Output) -> Launch:
+        """Start a Host generation: forked from the warm parent when its entry point allows, else
+        cold, saying why."""
         options = self._options()
         entry = entry_point(argv, cwd)
         python = _interpreter(entry, cwd, env) if entry is not None else None

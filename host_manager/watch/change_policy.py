@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import asyncio
 
+from llamon_playground.host_manager.state import HostState
 from llamon_playground.host_manager.watch.fingerprint import (
     Fingerprint,
     Fingerprinter,
     WatchRules,
     differences,
 )
-from llamon_playground.host_manager.state import HostState
 
 CRASHLOOP_CLEARED = "(crashloop cleared)"  # what an edit "changed" when it only ends a crashloop
 
@@ -47,6 +47,7 @@ class ChangePolicy:
         return await asyncio.to_thread(self._fingerprinter.scan)
 
     async def changed_since(self, fingerprint: Fingerprint) -> set[str]:
+        """The watched files that differ from `fingerprint` now."""
         return differences(fingerprint, await self.fingerprint())
 
     async def saved_changes(self, saved: list[str], fingerprint: Fingerprint) -> list[str]:

@@ -78,6 +78,7 @@ class WatchRules:
     env_file: str = ".env"
 
     def is_watched(self, rel: str) -> bool:
+        """Whether a change to project-relative `rel` can change the Host."""
         parts = rel.split("/")
         if any(p in IGNORED_DIRS for p in parts[:-1]):
             return False
@@ -89,6 +90,7 @@ class WatchRules:
         return name.endswith(".md") and parts[0] in MD_ROOTS and len(parts) > 1
 
     def relative(self, path: str | Path) -> str | None:
+        """`path` relative to the project, or None when it lies outside it."""
         try:
             return Path(path).resolve().relative_to(self.project_dir).as_posix()
         except ValueError:

@@ -39,6 +39,7 @@ class QuietPeriod:
     longest: float
 
     def after(self, elapsed: float) -> float:
+        """The quiet a burst that has lasted `elapsed` s must keep before it is reported."""
         return max(self.shortest, min(self.longest, self.shortest + elapsed))
 
 
@@ -151,14 +152,15 @@ class ProjectWatcher:
         rels: set[str] = set()
         grown = False
         for change, path in changes:
-            if change == watchfiles.Change.added and os.path.isdir(path):
+            # One stat per added path, on the watcher's own batch; watched_under walks in a thread.
+            if change == watchfiles.Change.added and os.path.isdir(path):  # noqa: ASYNC240
                 # `mkdir -p d && echo x > d/c.md`: c.md may predate the folder's watch.
                 if self._rules().may_hold_watched(path):
                     rels |= await asyncio.to_thread(self._rules().watched_under, path)
                     grown = True
-            elif (rel := (rules := self._rules()).relative(path)) is not None:
-                if rules.is_watched(rel):
-                    rels.add(rel)
+            elif ((rel := (rules := self._rules()).relative(path)) is not None
+                  and rules.is_watched(rel)):
+                rels.add(rel)
         return rels, grown
 
     async def _dispatch(self) -> None:

@@ -25,6 +25,8 @@ EXTRA_INSTALL = "pip install 'llamon-playground[examples]'"
 
 
 def shipped_example() -> Path:
+    """Where the example project shipped in the package lies (served when `up` is given no
+    project)."""
     return Path(str(resources.files("llamon_playground.examples"))) / EXAMPLE
 
 

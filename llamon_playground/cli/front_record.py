@@ -76,6 +76,7 @@ def fronts_in(runtime_dir: Path) -> list[dict[str, Any]]:
 
 
 def forget_front(settings: Settings, pid: int) -> None:
+    """Remove the record of the front with `pid` (gone already: nothing to do)."""
     with contextlib.suppress(OSError):
         (_folder(settings.runtime_dir) / f"{pid}.json").unlink()
 

@@ -1,7 +1,7 @@
 """`llamon-playground`: run the daemon and the front, ask a daemon how it is, drive it.
 
 Exit codes: 0 ok, 1 error, 2 usage, 3 daemon not running, 4 conflict (another daemon, an
-active run). The commands that drive a running daemon live in cli_control.py.
+active run). The commands that drive a running daemon live in terminal/control.py.
 """
 
 from __future__ import annotations

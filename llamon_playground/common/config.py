@@ -35,6 +35,8 @@ def project_key(project_dir: Path) -> str:
 
 
 def default_runtime_base(environ: Environ) -> Path:
+    """The folder that holds each project's runtime dir: $LLAMON_PLAYGROUND_RUNTIME_DIR, else
+    under $XDG_RUNTIME_DIR, else a per-user folder in the temp dir."""
     explicit = environ.get(ENV_RUNTIME_BASE)
     if explicit:
         return Path(explicit)
@@ -299,6 +301,8 @@ def log_json(environ: Environ | None = None) -> bool:
 
 
 def build_settings(project: str | os.PathLike[str], environ: Environ | None = None) -> Settings:
+    """The Settings for `project`, with every knob read from `environ` (the process's environment
+    by default)."""
     env = os.environ if environ is None else environ
     return Settings(project_dir=Path(project).resolve(), runtime_base=default_runtime_base(env),
                     front=FrontSettings(**_from_env(FRONT_ENV, env)),

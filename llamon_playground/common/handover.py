@@ -70,6 +70,8 @@ CUT = End(0, False)
 
 
 def end_message(status: int, keep_alive: bool) -> bytes:
+    """The control message that ends a loan: the answer's status and whether the connection stays
+    open."""
     return END + b"%03d" % status + (KEEP if keep_alive else CLOSE)
 
 
@@ -136,6 +138,7 @@ class Loan:
             pass
 
     def close(self) -> None:
+        """Close the loan's control socket (the front then knows the stream is over)."""
         self._ctl.close()
 
 
@@ -157,6 +160,7 @@ async def receive(sock: socket.socket) -> tuple[bytes, list[int]]:
 
 
 def close_all(fds: list[int]) -> None:
+    """Close every file descriptor in `fds`."""
     for fd in fds:
         socket.close(fd)
 

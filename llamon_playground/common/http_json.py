@@ -20,11 +20,14 @@ def decimal_digits(text: str) -> bool:
 
 
 def json_response(data: Any, status: int = 200) -> web.Response:
+    """`data` as a JSON answer with `status`."""
     return web.Response(body=orjson.dumps(data), status=status,
                         content_type="application/json")
 
 
 def error_response(status: int, code: str, message: str, **extra: Any) -> web.Response:
+    """The house's error answer: `{"detail": {"error": code, "message": message, ...extra}}` with
+    `status`."""
     return json_response({"detail": {"error": code, "message": message, **extra}}, status)
 
 

@@ -86,7 +86,9 @@ _secrets: set[str] = set()
 
 
 def set_context_fallback(provider: Callable[[], dict[str, Any]]) -> None:
-    global _fallback
+    """What log lines carry when no request set a context: `provider()`'s fields (the active run,
+    the Host generation)."""
+    global _fallback  # noqa: PLW0603 (set once by the composition root)
     _fallback = provider
 
 
@@ -107,6 +109,8 @@ def scrub(text: str) -> str:
 
 @contextmanager
 def log_context(*, request_id: str | None = None, run_id: str | None = None) -> Iterator[None]:
+    """Within the block, log lines carry `request_id` and `run_id`; the previous values come back
+    after it."""
     tokens = [REQUEST_ID.set(request_id), RUN_ID.set(run_id)]
     try:
         yield
@@ -118,7 +122,7 @@ def log_context(*, request_id: str | None = None, run_id: str | None = None) -> 
 def current_context() -> dict[str, Any]:
     try:
         fields = dict(_fallback())
-    except Exception:  # a log line must never fail because of its decoration
+    except Exception:  # noqa: BLE001 (a log line must never fail because of its decoration)
         fields = {}
     if REQUEST_ID.get() is not None:
         fields["request_id"] = REQUEST_ID.get()
@@ -218,7 +222,7 @@ class RotatingLog(logging.handlers.RotatingFileHandler):
         super().__init__(path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8")
         self._follow_stderr()
 
-    def shouldRollover(self, record: logging.LogRecord) -> int:  # noqa: N802 (stdlib name)
+    def shouldRollover(self, record: logging.LogRecord) -> int:
         if self.stream is not None and not self._still_ours():
             self.stream.close()
             self.stream = None  # type: ignore[assignment,unused-ignore]  # reopened below
@@ -232,7 +236,7 @@ class RotatingLog(logging.handlers.RotatingFileHandler):
         if source == self.baseFilename:
             _create_private(Path(source))  # what doRollover opens next is 0600 too
 
-    def doRollover(self) -> None:  # noqa: N802 (stdlib name)
+    def doRollover(self) -> None:
         super().doRollover()
         self._follow_stderr()
 

@@ -10,6 +10,7 @@ error is answered (`{"detail": {"error", "message"}}`), saying only the status's
 from __future__ import annotations
 
 from http import HTTPStatus
+
 import orjson
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
@@ -40,6 +41,8 @@ class PlainRequestHandler(RequestHandler):
     def handle_error(self, request: BaseRequest, status: int = 500,
                      exc: BaseException | None = None,
                      message: str | None = None) -> web.StreamResponse:
+        """aiohttp's handling (it logs; it raises when the answer had begun), then the house's
+        plain error answer for `status`."""
         super().handle_error(request, status, exc, message)  # logs; raises if mid-answer
         return plain_error(status)
 

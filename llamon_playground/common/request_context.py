@@ -64,5 +64,7 @@ async def request_context_middleware(request: web.Request,
 
 
 def add_request_context(app: web.Application) -> None:
+    """Give every request of `app` a request id (its own or a new one), in its log lines and
+    echoed in the answer."""
     app.middlewares.append(request_context_middleware)
     app.on_response_prepare.append(echo_request_id)

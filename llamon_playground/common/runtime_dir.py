@@ -50,6 +50,8 @@ class RuntimeDirTooLong(Exception):
 
 
 def acquire_lock(settings: Settings) -> RuntimeLock:
+    """Take the project's daemon lock in its private runtime dir; AlreadyRunning when another
+    daemon holds it, RuntimeDirTooLong when the socket path would not fit."""
     if len(str(settings.socket_path).encode()) > MAX_SOCKET_PATH:
         raise RuntimeDirTooLong(
             f"{settings.socket_path} is longer than a Unix socket path may be "
@@ -66,6 +68,8 @@ def acquire_lock(settings: Settings) -> RuntimeLock:
 
 
 def write_discovery(settings: Settings) -> None:
+    """Write the discovery file (pid, project, socket, version) atomically, readable by its owner
+    only."""
     doc = {
         "pid": os.getpid(),
         "project": str(settings.project_dir),
@@ -80,6 +84,7 @@ def write_discovery(settings: Settings) -> None:
 
 
 def remove_discovery(settings: Settings) -> None:
+    """Remove the discovery file and the socket (either may be gone already)."""
     for path in (settings.discovery_path, settings.socket_path):
         try:
             path.unlink()

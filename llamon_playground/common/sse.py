@@ -71,6 +71,8 @@ class SseParser:
         self.retry: int | None = None
 
     def feed(self, chunk: bytes) -> list[SseEvent]:
+        """The events `chunk` completes (a partial line waits for the next chunk); nothing more
+        once a line overflowed."""
         if self.overflow is not None:
             return []
         if self._at_start:
@@ -80,8 +82,7 @@ class SseParser:
                 self._pending = [chunk] if chunk else []
                 return []  # too short to tell whether it is a BOM
             self._at_start = False
-            if chunk.startswith(BOM):
-                chunk = chunk[len(BOM):]
+            chunk = chunk.removeprefix(BOM)
         if self._after_cr and chunk:
             self._after_cr = False
             if chunk[:1] == b"\n":
@@ -152,9 +153,8 @@ class SseParser:
             elif name == b"id":
                 if b"\0" not in value:
                     self.last_event_id = value.decode("utf-8", "replace")
-            elif name == b"retry":
-                if value.isdigit():
-                    self.retry = int(value)
+            elif name == b"retry" and value.isdigit():
+                self.retry = int(value)
         return events
 
 

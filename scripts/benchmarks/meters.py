@@ -6,6 +6,7 @@ import asyncio
 import os
 import resource
 import time
+from typing import Self
 
 import psutil
 
@@ -78,7 +79,7 @@ class RssSampler:
             await asyncio.sleep(self.interval)
             self._sample()
 
-    def __enter__(self) -> RssSampler:
+    def __enter__(self) -> Self:
         self._task = asyncio.get_running_loop().create_task(self._loop())
         return self
 
@@ -101,7 +102,7 @@ class CpuMeter:
         self.used: dict[str, float] = {}
         self.wall = 0.0
 
-    def __enter__(self) -> CpuMeter:
+    def __enter__(self) -> Self:
         self._t0 = time.perf_counter()
         self._c0 = {name: cpu_of(pid) for name, pid in self.pids.items()}
         self._own0 = time.process_time()

@@ -10,7 +10,7 @@ from typing import Any
 
 import psutil
 
-from scripts.benchmarks.client import call, direct_session
+from scripts.benchmarks.clients.client import call, direct_session
 from scripts.benchmarks.meters import cpu_seconds
 from scripts.benchmarks.stack import Stack, copy_example, process_tree, short_tmpdir
 
@@ -87,7 +87,7 @@ class Owned:
         for stack in list(self.stacks):
             try:
                 self.close_stack(stack)
-            except Exception as exc:  # keep tearing the others down
+            except Exception as exc:  # noqa: BLE001 (keep tearing the others down)
                 print(f"teardown error: {exc}", file=sys.stderr)
         for path in self.dirs:
             shutil.rmtree(path, ignore_errors=True)

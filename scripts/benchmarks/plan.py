@@ -14,25 +14,17 @@ from dataclasses import dataclass
 from scripts.benchmarks.configs import CoreConfig
 from scripts.benchmarks.figures import Figure, log
 from scripts.benchmarks.owned import Owned
-from scripts.benchmarks.sections import (
+from scripts.benchmarks.sections import page, suite
+from scripts.benchmarks.sections.history import (
     compare,
-    core,
-    core_live,
-    host_idle,
-    host_restart,
-    host_restart_warm,
     history_year,
-    hostile_door,
-    hostile_inputs,
     import_health,
-    live_stream,
-    load_fanout,
     load_history,
-    load_slow,
-    page,
     search,
-    suite,
 )
+from scripts.benchmarks.sections.host import host_idle, host_restart, host_restart_warm
+from scripts.benchmarks.sections.hostile import hostile_door, hostile_inputs
+from scripts.benchmarks.sections.streams import core, core_live, live_stream, load_fanout, load_slow
 
 SECTION_TIMEOUT_S = 300  # each section after the live trio, at most
 
@@ -98,7 +90,7 @@ async def run_all(quick: bool, only: set[str], owned: Owned,
         t0 = time.perf_counter()
         try:
             figures.extend(await fn())
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 (one section's failure is reported; the rest run)
             traceback.print_exc()
             errors.append({"benchmark": name, "error": f"{type(exc).__name__}: {exc}"})
         log(f"{name} done in {time.perf_counter() - t0:.1f} s")
@@ -118,7 +110,7 @@ async def run_all(quick: bool, only: set[str], owned: Owned,
         try:
             try:
                 await live.start()
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 (reported with the figures)
                 traceback.print_exc()
                 errors.append({"benchmark": "live stack", "error": f"{type(exc).__name__}: {exc}"})
             else:

@@ -45,7 +45,7 @@ def render(figures: list[Figure], head: str) -> str:
     lines = [head]
     for n, r in enumerate(rows):
         cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in
-                 enumerate(zip(r, widths))]
+                 enumerate(zip(r, widths, strict=True))]
         lines.append("  ".join(cells).rstrip())
         if n == 0:
             lines.append("  ".join("-" * w for w in widths))

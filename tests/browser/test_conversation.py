@@ -75,7 +75,7 @@ def test_edit_mode_is_left_by_escape_cancel_and_another_run(page: Any) -> None:
 
     button(page, "Edit and rerun").click()
     expect(banner).to_contain_text("Editing a rerun")
-    page.get_by_role("button", name=f'Open the run "stream first words"', exact=False).click()
+    page.get_by_role("button", name='Open the run "stream first words"', exact=False).click()
     expect(page.locator("article.run-view")).to_have_attribute("data-run-id", first)
     expect(banner).to_be_hidden()
     # The next message is a new run, not a rerun of the run that was being edited.

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from llamon_playground.common.contract import API_PREFIX
 from tests.browser.helpers import XSS, accept_dialogs, button, expect, expect_rerun, finished, send
 
 

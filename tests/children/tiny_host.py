@@ -34,7 +34,7 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, *args: object) -> None:
         pass
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         if self.path == "/.well-known/agent-card.json":
             card = ELSEWHERE_CARD if sys.argv[1] == "elsewhere" else CARD
             self.send_response(200)

@@ -6,9 +6,8 @@ import json
 import sqlite3
 from pathlib import Path
 
-from llamon_playground.daemon.store.frames import frame_payload
+from llamon_playground.daemon.store.frames import frame_payload, stored_events
 from llamon_playground.daemon.store.records import EventRow
-from llamon_playground.daemon.store.frames import stored_events
 
 ACTIVE = ("queued", "preparing", "running")
 
@@ -27,7 +26,7 @@ def check_database(db: Path, received: dict[str, list[int]],
             missing = set(seqs) - set(stored.get(run_id, []))
             assert not missing, f"run {run_id}: received events {sorted(missing)[:5]} are gone"
             assert seqs == sorted(set(seqs)), f"run {run_id}: a client got a duplicate or gap"
-        for run_id, seqs in stored.items():
+        for seqs in stored.values():
             assert seqs == sorted(set(seqs))
         active = {r for (r,) in conn.execute(
             f"SELECT id FROM runs WHERE status IN {ACTIVE}")}

@@ -49,7 +49,7 @@ def mounts(project: Path) -> Iterator[dict[str, Path]]:
         yield {"state": state, "files": files}
     finally:
         for target in (files, state):
-            subprocess.run(["umount", "-l", str(target)], capture_output=True, timeout=20)
+            subprocess.run(["umount", "-l", str(target)], capture_output=True, timeout=20, check=False)
 
 
 def fill(mount: Path) -> None:
@@ -136,12 +136,12 @@ async def test_file_store_unwritable_mid_run(disk_stack: Stack, mounts) -> None:
         finally:
             drain(mounts["files"])
         assert run["status"] == "completed"
-        local = [p for p in run["output"] if p["kind"] == "file" and "sha256" in p][0]
+        local = next(p for p in run["output"] if p["kind"] == "file" and "sha256" in p)
         assert local["availability"] == "unavailable" and local["size"] == 22
         events = await api.events(run["id"])
         assert "history_degraded" in [e.data.get("code") for e in events if e.event == "diagnostic"]
         again = await api.wait_status(await api.start_run(session, "data"))
-        stored = [p for p in again["output"] if p["kind"] == "file" and "sha256" in p][0]
+        stored = next(p for p in again["output"] if p["kind"] == "file" and "sha256" in p)
         assert "availability" not in stored
         assert (disk_stack.settings.files_dir / stored["sha256"]).exists()
         print("file store full mid-run: run completed, the file part kept its hash with "
@@ -213,7 +213,7 @@ async def test_boot_recovery_on_a_full_disk_exits_saying_why(disk_stack: Stack, 
     try:
         booted = subprocess.run(
             [sys.executable, "-m", "llamon_playground", "daemon", str(disk_stack.project)],
-            env=disk_stack.env, capture_output=True, text=True, timeout=60)
+            env=disk_stack.env, capture_output=True, text=True, timeout=60, check=False)
     finally:
         drain(mounts["state"])
     assert booted.returncode != 0, booted.stderr
@@ -284,7 +284,7 @@ def small_disk_stack(project: Path, runtime_base: Path) -> Iterator[Stack]:
             s.start_daemon()
             yield s
     finally:
-        subprocess.run(["umount", "-l", str(state)], capture_output=True, timeout=20)
+        subprocess.run(["umount", "-l", str(state)], capture_output=True, timeout=20, check=False)
 
 
 async def test_small_disk_keeps_every_event_of_long_streams(small_disk_stack: Stack,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import itertools
 import random
 import time
 from pathlib import Path
@@ -23,7 +24,7 @@ def storm_splits(written: list[float], shortest: float, longest: float) -> list[
     QuietPeriod: `shortest` plus the burst's age so far, at most `longest`)."""
     splits = []
     start = written[0]
-    for before, after in zip(written, written[1:]):
+    for before, after in itertools.pairwise(written):
         quiet = max(shortest, min(longest, shortest + before - start))
         if after - before > quiet - MARGIN:
             splits.append(round(after - before, 3))

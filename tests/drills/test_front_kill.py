@@ -6,6 +6,7 @@ import asyncio
 import signal
 from pathlib import Path
 
+import aiohttp
 import pytest
 
 from tests.support.api import Api, SseEvent
@@ -15,6 +16,18 @@ pytestmark = pytest.mark.drill
 
 CLIENTS = 20
 WORDS = " ".join(f"w{i}" for i in range(300))
+
+
+async def read(api: Api, run_id: str, got: list[list[SseEvent]], i: int,
+               enough: asyncio.Event) -> None:
+    """Client `i`'s stream into got[i] until the front dies; `enough` once all have 5."""
+    try:
+        async for ev in api.stream(run_id):
+            got[i].append(ev)
+            if all(len(g) >= 5 for g in got):
+                enough.set()
+    except (aiohttp.ClientError, OSError):  # the front died under us: that is the drill
+        return
 
 
 async def test_front_sigkill_during_twenty_streams(project: Path, runtime_base: Path,
@@ -29,17 +42,8 @@ async def test_front_sigkill_during_twenty_streams(project: Path, runtime_base: 
             run_id = await first.start_run(session, "stream " + WORDS)
             got: list[list[SseEvent]] = [[] for _ in range(CLIENTS)]
             enough = asyncio.Event()
-
-            async def read(i: int) -> None:
-                try:
-                    async for ev in first.stream(run_id):
-                        got[i].append(ev)
-                        if all(len(g) >= 5 for g in got):
-                            enough.set()
-                except Exception:  # the front died under us: that is the drill
-                    return
-
-            readers = [asyncio.create_task(read(i)) for i in range(CLIENTS)]
+            readers = [asyncio.create_task(read(first, run_id, got, i, enough))
+                       for i in range(CLIENTS)]
             await asyncio.wait_for(enough.wait(), 30)
             front.signal(signal.SIGKILL)
             front.wait(10)
@@ -55,7 +59,7 @@ async def test_front_sigkill_during_twenty_streams(project: Path, runtime_base: 
                 await second.close()
             expected = [e.id for e in full]
             assert full[-1].data["status"] == "completed"
-            for before, after in zip(got, rest):
+            for before, after in zip(got, rest, strict=True):
                 assert [e.id for e in before + after] == expected
             print(f"round {round_no + 1}/{rounds}: front killed under {CLIENTS} streams; each "
                   f"client resumed on a new front and saw all {len(expected)} events once, "

@@ -100,7 +100,7 @@ async def test_capture_token_never_reaches_disk_or_api(api: Api, daemon: Stack) 
     for path in _all_files(daemon.project / ".llamon") + _all_files(daemon.runtime_base):
         assert needle not in path.read_bytes(), f"capture token found in {path}"
     for route in ["host", "sessions", f"runs/{child}", f"runs/{ask['id']}/events", "/health"]:
-        code, doc = await api.call("GET", route)
+        _code, doc = await api.call("GET", route)
         assert needle.decode() not in str(doc)
     proof_seen = False
     for line in (daemon.settings.host_log_path.read_text()).splitlines():

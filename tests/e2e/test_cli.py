@@ -18,7 +18,7 @@ from tests.support.procs import REPO, Proc, Stack, kill_tree, pid_ended, process
 
 def cli(stack: Stack, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "llamon_playground", *args], env=stack.env,
-                          cwd=REPO, capture_output=True, text=True, timeout=60)
+                          cwd=REPO, capture_output=True, text=True, timeout=60, check=False)
 
 
 def test_status_without_daemon_exits_3(stack: Stack) -> None:
@@ -87,7 +87,7 @@ async def test_up_serves_the_front_and_stops_the_daemon_it_started(stack: Stack)
         host_pid = info["host"]["pid"]
         up.signal(2)
         assert up.wait(30) == 0
-        assert "stopped the daemon (pid %d) that `up` started" % daemon_pid in up.output()
+        assert f"stopped the daemon (pid {daemon_pid}) that `up` started" in up.output()
         wait_for(lambda: pid_ended(daemon_pid) and pid_ended(host_pid),
                  30, "the daemon and its Host to stop")
         daemon_pid = None

@@ -20,7 +20,7 @@ import pytest
 
 from llamon_playground.cli.main import build_parser
 from tests.support.door import cli, running_daemon
-from tests.support.procs import REPO, Proc, Stack, copy_example, pid_ended, stack_for, wait_for
+from tests.support.procs import REPO, Proc, Stack, copy_example, stack_for, wait_for
 
 
 @pytest.fixture(scope="module")
@@ -160,7 +160,7 @@ def test_an_explicit_stop_ends_up_and_a_crash_is_restarted(stack: Stack) -> None
         os.kill(first, signal.SIGKILL)
         wait_for(lambda: "started the daemon again (pid" in up.output(), 30,
                  "`up` to start the daemon again")
-        assert "the daemon (pid %d) died (killed by SIGKILL)" % first in up.output()
+        assert f"the daemon (pid {first}) died (killed by SIGKILL)" in up.output()
 
         async def health() -> int:
             async with aiohttp.ClientSession() as http, http.get(

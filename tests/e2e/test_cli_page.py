@@ -5,7 +5,6 @@ codes: 0 ok, 1 error, 2 usage, 3 daemon not running, 4 conflict."""
 
 from __future__ import annotations
 
-import base64
 import shutil
 import subprocess
 import sys
@@ -32,7 +31,7 @@ def run(stack: Stack, *args: str, opts: tuple[str, ...] = (), code: int = 0,
     """`llamon-playground ARGS PROJECT OPTS`, which must exit `code`, never with a traceback."""
     argv = [sys.executable, "-m", "llamon_playground", *args, str(stack.project), *opts]
     result = subprocess.run(argv, env=stack.env, cwd=REPO, capture_output=True, text=True,
-                            timeout=60, input=stdin if stdin is not None else "")
+                            timeout=60, input=stdin if stdin is not None else "", check=False)
     assert result.returncode == code, (args, result.stdout, result.stderr)
     assert "Traceback" not in result.stderr, result.stderr
     return result
@@ -182,7 +181,7 @@ def test_snippet_prints_the_pages_copy_and_reproduces_a_resume(page: Stack,
     script = tmp_path / "again.py"
     script.write_text(run(page, "snippet", answered, opts=("--python",)).stdout)
     again = subprocess.run([sys.executable, "-I", "-S", str(script)], capture_output=True,
-                           text=True, timeout=30)
+                           text=True, timeout=30, check=False)
     assert again.returncode == 0, again.stderr
     texts = [p.get("text", "") for ln in again.stdout.splitlines()
              for f in [orjson.loads(ln)] if "artifactUpdate" in f.get("result", {})
@@ -202,7 +201,7 @@ def test_composer_schema_and_targets_of_an_agent(page: Stack) -> None:
     argv = [sys.executable, "-m", "llamon_playground", "targets", "echo", "--project",
             str(page.project)]
     result = subprocess.run(argv, env=page.env, cwd=REPO, capture_output=True, text=True,
-                            timeout=60)
+                            timeout=60, check=False)
     assert result.returncode == 1 and "node_not_found" in result.stderr
 
 
@@ -220,7 +219,7 @@ def test_composer_schema_and_targets_of_a_flow(tmp_path: Path, runtime_base: Pat
             argv = [sys.executable, "-m", "llamon_playground", "targets", *nodes,
                     "--project", str(project)]
             done = subprocess.run(argv, env=stack.env, cwd=REPO, capture_output=True,
-                                  text=True, timeout=60)
+                                  text=True, timeout=60, check=False)
             assert done.returncode == code, done.stderr
             return done
         lines = targets().stdout.splitlines()  # no node named: the start nodes
@@ -277,7 +276,7 @@ def test_suite_report_takes_a_suite_name(page: Stack) -> None:
         argv = [sys.executable, "-m", "llamon_playground", "suite", *args,
                 "--project", str(page.project)]
         done = subprocess.run(argv, env=page.env, cwd=REPO, capture_output=True, text=True,
-                              timeout=60)
+                              timeout=60, check=False)
         assert done.returncode == code, done.stderr
         return done
     suite("create", "by-name", run_id)

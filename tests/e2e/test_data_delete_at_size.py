@@ -98,15 +98,15 @@ async def test_a_sigkill_during_delete_all_loses_nothing_it_had_not_deleted(
             assert len(after["runs"]) == len(kept) * RUNS
             assert blob_names(stack.settings.files_dir) == set(before["blobs"])
             # Nothing half deleted: no run without its session, nothing without its run.
-            for sql in ("SELECT COUNT(*) FROM runs WHERE session_id NOT IN "
-                        "(SELECT id FROM sessions)",
+            for sql in (("SELECT COUNT(*) FROM runs WHERE session_id NOT IN "
+                        "(SELECT id FROM sessions)"),
                         "SELECT COUNT(*) FROM events WHERE run_id NOT IN (SELECT id FROM runs)",
-                        "SELECT COUNT(*) FROM event_blocks WHERE run_id NOT IN "
-                        "(SELECT id FROM runs)",
-                        "SELECT COUNT(*) FROM run_files WHERE run_id NOT IN "
-                        "(SELECT id FROM runs)",
-                        "SELECT COUNT(*) FROM run_search WHERE rowid NOT IN "
-                        "(SELECT rowid FROM runs)"):
+                        ("SELECT COUNT(*) FROM event_blocks WHERE run_id NOT IN "
+                        "(SELECT id FROM runs)"),
+                        ("SELECT COUNT(*) FROM run_files WHERE run_id NOT IN "
+                        "(SELECT id FROM runs)"),
+                        ("SELECT COUNT(*) FROM run_search WHERE rowid NOT IN "
+                        "(SELECT rowid FROM runs)")):
                 assert count(stack, sql) == 0, sql
             # Asked again, it deletes the rest.
             done = await api.ok("DELETE", "sessions")

@@ -107,7 +107,7 @@ async def test_a_uri_file_is_never_fetched(tmp_path: Path,
                                            loopback_listener: tuple[str, list[bytes]]) -> None:
     uri, hits = loopback_listener
     project = make_spy_project(copy_example(tmp_path))
-    async with serving(project) as (stack, api):
+    async with serving(project) as (_stack, api):
         session = await api.session()
         run = await finished_run(api, session, [
             text("stream look at this"),

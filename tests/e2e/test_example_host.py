@@ -18,28 +18,20 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.support.a2a_host import (  # noqa: F401 (fixtures)
+from tests.support.a2a_host import (
     CARD_PATH,
-    EXAMPLE_DIR,
-    PYTHON,
     STOP_DEADLINE_S,
     STREAM_DEADLINE_S,
     V1,
     Host,
     call,
     final_state,
-    free_port,
-    host,
     joined_text,
     results,
     rpc,
     send_streaming,
-    session,
-    shared_host,
     sse_frames,
-    start_host,
     stream_all,
-    user_message,
 )
 
 

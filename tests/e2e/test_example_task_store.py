@@ -11,21 +11,18 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.support.a2a_host import (  # noqa: F401 (fixtures)
+from tests.support.a2a_host import (
     PYTHON,
     REPO,
     STREAM_DEADLINE_S,
     V1,
     Host,
     call,
-    host,
     joined_text,
     results,
     rpc,
     send_streaming,
-    session,
     sse_frames,
-    start_host,
     stream_all,
 )
 

@@ -10,6 +10,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from typing import Self
 
 import orjson
 import pytest
@@ -86,7 +87,7 @@ class IdleFlood:
                 self._open(i)
                 self._stop.wait(0.002)  # pacing, not synchronisation: ~500 reopens a second
 
-    def __enter__(self) -> IdleFlood:
+    def __enter__(self) -> Self:
         for i in range(self.count):
             self._open(i)
         self._thread.start()

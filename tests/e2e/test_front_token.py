@@ -18,7 +18,7 @@ import pytest
 from llamon_playground.common.config import project_key
 from llamon_playground.daemon.http.openapi import FRONT_OPERATIONS, OPERATIONS
 from tests.support.api import Api
-from tests.support.door import Front, P, cli, door_stack, front, start_front  # noqa: F401  (shared fixtures)
+from tests.support.door import Front, P, cli, start_front
 from tests.support.procs import Stack, wait_for
 from tests.support.transports import both_transports
 

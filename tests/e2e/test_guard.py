@@ -12,7 +12,7 @@ import aiohttp
 import orjson
 import pytest
 
-from tests.support.door import Front, P, RawAnswer, cli, door_stack, front, raw_request, start_front  # noqa: F401, E501  (shared fixtures)
+from tests.support.door import Front, P, RawAnswer, cli, raw_request, start_front
 from tests.support.procs import Stack
 from tests.support.transports import both_transports
 

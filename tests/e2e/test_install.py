@@ -37,7 +37,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
     done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
                            "--no-build-isolation", "--wheel-dir", str(out), str(REPO)],
-                          cwd=out, timeout=300, capture_output=True, text=True)
+                          cwd=out, timeout=300, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     (out / "build.log").write_text(done.stdout + done.stderr)
     (built,) = out.glob("llamon_playground-*.whl")
@@ -133,7 +133,7 @@ async def _up(venv: Path, args: list[str], env: dict[str, str], cwd: Path,
         link = wait_for(lambda: next((ln.split("open in a browser: ")[1].strip()
                                       for ln in up.output().splitlines()
                                       if "open in a browser: " in ln), None)
-                        or up.popen.poll() is not None and up.output(),
+                        or (up.popen.poll() is not None and up.output()),
                         start_timeout, "the link from `up`")
         assert "?token=" in link, link
         url, token = link.split("/?token=")
@@ -148,7 +148,7 @@ async def _up(venv: Path, args: list[str], env: dict[str, str], cwd: Path,
         up.stop()
         status = subprocess.run([str(venv / "bin" / "llamon-playground"), "status", *args,
                                  "--json"], env=env, cwd=cwd, capture_output=True, text=True,
-                                timeout=60)
+                                timeout=60, check=False)
         if status.returncode == 0:
             daemon_pid = orjson.loads(status.stdout)["pid"]
         if daemon_pid is not None:
@@ -212,10 +212,10 @@ async def test_a_missing_module_is_named_with_its_install_command(
         (missing,) = [w for w in host["warnings"] if w["code"] == "host_module_missing"]
         assert missing["module"] == "uvicorn" and missing["fix"] == command
         sent = subprocess.run([lp, "send", session, "hello", "--follow"], env=env, cwd=empty,
-                              capture_output=True, text=True, timeout=60)
+                              capture_output=True, text=True, timeout=60, check=False)
         assert sent.returncode == 1 and command in sent.stderr, sent.stderr
         status = subprocess.run([lp, "status"], env=env, cwd=empty, capture_output=True,
-                                text=True, timeout=60)
+                                text=True, timeout=60, check=False)
         assert "'uvicorn'" in status.stdout and command in status.stdout, status.stdout
 
 

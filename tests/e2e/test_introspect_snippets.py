@@ -25,9 +25,9 @@ def frames(stdout: str) -> list[dict[str, Any]]:
     """JSON-RPC frames from curl's raw SSE (`data: ...`) or the Python snippet's JSON lines."""
     found = []
     for line in stdout.splitlines():
-        line = line.removeprefix("data:").strip()
-        if line.startswith("{"):
-            found.append(json.loads(line))
+        text = line.removeprefix("data:").strip()
+        if text.startswith("{"):
+            found.append(json.loads(text))
     return found
 
 
@@ -40,7 +40,7 @@ def streamed_text(found: list[dict[str, Any]]) -> str:
 
 def run_curl(snippet: str, env: dict[str, str] | None = None) -> list[dict[str, Any]]:
     done = subprocess.run(["bash", "-c", snippet], capture_output=True, text=True,
-                          timeout=SNIPPET_TIMEOUT, env={**os.environ, **(env or {})})
+                          timeout=SNIPPET_TIMEOUT, env={**os.environ, **(env or {})}, check=False)
     assert done.returncode == 0, done.stderr
     return frames(done.stdout)
 
@@ -52,7 +52,7 @@ def run_python(snippet: str, tmp_path: Path, env: dict[str, str] | None = None
     # -I -S: no site-packages at all, so the snippet can only use the standard library.
     done = subprocess.run([sys.executable, "-I", "-S", str(script)], capture_output=True,
                           text=True, timeout=SNIPPET_TIMEOUT,
-                          env={**os.environ, **(env or {})})
+                          env={**os.environ, **(env or {})}, check=False)
     assert done.returncode == 0, done.stderr
     return frames(done.stdout)
 
@@ -64,7 +64,7 @@ def run_failing(snippet: str, tmp_path: Path, python: bool) -> subprocess.Comple
         argv = [sys.executable, "-I", "-S", str(script)]
     else:
         argv = ["bash", "-c", snippet]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=SNIPPET_TIMEOUT)
+    return subprocess.run(argv, capture_output=True, text=True, timeout=SNIPPET_TIMEOUT, check=False)
 
 
 BLOB = b"hello blob \x00\xff\n"
@@ -164,7 +164,7 @@ async def test_resume_snippet_continues_the_task_and_placeholder_url_works(
             # Without the port, the shell stops before sending anywhere.
             env = {k: v for k, v in os.environ.items() if k != "LLAMON_HOST_PORT"}
             done = subprocess.run(["bash", "-c", offline["curl"]], capture_output=True,
-                                  text=True, timeout=SNIPPET_TIMEOUT, env=env)
+                                  text=True, timeout=SNIPPET_TIMEOUT, env=env, check=False)
             assert done.returncode != 0 and "set LLAMON_HOST_PORT" in done.stderr
 
             code, doc = await api.call("GET", "runs/run_missing/snippets")

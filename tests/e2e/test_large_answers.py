@@ -16,7 +16,7 @@ import orjson
 
 from llamon_playground.common.limits import TEXT_EXCERPT_CHARS
 from llamon_playground.daemon.store.frames import frame_payload
-from tests.support.api import P, Api
+from tests.support.api import Api, P
 from tests.support.endings import folded_text
 from tests.support.procs import REPO, copy_example, stack_for
 from tests.support.waiting import eventually

@@ -36,7 +36,7 @@ def _env(runtime_base: Path) -> dict[str, str]:
 
 def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "llamon_playground", *args], env=env,
-                          cwd=REPO, capture_output=True, text=True, timeout=90)
+                          cwd=REPO, capture_output=True, text=True, timeout=90, check=False)
 
 
 async def _requests(url: str, token: str, refused: int) -> None:
@@ -90,7 +90,8 @@ def test_up_and_up_detach_rotate_their_logs_summarise_refusals_and_never_log_the
         assert _cli(env, "stop", str(project)).returncode == 0
         runtime = next(p for p in runtime_base.iterdir() if p.is_dir())
         # Stopped, the front said its counts before it went.
-        wait_for(lambda: "more refused: 401 unauthorized" in _all_text(runtime, "front.log"),
+        wait_for(lambda runtime=runtime: "more refused: 401 unauthorized"
+                 in _all_text(runtime, "front.log"),
                  30, "the front's last refusal counts")
     assert runtime is not None
     for name in ("daemon.log", "front.log"):
@@ -136,7 +137,7 @@ async def test_a_capture_token_split_across_writes_is_masked_and_host_log_rotate
             session = await api.session()
             run = await api.wait_status(await api.start_run(session, "hello"))
             assert run["status"] == "failed" and run["reason"] == "runtime_unavailable"
-            code, doc = await api.call("GET", "host/logs?limit=1000")
+            _code, doc = await api.call("GET", "host/logs?limit=1000")
             texts = [line["text"] for line in doc["lines"]]
             assert "env: LLAMON_CAPTURE_TOKEN=[REDACTED capture token] HOME=x" in texts, texts
             assert "bye [REDACTED capture token]" in texts, texts[-3:]

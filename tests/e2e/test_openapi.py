@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 from llamon_playground.daemon.http.openapi import PREFIX, build_document
-from tests.support.door import Front, door_stack, start_front  # noqa: F401  (shared fixture)
+from tests.support.door import Front, start_front
 from tests.support.procs import Stack
 
 HOOKS = Path(__file__).with_name("schemathesis_hooks.py")
@@ -114,7 +114,7 @@ def test_schemathesis_with_the_token_finds_no_5xx_and_no_schema_mismatch(
         schemathesis_argv(live, schema, BOUNDS, "--checks", "all", "--exclude-checks", EXCLUDED,
                           "--header", f"Authorization: Bearer {live.token}",
                           "--header", "Content-Type: application/json"),
-        cwd=schema.parent, capture_output=True, text=True, timeout=300, env=ST_ENV)
+        cwd=schema.parent, capture_output=True, text=True, timeout=300, env=ST_ENV, check=False)
     assert result.returncode == 0, result.stdout[-8000:] + result.stderr[-2000:]
     assert " passed" in result.stdout and "failed" not in result.stdout.split("SUMMARY")[-1]
 

@@ -15,7 +15,7 @@ import pytest
 
 from tests.e2e.data_support import finished_run, inline_file, post_big, sha, text
 from tests.support.api import Api
-from tests.support.door import Front, P, door_stack, read_answer, start_front  # noqa: F401  (shared fixtures)
+from tests.support.door import Front, P, read_answer, start_front
 from tests.support.procs import Stack
 from tests.support.transports import both_transports, unix_sockets
 from tests.support.waiting import wait_for

@@ -27,7 +27,7 @@ def cli(stack: Stack, *args: str, env: dict[str, str] | None = None,
         cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "llamon_playground", *args],
                           env=env or stack.env, cwd=cwd, capture_output=True, text=True,
-                          timeout=90)
+                          timeout=90, check=False)
 
 
 def start_up(stack: Stack, log: str = "up.log") -> Proc:

@@ -67,7 +67,7 @@ def running_daemon(factory: pytest.TempPathFactory, name: str,
 @pytest.fixture(scope="module")
 def door_stack(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest,
                front_transport: str | None) -> Iterator[Stack]:
-    """A module's shared daemon (import it into the test module with `front`), its fronts
+    """A module's shared daemon (tests/conftest.py registers this module's fixtures), its fronts
     on the module's transport (tests/support/transports.py)."""
     yield from running_daemon(tmp_path_factory, request.module.__name__.rsplit("_", 1)[-1],
                               extra_env=transport_env(front_transport))
@@ -100,7 +100,7 @@ def cli(stack: Stack, *args: str, env: dict[str, str] | None = None,
         timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "llamon_playground", *args],
                           env={**stack.env, **(env or {})}, cwd=REPO, capture_output=True,
-                          text=True, timeout=timeout)
+                          text=True, timeout=timeout, check=False)
 
 
 @dataclass

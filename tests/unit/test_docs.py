@@ -168,8 +168,11 @@ def test_github_anchor_matches_githubs_ids() -> None:
 
 # -- paths named in comments and docs exist -----------------------------------------------------
 
-# A path-like word: folders and a file name with one of the repository's own suffixes.
-PATH_WORD = re.compile(r"(?<![\w./~<{$-])((?:[\w.-]+/)+[\w.-]+\.(?:py|js|css|html|md|toml|service))\b")
+# A path-like word: a file name with one of the repository's own suffixes, after its folders
+# or alone (`cli/client.py`, `control.py`).
+PATH_WORD = re.compile(r"(?<![\w./~<{$-])((?:[\w.-]+/)*[\w.-]+\.(?:py|js|css|html|md|toml|service))\b")
+# Files named alone that are never ours: in a user's project, or in a vendored library.
+FOREIGN_NAMES = frozenset({"script.py", "orchestrator.toml", "punycode.js"})
 # Paths that name something outside the tree (a user's project, the runtime dir, a URL's
 # path) rather than a file of ours.
 FOREIGN_PREFIXES = (".llamon/", ".venv/", "app/", "okf/", "okf-contracts/", "node_modules/",
@@ -210,7 +213,8 @@ def stale_paths(files: list[Path], known: set[str], root: Path = REPO) -> list[s
         here = path.parent.relative_to(root).as_posix()
         for number, text in comment_text(path):
             for word in PATH_WORD.findall(text):
-                if word.startswith(FOREIGN_PREFIXES) or "/" + word in text.replace(" /", " "):
+                if (word.startswith(FOREIGN_PREFIXES) or word in FOREIGN_NAMES
+                        or "/" + word in text.replace(" /", " ")):
                     continue
                 beside = f"{here}/{word}" if here != "." else word
                 if word not in tails and beside not in known:
@@ -220,7 +224,7 @@ def stale_paths(files: list[Path], known: set[str], root: Path = REPO) -> list[s
 
 def test_paths_named_in_comments_and_docs_exist() -> None:
     files = [p for p in repo_files((".py", ".md"))
-             if p.relative_to(REPO).parts[0] not in {"examples"}]
+             if p.relative_to(REPO).parts[0] != "examples"]
     problems = stale_paths(files, repo_paths())
     assert not problems, "paths that name no file:\n" + "\n".join(problems)
 
@@ -229,11 +233,13 @@ def test_stale_path_checker_finds_a_stale_name(tmp_path: Path) -> None:
     (tmp_path / "pkg").mkdir()
     module = tmp_path / "pkg" / "mod.py"
     module.write_text('"""Beside pkg/mod.py."""\n# see pkg/gone.py and pkg/mod.py\n'
-                      "x = 'lib/code.py'  # a literal is not prose\n", encoding="utf-8")
+                      "x = 'lib/code.py'  # a literal is not prose\n"
+                      "# moved to split.py, beside mod.py\n", encoding="utf-8")
     page = tmp_path / "page.md"
     page.write_text("`mod.py` lives in pkg/mod.py; old/name.py does not\n", encoding="utf-8")
     problems = stale_paths([module, page], {"pkg/mod.py", "page.md"}, root=tmp_path)
-    assert problems == ["pkg/mod.py:2: pkg/gone.py", "page.md:1: old/name.py"]
+    assert problems == ["pkg/mod.py:2: pkg/gone.py", "pkg/mod.py:4: split.py",
+                        "page.md:1: old/name.py"]
 
 
 def test_readme_is_a_front_door() -> None:

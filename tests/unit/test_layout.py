@@ -8,6 +8,8 @@ to execute the line. What each room may import is stated in its own `__init__` d
 from __future__ import annotations
 
 import ast
+import os
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -99,3 +101,25 @@ def test_every_package_says_what_lives_there_and_no_folder_is_too_full() -> None
             assert ast.get_docstring(ast.parse(init.read_text())), f"{init} has no docstring"
             modules = [p for p in folder.glob("*.py") if p.name != "__init__.py"]
             assert len(modules) <= MAX_MODULES_PER_FOLDER, (folder, len(modules))
+
+
+def test_no_scripts_folder_is_too_full() -> None:
+    # The same rule for the tools beside the package (the benchmark's sections, its helpers).
+    scripts = REPO / "scripts"
+    folders = [scripts, *(p for p in scripts.rglob("*") if p.is_dir() and p.name != "__pycache__")]
+    full = {str(f.relative_to(REPO)): n for f in folders
+            if (n := len([p for p in f.glob("*.py") if p.name != "__init__.py"]))
+            > MAX_MODULES_PER_FOLDER}
+    assert full == {}
+
+
+def test_each_mapped_folder_has_its_link_for_editors_and_static_tools() -> None:
+    # docs/layout.md, "Editors and static tools": the links give the mapped folders their
+    # import names in the work tree, so mypy and an editor follow every import.
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    mapped = pyproject["tool"]["setuptools"]["package-dir"]
+    want = {name.split(".", 1)[1]: f"../{folder}" for name, folder in mapped.items()}
+    links = {p.name: os.readlink(p) for p in (REPO / ROOT).iterdir() if p.is_symlink()}
+    assert links == want
+    for name in links:
+        assert (REPO / ROOT / name / "__init__.py").is_file(), name

@@ -65,7 +65,7 @@ async def give_back(store: Store, state_dir: Path) -> None:
         return vacuum_if_cheap(conn, state_dir)
     if not await store.outside_transaction(vacuum):
         return
-    while await store.write(vacuum_step):
+    while await store.write(vacuum_step):  # noqa: ASYNC110 (a pause between steps, no wait)
         await asyncio.sleep(PAUSE)
     store.checkpoint_soon()
 

@@ -25,8 +25,8 @@ def snippet_sql(column: int, long_if: str | None = None) -> str:
                f"{SNIPPET_TOKENS})")
     if long_if is None:
         return snippet
-    return f"CASE WHEN {long_if} THEN highlight(run_search, {column}, char(2), char(3)) " \
-        f"ELSE {snippet} END"
+    return (f"CASE WHEN {long_if} THEN highlight(run_search, {column}, char(2), char(3)) "
+            f"ELSE {snippet} END")
 
 
 def cut_excerpt(marked: str) -> str:
@@ -65,7 +65,7 @@ def read_marked(marked: str) -> tuple[str, list[list[int]]]:
 
 def best_excerpt(fields: tuple[str, ...], snippets: list[str | None]) -> dict[str, Any] | None:
     """The first field (in `fields` order) whose snippet holds a match."""
-    for name, marked in zip(fields, snippets):
+    for name, marked in zip(fields, snippets, strict=True):
         if marked and START in marked:
             text, matches = read_marked(marked)
             return {"field": name, "text": text, "matches": matches}

@@ -31,6 +31,7 @@ _TOKENS = re.compile(r"(?:[^\W_]|[\ue000-\uf8ff])+")
 
 
 def invalid(message: str) -> BadRequest:
+    """The BadRequest for a query that cannot be searched (`invalid_query`)."""
     return BadRequest(message, code="invalid_query")
 
 
@@ -59,6 +60,7 @@ class SearchQuery:
     session_id: str | None = None
 
     def match(self) -> str | None:
+        """The FTS5 MATCH expression for the query's terms and filters, or None when it has none."""
         clauses = []
         if self.terms:
             typed = " AND ".join(term.fts() for term in self.terms)

@@ -156,10 +156,12 @@ class Compactor:
                 return
 
     def start(self) -> None:
+        """Start compacting in the background, beginning with what an earlier daemon left."""
         self._wake.set()  # what a previous daemon (or version) left
         self._task = asyncio.create_task(self._loop(), name="compactor")
 
     async def close(self) -> None:
+        """Stop compacting and wait for the task to end."""
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
@@ -183,7 +185,8 @@ class Compactor:
         """Wait for SETTLE s without commits, or SETTLE_MAX s at most."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + SETTLE_MAX
-        while (wait := SETTLE - self._store.quiet_for()) > 0 and loop.time() < deadline:
+        # quiet_for() is a clock reading: no event marks "quiet", so this polls the clock.
+        while (wait := SETTLE - self._store.quiet_for()) > 0 and loop.time() < deadline:  # noqa: ASYNC110
             await asyncio.sleep(min(wait, deadline - loop.time()))
 
     async def sweep(self) -> int:

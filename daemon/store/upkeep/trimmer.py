@@ -16,6 +16,7 @@ from llamon_playground.common.config import Settings
 from llamon_playground.daemon.errors import StoreError
 from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.history_service import HistoryService
+from llamon_playground.daemon.store.removal.space import give_back, incremental
 from llamon_playground.daemon.store.upkeep.retention import (
     KEEP_NEWER_THAN,
     Plan,
@@ -26,7 +27,6 @@ from llamon_playground.daemon.store.upkeep.retention import (
     plan,
     remove_session,
 )
-from llamon_playground.daemon.store.removal.space import give_back, incremental
 
 log = logging.getLogger(__name__)
 
@@ -54,9 +54,11 @@ class Trimmer:
                 "bytes": database_bytes(self._settings.db_path) + files}
 
     def start(self) -> None:
+        """Start applying retention in the background."""
         self._task = asyncio.create_task(self._loop(), name="retention")
 
     async def close(self) -> None:
+        """Stop applying retention and wait for the task to end."""
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)

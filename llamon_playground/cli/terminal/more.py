@@ -35,6 +35,7 @@ from llamon_playground.cli.terminal.parts import run_request
 
 
 def version() -> str:
+    """The installed package's version, or "unknown" when it runs uninstalled."""
     try:
         return metadata.version("llamon-playground")
     except metadata.PackageNotFoundError:
@@ -104,8 +105,10 @@ async def export(client: PlaygroundClient, args: argparse.Namespace) -> int:
 
 async def import_(client: PlaygroundClient, args: argparse.Namespace) -> int:
     path = Path(args.file)
-    if not path.is_file():
-        raise BadArgument(f"no bundle file {args.file} ({'a folder' if path.is_dir() else 'not there'})"
+    # One stat each, before the command's first request.
+    if not path.is_file():  # noqa: ASYNC240
+        where = "a folder" if path.is_dir() else "not there"  # noqa: ASYNC240
+        raise BadArgument(f"no bundle file {args.file} ({where})"
                           "; `llamon-playground export -o FILE` writes one")
     try:
         doc = await client.import_bundle(path)
@@ -159,6 +162,7 @@ def list_command(args: argparse.Namespace) -> int:
 
 
 def add_more_commands(sub: Any, project_of: Callable[[str | None], Any]) -> None:
+    """Add the resume, compare, export, import, delete and list commands to the `sub` parsers."""
     resume_p = sub.add_parser("resume", help="answer a run that asks for input")
     resume_p.add_argument("run_id", help="the run in input_required")
     resume_p.add_argument("text", help="the answer's text part (\"\": none, with --data or "

@@ -83,6 +83,8 @@ def warn(line: str) -> None:
 
 
 def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
+    """`llamon-playground up`: the daemon (started when none runs) and a front on it, the page's
+    link printed; the exit code."""
     from llamon_playground.api.guard import NonLoopbackBind, check_bind_address
     from llamon_playground.daemon.introspect.host_checks import host_command_warnings
     if args.project and not args.allow_empty:
@@ -285,7 +287,7 @@ def _announced(text: str) -> bool:
     --no-auth warning): it serves."""
     lines = text.splitlines()
     return any(ln.startswith(FRONT_LINE) for ln in lines) and any(
-        ln.startswith("token: ") or ln.startswith("WARNING: --no-auth") for ln in lines)
+        ln.startswith(("token: ", "WARNING: --no-auth")) for ln in lines)
 
 
 def _read_from(fd: int, start: int, most: int = 1 << 20) -> str:

@@ -109,9 +109,10 @@ def _kqueue_watch(kqueue: Any, pid: int,
         close()
         on_exit()
 
-    flags = getattr(select, "KQ_EV_ADD") | getattr(select, "KQ_EV_ONESHOT")
-    event = getattr(select, "kevent")(pid, getattr(select, "KQ_FILTER_PROC"), flags,
-                                      getattr(select, "KQ_NOTE_EXIT"))
+    # getattr: the type checker runs on Linux, where `select` has no kqueue names.
+    flags = getattr(select, "KQ_EV_ADD") | getattr(select, "KQ_EV_ONESHOT")  # noqa: B009
+    event = getattr(select, "kevent")(pid, getattr(select, "KQ_FILTER_PROC"),  # noqa: B009
+                                      flags, getattr(select, "KQ_NOTE_EXIT"))  # noqa: B009
     try:
         kq.control([event], 0, 0)
     except ProcessLookupError:  # exited before we looked

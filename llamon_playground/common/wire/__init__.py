@@ -51,7 +51,6 @@ from llamon_playground.common.wire.host import (
     HostLogs,
     HostStatus,
 )
-from llamon_playground.common.wire.search import SearchExcerpt, SearchHit, SearchResults
 from llamon_playground.common.wire.requests import (
     ExportRequest,
     InputPart,
@@ -61,6 +60,7 @@ from llamon_playground.common.wire.requests import (
     SessionCreate,
     SessionPatch,
 )
+from llamon_playground.common.wire.search import SearchExcerpt, SearchHit, SearchResults
 from llamon_playground.common.wire.suites import (
     Suite,
     SuiteCaseCompare,

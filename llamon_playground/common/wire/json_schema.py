@@ -21,6 +21,7 @@ SCALARS: dict[Any, JsonSchema] = {str: {"type": "string"}, int: {"type": "intege
 
 
 def ref(name: str) -> JsonSchema:
+    """A JSON Schema reference to the component schema `name`."""
     return {"$ref": f"#/components/schemas/{name}"}
 
 

@@ -33,8 +33,8 @@ from llamon_playground.harness.browser import (
     longest,
     missing_browser,
 )
+from scripts.benchmarks.clients.live_run import open_live
 from scripts.benchmarks.figures import Figure, Target, log
-from scripts.benchmarks.live_run import open_live
 from scripts.benchmarks.owned import Owned
 
 DELTAS = 10_000

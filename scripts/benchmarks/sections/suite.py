@@ -20,10 +20,10 @@ from typing import Any
 import aiohttp
 
 from llamon_playground.common.contract import API_PREFIX
-from scripts.benchmarks.client import call, direct_session
+from scripts.benchmarks.clients.client import call, direct_session
 from scripts.benchmarks.figures import Figure, Target, log, pct
 from scripts.benchmarks.owned import Owned
-from scripts.benchmarks.sections.host_restart_warm import REPORT_WAIT_S
+from scripts.benchmarks.sections.host.host_restart_warm import REPORT_WAIT_S
 
 STREAM = "stream suite bench"
 # Each timed save is written this long after the previous write: a sooner one would continue

@@ -19,6 +19,7 @@ connection that carried bytes past an answer's end (h11 keeps them for the next 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import string
 from dataclasses import dataclass
 
@@ -81,7 +82,7 @@ Outcome = Parsed | str
 
 def pieces(data: bytes, cuts: list[int]) -> list[bytes]:
     bounds = [0, *sorted({c for c in cuts if 0 < c < len(data)}), len(data)]
-    return [data[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+    return [data[a:b] for a, b in itertools.pairwise(bounds)]
 
 
 def normal(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
@@ -137,7 +138,7 @@ def theirs(data: bytes, cuts: list[int], head: bool = False, eof: bool = False) 
                 elif isinstance(event, h11.EndOfMessage):
                     ended = True
                 elif isinstance(event, h11.InformationalResponse):
-                    raise AssertionError("interim answers are not generated")
+                    pytest.fail("interim answers are not generated")
     except h11.RemoteProtocolError:
         return REFUSED
     if not ended or response is None:
@@ -151,11 +152,11 @@ def theirs(data: bytes, cuts: list[int], head: bool = False, eof: bool = False) 
 
 def agree(data: bytes, cuts: list[int], head: bool = False, eof: bool = False) -> Outcome:
     mine, h11s = ours(data, cuts, head, eof), theirs(data, cuts, head, eof)
-    if isinstance(mine, Parsed) and isinstance(h11s, Parsed):
-        # h11 never lets a connection go back to a pool while HTTP/1.0 (with or without
-        # keep-alive); the daemon answers an HTTP/1.1 request in HTTP/1.1.
-        if not data.startswith(b"HTTP/1.1"):
-            h11s = Parsed(h11s.status, h11s.reason, h11s.headers, h11s.end, mine.reusable)
+    # h11 never lets a connection go back to a pool while HTTP/1.0 (with or without
+    # keep-alive); the daemon answers an HTTP/1.1 request in HTTP/1.1.
+    if (isinstance(mine, Parsed) and isinstance(h11s, Parsed)
+            and not data.startswith(b"HTTP/1.1")):
+        h11s = Parsed(h11s.status, h11s.reason, h11s.headers, h11s.end, mine.reusable)
     assert mine == h11s, (data[:400], cuts)
     return mine
 
@@ -263,7 +264,7 @@ def test_generated_answers_parse_as_h11_parses_them(case: tuple[Answer, list[int
 def corrupt(answer: Answer, how: str, draw: st.DrawFn) -> bytes:
     data = answer.data
     head, _, rest = data.partition(b"\r\n\r\n")
-    status_line, _, headers = head.partition(b"\r\n")
+    _status_line, _, headers = head.partition(b"\r\n")
     if how == "status_line":
         bad = draw(st.sampled_from([b"HTTP/1.1 20 OK", b"HTTP/1.1 2000 OK", b"HTTP/1.1 abc OK",
                                     b"HTTX/1.1 200 OK", b"HTTP/1.1", b"200 OK",

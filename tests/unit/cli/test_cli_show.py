@@ -12,7 +12,7 @@ def test_control_characters_are_shown_not_obeyed() -> None:
     line = "\x1b[31mred\x1b[0m 50%\rdone\x07\ttab\x7f\x9b"
     shown = visible(line)
     assert shown == "␛[31mred␛[0m 50%␍done␇\ttab␡\\x9b"
-    assert not any(ord(c) < 0x20 and c != "\t" or 0x7F <= ord(c) < 0xA0 for c in shown)
+    assert not any((ord(c) < 0x20 and c != "\t") or 0x7F <= ord(c) < 0xA0 for c in shown)
     assert visible("plain ünïcode ✓") == "plain ünïcode ✓"
 
 

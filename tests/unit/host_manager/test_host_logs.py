@@ -59,8 +59,8 @@ def test_the_token_is_masked_however_the_writes_split_it() -> None:
             assert TOKEN not in joined and joined.count(TOKEN_MASK) == 3, (cut, seen)
     # One byte a write, too.
     seen = lines_of([bytes([b]) for b in text])
-    assert seen == [("stdout", f"env: LLAMON_CAPTURE_TOKEN={TOKEN_MASK} and again "
-                               f"{TOKEN_MASK}{TOKEN_MASK}")]
+    assert seen == [("stdout", (f"env: LLAMON_CAPTURE_TOKEN={TOKEN_MASK} and again "
+                               f"{TOKEN_MASK}{TOKEN_MASK}"))]
 
 
 def test_what_only_begins_like_the_token_is_kept_whole() -> None:

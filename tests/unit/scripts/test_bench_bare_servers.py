@@ -1,4 +1,4 @@
-"""The run-creation benchmark's bare servers (scripts/benchmarks/bare_servers.py): each, as
+"""The run-creation benchmark's bare servers (scripts/benchmarks/children/bare_servers.py): each, as
 its own process, answers every request on one kept-alive connection with the create-sized
 202, whatever the body, and is gone once its block ends."""
 
@@ -10,7 +10,7 @@ import aiohttp
 import orjson
 import pytest
 
-from scripts.benchmarks.bare_servers import BODY, bare_server
+from scripts.benchmarks.children.bare_servers import BODY, bare_server
 
 
 @pytest.mark.parametrize("kind", ["asyncio", "aiohttp"])

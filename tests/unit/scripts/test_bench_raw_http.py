@@ -1,4 +1,4 @@
-"""The benchmark's raw SSE client (scripts/benchmarks/raw_http.py) against a real loopback server.
+"""The benchmark's raw SSE client (scripts/benchmarks/clients/raw_http.py) against a real loopback server.
 
 Its figures are only as good as this reader: every id once and in order, the terminal status
 seen, the chunked body decoded however the bytes are cut.
@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from scripts.benchmarks.raw_http import (
+from scripts.benchmarks.clients.raw_http import (
     Dechunker,
     SseTarget,
     check_ids,

@@ -57,9 +57,8 @@ def test_an_error_lets_go_of_what_the_frames_it_left_held() -> None:
         refs.append(weakref.ref(document))
         raise ValueError("invalid bundle")
 
-    with pytest.raises(ValueError) as caught:
-        with collector_paused():
-            build_and_fail()
+    with pytest.raises(ValueError) as caught, collector_paused():
+        build_and_fail()
     # The traceback is still alive here; the frame it names no longer holds the document.
     assert caught.value.__traceback__ is not None
     assert refs[0]() is None

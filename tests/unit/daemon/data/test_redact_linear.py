@@ -20,7 +20,7 @@ from llamon_playground.daemon.data.redact import is_secret_key, redact_string
 
 SIZE = 1024 * 1024  # a string of 1 MiB: larger than any one value a Studio sends
 BOUND = 50.0  # x a linear pass; measured here 2x to 16x, a quadratic pattern is >1000x
-LINEAR = re.compile(r".", re.S)  # one match per character: a plain linear pass
+LINEAR = re.compile(r".", re.DOTALL)  # one match per character: a plain linear pass
 # Fragments that start a pattern of redact.py and never complete it.
 FRAGMENTS = ["-eyJ", ".eyJ", "eyJaaaaa.", "sk-", "Bearer ", "://a:", "://", "?a", "&a=",
              "a@", "ghp_", "github_pat_", "xoxa-", "AKIA", "AIza", "aB", " ", "-",

@@ -49,7 +49,7 @@ def test_example_flow_gives_one_tab_per_contract_of_each_start_node() -> None:
     assert approve["fields_declared"] is True
     assert approve["draft"] == {"schema": "approval.v1", "requestId": "", "amount": 0,
                                 "quantity": 0, "urgent": False, "requester": {}, "tags": []}
-    assert list(approve["draft"])[0] == "schema"
+    assert next(iter(approve["draft"])) == "schema"
     assert "request" not in approve["draft"].values()  # the name is a label, not a field
     required = {f["name"]: f["required"] for f in approve["fields"]}
     assert required == {"requestId": True, "amount": True, "quantity": False, "urgent": False,

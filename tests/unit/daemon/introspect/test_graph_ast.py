@@ -260,7 +260,7 @@ def test_functions_followed_through_imports_classes_and_the_graph_module(tmp_pat
         "<lambda>", 10, 17)
     with pytest.raises(SourceNotFound, match="expression"):
         find_source_target(source, graph, "f")
-    with pytest.raises(SourceNotFound, match="missing.fn"):
+    with pytest.raises(SourceNotFound, match=r"missing\.fn"):
         find_source_target(source, graph, "g")
     with pytest.raises(NodeNotFound, match="nodes: a, b, c, d, e, f, g"):
         find_source_target(source, graph, "zz")

@@ -116,7 +116,7 @@ async def test_no_commit_shows_a_half_ended_run_and_the_lock_frees_at_that_commi
         seen_at_release.append((*row, frame_payload(last[0])["status"]))
 
     run = await new_run(store, journal, [])
-    run._on_end = on_end  # noqa: SLF001 - the manager's release, observed
+    run._on_end = on_end
     run.advance(RunStatus.PREPARING)
     run.advance(RunStatus.RUNNING)
     run.collect_into(streamed("n0 ", "n1 "))

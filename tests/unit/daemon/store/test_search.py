@@ -176,9 +176,9 @@ def test_marked_snippets_become_text_and_offsets() -> None:
 def test_a_long_answer_is_marked_whole_and_cut_around_its_first_match() -> None:
     words = " ".join(f"w{n}" for n in range(3000))
     marked = words.replace("w1500 ", "\x02w1500\x03 ").replace("w1502 ", "\x02w1502\x03 ")
-    assert cut_excerpt(marked) == \
-        "…w1496 w1497 w1498 w1499 \x02w1500\x03 w1501 \x02w1502\x03 w1503 w1504 w1505 " \
-        "w1506 w1507…"
+    assert cut_excerpt(marked) == (
+        "…w1496 w1497 w1498 w1499 \x02w1500\x03 w1501 \x02w1502\x03 w1503 w1504 w1505 "
+        "w1506 w1507…")
     assert cut_excerpt("\x02start\x03 of it") == "\x02start\x03 of it"
     assert cut_excerpt("a b c-\x02d\x03e f") == "a b c-\x02d\x03e f"  # the word kept whole
     assert cut_excerpt("no match here") == ""

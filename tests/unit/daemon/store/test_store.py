@@ -211,7 +211,7 @@ async def test_each_event_is_stored_once_as_its_frame_and_read_back_from_it(
                     {"status": "running"}, {"nested": {"a": [1, 2.5, None, True]}},
                     {"status": "completed", "reason": None}]
         kinds = ["run.status" if "status" in p else "x.y" for p in payloads]
-        for kind, payload in zip(kinds, payloads):
+        for kind, payload in zip(kinds, payloads, strict=True):
             store.append_event("run_f", kind, payload)
         store.append_event("other", "x.y", {"n": 1})
         await store.flush()
@@ -219,9 +219,9 @@ async def test_each_event_is_stored_once_as_its_frame_and_read_back_from_it(
         assert [r.payload for r in records] == [compact_json(p) for p in payloads]
         assert [r.as_dict() for r in records] == [
             {"seq": r.seq, "run_id": "run_f", "kind": k, **p}
-            for r, k, p in zip(records, kinds, payloads)]
+            for r, k, p in zip(records, kinds, payloads, strict=True)]
         built = [build_frame(r.seq, "run_f", k, compact_json(p))
-                 for r, k, p in zip(records, kinds, payloads)]
+                 for r, k, p in zip(records, kinds, payloads, strict=True)]
         data, last, terminal = await store.frames_after("run_f", 0)
         assert data == b"".join(built)
         assert last == records[-1].seq and terminal is True

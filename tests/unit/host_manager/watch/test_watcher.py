@@ -196,7 +196,7 @@ async def test_the_history_and_tool_folders_are_not_watched_new_folders_are(
 
         (project / "app" / "later").mkdir()
         later = (project / "app" / "later").stat().st_ino
-        await eventually(lambda: watched_inodes(), lambda s: later in s,
+        await eventually(watched_inodes, lambda s: later in s,
                          "the new folder to be watched", timeout=10)
         (project / "app" / "later" / "late.py").write_text("late = 1\n")
         await eventually(lambda: seen, lambda s: "app/later/late.py" in s,

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from llamon_playground.daemon.store.database import Store
-from llamon_playground.daemon.store.history import create_session, insert_run, update_run
 from llamon_playground.daemon.store.frames import stored_events
+from llamon_playground.daemon.store.history import create_session, insert_run, update_run
 from llamon_playground.daemon.store.upkeep.compaction import (
     STEP_EVENTS,
     Compactor,

@@ -7,10 +7,15 @@ from dataclasses import dataclass, field
 
 import aiohttp
 
-from scripts.benchmarks.client import FrontUnavailable, call, direct_session, start_checked_front
+from scripts.benchmarks.clients.client import (
+    FrontUnavailable,
+    call,
+    direct_session,
+    start_checked_front,
+)
+from scripts.benchmarks.clients.raw_http import SseReader, SseTarget, open_sse
 from scripts.benchmarks.figures import log
 from scripts.benchmarks.owned import Owned
-from scripts.benchmarks.raw_http import SseReader, SseTarget, open_sse
 from scripts.benchmarks.stack import Stack
 
 

@@ -8,6 +8,7 @@ bytes the slow client collects on a blocking socket.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import re
 import time
 from dataclasses import dataclass, field
@@ -248,7 +249,7 @@ def check_ids(name: str, got: list[int], want: list[int]) -> None:
     dup = len(got) - len(set(got))
     missing = sorted(set(want) - set(got))
     extra = sorted(set(got) - set(want))
-    unordered = sum(1 for a, b in zip(got, got[1:]) if b <= a)
+    unordered = sum(1 for a, b in itertools.pairwise(got) if b <= a)
     raise RuntimeError(f"{name}: got {len(got)} ids, want {len(want)}: {len(missing)} missing "
                        f"(first {missing[:5]}), {len(extra)} unexpected (first {extra[:5]}), "
                        f"{dup} duplicated, {unordered} out of order")

@@ -20,7 +20,7 @@
     get_huge_run              GET /runs/{id} of the 270k-delta run (an excerpt and a link)
     idle_connections_300      300 TCP connections to the front that send nothing, each
                               closed and opened again in turn, each once a second
-                              (scripts/benchmarks/idle_flood.py, a process of its own);
+                              (scripts/benchmarks/children/idle_flood.py, a process of its own);
                               here every probe opens a connection of its own, so each
                               needs a slot
   baseline: the same probe's p99 with nothing running. Targets: p99 <= 100 ms, max <= 250 ms,
@@ -44,13 +44,13 @@ from typing import Any
 import aiohttp
 import orjson
 
-from scripts.benchmarks.client import P, call, direct_session, start_checked_front
+from scripts.benchmarks.clients.client import P, call, direct_session, start_checked_front
 from scripts.benchmarks.figures import Figure, Target, log, pct
 from scripts.benchmarks.meters import MB, RssSampler
 from scripts.benchmarks.owned import Owned
+from scripts.benchmarks.stack import REPO
 
-HOSTILE_HOST = Path(__file__).resolve().parents[1] / "hostile_host.py"
-REPO = Path(__file__).resolve().parents[3]
+HOSTILE_HOST = REPO / "scripts" / "benchmarks" / "children" / "hostile_host.py"
 FLOOD = 300
 PROBE_RATE = 20.0
 PROBE_TIMEOUT = 10.0
@@ -166,7 +166,7 @@ async def idle_flood(url: str, headers: dict[str, str], quick: bool) -> tuple[Pr
     open and reopened at the front."""
     port = url.rsplit(":", 1)[1].rstrip("/")
     flood = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "scripts.benchmarks.idle_flood", port, str(FLOOD), cwd=REPO,
+        sys.executable, "-m", "scripts.benchmarks.children.idle_flood", port, str(FLOOD), cwd=REPO,
         stdout=asyncio.subprocess.PIPE, start_new_session=True)
     try:
         async with aiohttp.ClientSession(

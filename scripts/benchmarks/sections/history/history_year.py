@@ -1,4 +1,4 @@
-"""history_year: the daemon on a year's history (scripts/benchmarks/year_history.py: 100,000
+"""history_year: the daemon on a year's history (scripts/benchmarks/inputs/year_history.py: 100,000
 runs in 10,000 sessions, 10,000,000 events; `--quick` ten times fewer), each figure against
 its same-run baseline.
 
@@ -36,7 +36,6 @@ import sqlite3
 import statistics
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
@@ -45,15 +44,21 @@ import orjson
 
 from llamon_playground.daemon.store.history import SESSION_LIST_COLUMNS, run_list_columns
 from llamon_playground.daemon.suites.records import REPORT_SQL
-from scripts.benchmarks.client import P, call, count_sse, direct_session, start_checked_front
+from scripts.benchmarks.clients.client import (
+    P,
+    call,
+    count_sse,
+    direct_session,
+    start_checked_front,
+)
 from scripts.benchmarks.figures import Figure, Target, log, pct
+from scripts.benchmarks.inputs.year_history import LONG_DELTAS, Built, built_history, install
 from scripts.benchmarks.owned import Owned
-from scripts.benchmarks.sections.load_history import wait_compacted
-from scripts.benchmarks.sections import history_year_ops
-from scripts.benchmarks.sections.search import in_process as search_in_process
-from scripts.benchmarks.sections.search import queries as search_queries
+from scripts.benchmarks.sections.history import history_year_ops
+from scripts.benchmarks.sections.history.load_history import wait_compacted
+from scripts.benchmarks.sections.history.search import in_process as search_in_process
+from scripts.benchmarks.sections.history.search import queries as search_queries
 from scripts.benchmarks.stack import Stack
-from scripts.benchmarks.year_history import LONG_DELTAS, Built, built_history, install
 
 PAGE = 100
 ROUNDS = {"full": 40, "quick": 15}
@@ -136,10 +141,10 @@ async def reads(http: aiohttp.ClientSession, conn: sqlite3.Connection, built: Bu
     for _ in range(rounds):
         for session in (rng.choice(big), rng.choice(small)):
             for order, sql, bound in (
-                    ("oldest", f"SELECT {columns} FROM runs WHERE session_id = ? AND rowid > ? "
-                     "ORDER BY rowid LIMIT ?", 0),
-                    ("newest", f"SELECT {columns} FROM runs WHERE session_id = ? AND rowid < ? "
-                     "ORDER BY rowid DESC LIMIT ?", 2**63 - 1)):
+                    ("oldest", (f"SELECT {columns} FROM runs WHERE session_id = ? AND rowid > ? "
+                     "ORDER BY rowid LIMIT ?"), 0),
+                    ("newest", (f"SELECT {columns} FROM runs WHERE session_id = ? AND rowid < ? "
+                     "ORDER BY rowid DESC LIMIT ?"), 2**63 - 1)):
                 await timed(web, get(http, f"sessions/{session}/runs?limit={PAGE}&order={order}"))
                 in_process(conn, base, sql, (session, bound, PAGE + 1))
     out.append(figure("list_runs", web, base, "the same SQL with sqlite3 in process", 20.0,

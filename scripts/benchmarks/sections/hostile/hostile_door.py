@@ -4,7 +4,7 @@ GET /health, each probe on a connection of its own (20 a second: each needs a sl
   hostile_inputs.reconnect_flood_300            300 sockets of our uid sending the first
                                                 bytes of a head, then closed and opened
                                                 again as fast as one process can
-                                                (scripts/benchmarks/reconnect_flood.py)
+                                                (scripts/benchmarks/children/reconnect_flood.py)
   hostile_inputs.reconnect_flood_300_other_uid  the same flood under another uid (needs
                                                 root and setpriv; skipped otherwise)
   hostile_inputs.sse_streams_1000               the token holder opening 1,000 SSE streams
@@ -31,11 +31,12 @@ from typing import Any
 
 import aiohttp
 
-from scripts.benchmarks.client import P, start_checked_front
+from scripts.benchmarks.clients.client import P, start_checked_front
 from scripts.benchmarks.figures import Figure, Target, log, pct
 from scripts.benchmarks.meters import MB, RssSampler
 from scripts.benchmarks.owned import Owned
-from scripts.benchmarks.sections.hostile_inputs import IDLE_PROBES, PROBE_RATE, Probe
+from scripts.benchmarks.sections.hostile.hostile_inputs import IDLE_PROBES, PROBE_RATE, Probe
+from scripts.benchmarks.stack import REPO
 
 
 class TimedProbe(Probe):
@@ -64,9 +65,9 @@ async def probed(http: aiohttp.ClientSession, work: Awaitable[Any]) -> tuple[Tim
         await task
     return probe, result
 
-REPO = Path(__file__).resolve().parents[3]
-FLOOD_SCRIPT = REPO / "scripts" / "benchmarks" / "reconnect_flood.py"
-OPENER_SCRIPT = REPO / "scripts" / "benchmarks" / "stream_opener.py"
+CHILDREN = REPO / "scripts" / "benchmarks" / "children"
+FLOOD_SCRIPT = CHILDREN / "reconnect_flood.py"
+OPENER_SCRIPT = CHILDREN / "stream_opener.py"
 FLOOD = 300
 STREAMS = 1000
 NOBODY = 65534
@@ -104,7 +105,7 @@ async def reconnect_flood(url: str, headers: dict[str, str], quick: bool,
 async def many_streams(url: str, headers: dict[str, str], quick: bool) -> tuple[Probe, str]:
     """The probe, and a REST call beside it, while the token holder holds STREAMS streams
     open (as many as the front lets it: the others are answered 429), opened by a process of
-    their own (scripts/benchmarks/stream_opener.py), as a browser's tabs would be."""
+    their own (scripts/benchmarks/children/stream_opener.py), as a browser's tabs would be."""
     port = url.rsplit(":", 1)[1].rstrip("/")
     token = headers["Authorization"].removeprefix("Bearer ")
     opened_at = [0.0]
@@ -151,7 +152,8 @@ async def bench_hostile_door(quick: bool, owned: Owned) -> list[Figure]:
                 await idle.one()
                 await asyncio.sleep(1 / PROBE_RATE)
         cases = [("reconnect_flood_300", lambda: reconnect_flood(url, headers, quick, None))]
-        if os.getuid() == 0 and shutil.which("setpriv") and Path("/usr/bin/python3").exists():
+        if (os.getuid() == 0 and shutil.which("setpriv")
+                and Path("/usr/bin/python3").exists()):  # noqa: ASYNC240 (between the measurements)
             cases.append(("reconnect_flood_300_other_uid",
                           lambda: reconnect_flood(url, headers, quick, NOBODY)))
         else:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import itertools
 import sqlite3
 import statistics
 import time
@@ -22,8 +23,8 @@ import aiohttp
 import orjson
 
 from llamon_playground.daemon.store.frames import frame_payload
-from scripts.benchmarks.bare_servers import bare_server
-from scripts.benchmarks.client import (
+from scripts.benchmarks.children.bare_servers import bare_server
+from scripts.benchmarks.clients.client import (
     COMPLETED,
     P,
     call,
@@ -33,13 +34,13 @@ from scripts.benchmarks.client import (
     front_session,
     start_run,
 )
+from scripts.benchmarks.clients.raw_http import SseTarget, open_sse
 from scripts.benchmarks.configs import CoreConfig
-from scripts.benchmarks.create_floor import CreateFloor
 from scripts.benchmarks.figures import Figure, Target, log, pct
-from scripts.benchmarks.fixtures import stream_text
+from scripts.benchmarks.inputs.create_floor import CreateFloor
+from scripts.benchmarks.inputs.fixtures import stream_text
 from scripts.benchmarks.meters import cpu_seconds
 from scripts.benchmarks.owned import Owned
-from scripts.benchmarks.raw_http import SseTarget, open_sse
 from scripts.benchmarks.stack import Stack
 
 
@@ -113,7 +114,7 @@ async def bench_delta_latency(cfg: CoreConfig, live: Live) -> list[Figure]:
     await asyncio.wait_for(asyncio.gather(*(c.closed for c in clients)), timeout)
     front, direct_a, direct_b = (c.frames.timed_frames() for c in clients)
     for name, c, frames in zip(("front", "direct_a", "direct_b"), clients,
-                               (front, direct_a, direct_b)):
+                               (front, direct_a, direct_b), strict=True):
         if c.status != 200 or not frames or frames[-1][1] != "run.status":
             raise RuntimeError(f"{name}: status {c.status}, {len(frames)} frames")
     deltas = {name: {s: (t, replay) for s, k, t, replay in fr if k == "output.delta"}
@@ -125,7 +126,7 @@ async def bench_delta_latency(cfg: CoreConfig, live: Live) -> list[Figure]:
     added = [(deltas["front"][s][0] - deltas["a"][s][0]) * 1000 for s in live_seqs]
     floor = [(deltas["b"][s][0] - deltas["a"][s][0]) * 1000 for s in live_seqs]
     arrivals_a = sorted(t for t, _ in deltas["a"].values())
-    gaps = [(y - x) * 1000 for x, y in zip(arrivals_a, arrivals_a[1:])]
+    gaps = [(y - x) * 1000 for x, y in itertools.pairwise(arrivals_a)]
     timeline = [{"seq": s, "kind": k, "ms_after_post": round((t - t0) * 1000, 2)}
                 for s, k, t, _ in direct_a if k != "output.delta"]
     assert live.stack is not None
@@ -346,7 +347,7 @@ async def bench_request_relay(cfg: CoreConfig, live: Live) -> list[Figure]:
 def server_timeline(db_path: Path, run_id: str) -> dict[str, Any]:
     """The daemon's own clock (ms resolution): run row created_at, then each event's commit ts."""
     def ms(ts: str) -> float:
-        return dt.datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp() * 1000
+        return dt.datetime.fromisoformat(ts).timestamp() * 1000
     conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
     try:
         created = conn.execute("SELECT created_at FROM runs WHERE id = ?", (run_id,)).fetchone()[0]

@@ -16,10 +16,10 @@ from typing import Any
 
 import psutil
 
-from scripts.benchmarks.client import COMPLETED, P, call, direct_session, start_run
+from scripts.benchmarks.clients.client import COMPLETED, P, call, direct_session, start_run
 from scripts.benchmarks.configs import HostConfig
 from scripts.benchmarks.figures import Figure, Target, log
-from scripts.benchmarks.fixtures import make_big_project
+from scripts.benchmarks.inputs.fixtures import make_big_project
 from scripts.benchmarks.meters import MB, RssSampler, cpu_of, rss
 from scripts.benchmarks.owned import Owned
 from scripts.benchmarks.stack import REPO, Proc
@@ -63,8 +63,8 @@ async def bench_daemon_idle(quick: bool, owned: Owned) -> list[Figure]:
         refs.append(Proc([sys.executable, "-c", f"import time; time.sleep({secs})"], env, None,
                          REPO))
         refs.append(Proc([sys.executable, "-c",
-                          f"import llamon_playground.daemon.app, time; print('ok', flush=True); "
-                          f"time.sleep({secs})"], env, None, REPO))
+                          (f"import llamon_playground.daemon.app, time; print('ok', flush=True); "
+                          f"time.sleep({secs})")], env, None, REPO))
         for ref in refs:
             owned.pids.add(ref.pid)
         await asyncio.sleep(0.7)  # the reference processes finish importing

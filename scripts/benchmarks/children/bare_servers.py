@@ -1,4 +1,4 @@
-"""`python -m scripts.benchmarks.bare_servers KIND`: an HTTP server that answers every request
+"""`python -m scripts.benchmarks.children.bare_servers KIND`: an HTTP server that answers every request
 with the same small `202` a run's creation gets, and does nothing else; it prints its port,
 then serves on 127.0.0.1 until SIGTERM.
 
@@ -81,7 +81,7 @@ async def bare_server(kind: str) -> AsyncIterator[str]:
     """One of them in a process group of its own, stopped (and reaped) on the way out; its
     base URL."""
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "scripts.benchmarks.bare_servers", kind, cwd=REPO,
+        sys.executable, "-m", "scripts.benchmarks.children.bare_servers", kind, cwd=REPO,
         stdout=asyncio.subprocess.PIPE, start_new_session=True)
     try:
         assert proc.stdout is not None
@@ -101,5 +101,5 @@ async def bare_server(kind: str) -> AsyncIterator[str]:
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in ("asyncio", "aiohttp"):
-        sys.exit("usage: python -m scripts.benchmarks.bare_servers asyncio|aiohttp")
+        sys.exit("usage: python -m scripts.benchmarks.children.bare_servers asyncio|aiohttp")
     asyncio.run(serve(sys.argv[1]))

@@ -17,13 +17,13 @@ from typing import Any
 
 import orjson
 
-from scripts.benchmarks.client import P, call, direct_session
+from scripts.benchmarks.clients.client import P, call, direct_session
+from scripts.benchmarks.clients.raw_http import SseTarget, check_ids, open_sse
 from scripts.benchmarks.configs import LoadConfig
 from scripts.benchmarks.figures import Figure, Target, log, pct
-from scripts.benchmarks.fixtures import NO_WATCH, build_history, insert_finished_run
+from scripts.benchmarks.inputs.fixtures import NO_WATCH, build_history, insert_finished_run
 from scripts.benchmarks.meters import MB, RssSampler, rss
 from scripts.benchmarks.owned import Owned
-from scripts.benchmarks.raw_http import SseTarget, check_ids, open_sse
 
 
 async def bench_history(quick: bool, owned: Owned) -> list[Figure]:
@@ -68,9 +68,9 @@ async def bench_history(quick: bool, owned: Owned) -> list[Figure]:
              "list_runs": lambda: f"{P}/sessions/{sid}/runs",
              "run_detail": lambda: f"{P}/runs/{rng.choice(run_ids)}"}
     # The API pages lists (100 by default); the baseline reads the same first page.
-    sql = {"list_sessions": ("SELECT s.*, (SELECT COUNT(*) FROM runs r WHERE "
+    sql = {"list_sessions": (("SELECT s.*, (SELECT COUNT(*) FROM runs r WHERE "
                              "r.session_id = s.id) AS run_count FROM sessions s ORDER BY s.rowid "
-                             "LIMIT 101", lambda: ()),
+                             "LIMIT 101"), lambda: ()),
            "list_runs": ("SELECT * FROM runs WHERE session_id = ? ORDER BY rowid LIMIT 101",
                          lambda: (sid,)),
            "run_detail": ("SELECT * FROM runs WHERE id = ?", lambda: (rng.choice(run_ids),))}

@@ -20,12 +20,12 @@ from typing import Any
 import aiohttp
 
 from llamon_playground.common.config import DAEMON_ONLY_ENV
-from scripts.benchmarks.client import call, direct_session
+from scripts.benchmarks.clients.client import call, direct_session
+from scripts.benchmarks.clients.project_events import ProjectEventsTap
 from scripts.benchmarks.configs import HostConfig
 from scripts.benchmarks.figures import Figure, Target, log
 from scripts.benchmarks.meters import MB, rss
 from scripts.benchmarks.owned import Owned
-from scripts.benchmarks.project_events import ProjectEventsTap
 from scripts.benchmarks.stack import Proc, Stack, copy_example, free_port
 
 CARD = "/.well-known/agent-card.json"
@@ -203,7 +203,7 @@ async def bench_host_restart(quick: bool, owned: Owned) -> list[Figure]:
         "phases_ms_after_post": api_phases[1:],
         "median_ms": breakdown(api_phases[1:]),
         "floor_sigterm_to_exit_ms": [round(x) for x in floor_stops[1:]]}
-    restart_part = [(s - d) * 1000 for s, d in zip(watch, detect)]
+    restart_part = [(s - d) * 1000 for s, d in zip(watch, detect, strict=True)]
     watch_notes = {"watch_ms": [round(x * 1000) for x in watch],
                   "save_to_stopping_ms": [round(x * 1000) for x in detect],
                   "stopping_to_ready_ms": [round(x) for x in restart_part],

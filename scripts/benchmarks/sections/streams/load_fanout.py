@@ -11,14 +11,14 @@ import statistics
 import time
 from typing import Any
 
-from scripts.benchmarks.client import call, start_run
+from scripts.benchmarks.clients.client import call, start_run
+from scripts.benchmarks.clients.live_run import LiveRun, close_readers, open_live, read_truth
+from scripts.benchmarks.clients.raw_http import SseReader, check_ids, open_sse
 from scripts.benchmarks.configs import LoadConfig
 from scripts.benchmarks.figures import Figure, log, pct
-from scripts.benchmarks.fixtures import stream_text
-from scripts.benchmarks.live_run import LiveRun, close_readers, open_live, read_truth
+from scripts.benchmarks.inputs.fixtures import stream_text
 from scripts.benchmarks.meters import CpuMeter, RssSampler
 from scripts.benchmarks.owned import Owned
-from scripts.benchmarks.raw_http import SseReader, check_ids, open_sse
 
 
 async def fanout_once(live: LiveRun, cfg: LoadConfig, n: int, words: int) -> dict[str, Any]:
@@ -114,9 +114,10 @@ async def bench_sse_fanout(quick: bool, owned: Owned) -> list[Figure]:
     for who in ("daemon", "front"):
         if who not in live.pids:
             continue
-        fig.append(Figure(f"sse_fanout_{n}.{who}_cpu", med(n, lambda r: r["cpu_pct"][who]),
-                          "% core", med(1, lambda r: r["cpu_pct"][who]), base, None))
+        fig.append(Figure(f"sse_fanout_{n}.{who}_cpu",
+                          med(n, lambda r, who=who: r["cpu_pct"][who]), "% core",
+                          med(1, lambda r, who=who: r["cpu_pct"][who]), base, None))
         fig.append(Figure(f"sse_fanout_{n}.{who}_rss_peak",
-                          med(n, lambda r: r["rss_mb"][who]["peak"]), "MB",
-                          med(1, lambda r: r["rss_mb"][who]["peak"]), base, None))
+                          med(n, lambda r, who=who: r["rss_mb"][who]["peak"]), "MB",
+                          med(1, lambda r, who=who: r["rss_mb"][who]["peak"]), base, None))
     return fig

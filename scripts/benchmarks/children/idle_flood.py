@@ -1,4 +1,4 @@
-"""`python -m scripts.benchmarks.idle_flood PORT COUNT`: hold COUNT TCP connections to
+"""`python -m scripts.benchmarks.children.idle_flood PORT COUNT`: hold COUNT TCP connections to
 127.0.0.1:PORT that send nothing, each closed and opened again in turn (each once a
 second), until SIGTERM; then print how many were opened and how many the other
 side had closed first (the hostile_inputs bench's idle flood)."""

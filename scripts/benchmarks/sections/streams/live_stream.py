@@ -17,12 +17,12 @@ from typing import Any
 import aiohttp
 import orjson
 
-from scripts.benchmarks.client import call, start_run
+from scripts.benchmarks.clients.client import call, start_run
+from scripts.benchmarks.clients.live_run import LiveRun, open_live
+from scripts.benchmarks.clients.raw_http import open_sse
 from scripts.benchmarks.figures import Figure, Target, log
-from scripts.benchmarks.live_run import LiveRun, open_live
 from scripts.benchmarks.meters import cpu_of
 from scripts.benchmarks.owned import Owned
-from scripts.benchmarks.raw_http import open_sse
 
 FULL_DELTAS = 50_000
 QUICK_DELTAS = 5_000

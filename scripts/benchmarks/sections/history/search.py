@@ -23,7 +23,7 @@ import orjson
 
 from llamon_playground.daemon.store.search.query import parse_query
 from llamon_playground.daemon.store.search.service import statement
-from scripts.benchmarks.client import P, direct_session
+from scripts.benchmarks.clients.client import P, direct_session
 from scripts.benchmarks.figures import Figure, Target, log, pct
 from scripts.benchmarks.meters import MB
 from scripts.benchmarks.owned import Owned

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import orjson
 
-from scripts.benchmarks.client import P, direct_session
+from scripts.benchmarks.clients.client import P, direct_session
 from scripts.benchmarks.figures import Figure, Target, log, pct
 from scripts.benchmarks.meters import MB, rss
 from scripts.benchmarks.owned import Owned

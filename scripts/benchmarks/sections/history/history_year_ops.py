@@ -1,5 +1,5 @@
 """history_year, the writes: bundles and deletion on a year's history
-(scripts/benchmarks/year_history.py), each figure against its same-run baseline. Called by
+(scripts/benchmarks/inputs/year_history.py), each figure against its same-run baseline. Called by
 the history_year section with the history it built; works on a copy of its own (it ends by
 deleting everything).
 
@@ -32,16 +32,16 @@ import time
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import aiohttp
 
 from llamon_playground.daemon.store.migrations import migrate
-from scripts.benchmarks.client import call, direct_session, start_checked_front
+from scripts.benchmarks.clients.client import call, direct_session, start_checked_front
 from scripts.benchmarks.figures import Figure, Target, log, pct
+from scripts.benchmarks.inputs.year_history import Built, install
 from scripts.benchmarks.owned import Owned
-from scripts.benchmarks.sections.load_history import wait_compacted
-from scripts.benchmarks.year_history import Built, install
+from scripts.benchmarks.sections.history.load_history import wait_compacted
 
 PROBE_EVERY = 0.05  # 20 probes a second
 WRITE_EVERY = 0.25  # a session created four times a second
@@ -136,7 +136,7 @@ class WalWatch:
                 pass
             await asyncio.sleep(0.02)
 
-    def __enter__(self) -> WalWatch:
+    def __enter__(self) -> Self:
         self._task = asyncio.create_task(self._loop())
         return self
 
@@ -254,12 +254,12 @@ async def import_figure(http: aiohttp.ClientSession, front_empty: aiohttp.Client
 
 async def delete_figures(front: aiohttp.ClientSession, db: Path, idle: list[float],
                          built: Built, project: Path) -> list[Figure]:
-    before = db.stat().st_size
+    before = db.stat().st_size  # noqa: ASYNC240 (before the measured call)
     with WalWatch(db) as wal:
         seen, took, answer = await probed(front, call(
             front, "DELETE", "sessions", {}, timeout=900), writes=True)
     busy = seen.health
-    after = db.stat().st_size
+    after = db.stat().st_size  # noqa: ASYNC240 (after it)
     base = await asyncio.to_thread(one_transaction, built.db, project.parent)
     deleted = answer["deleted"]
     log(f"history_year: delete all ({deleted}) in {took:.1f} s, file {before / 1e6:.0f} -> "

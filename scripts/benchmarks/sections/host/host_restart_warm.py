@@ -18,12 +18,12 @@ from typing import Any
 import aiohttp
 
 from llamon_playground.common.contract import API_PREFIX
-from scripts.benchmarks.client import call, direct_session
+from scripts.benchmarks.clients.client import call, direct_session
+from scripts.benchmarks.clients.project_events import ProjectEventsTap
 from scripts.benchmarks.configs import HostConfig
 from scripts.benchmarks.figures import Figure, Target, log
 from scripts.benchmarks.owned import Owned
-from scripts.benchmarks.project_events import ProjectEventsTap
-from scripts.benchmarks.sections.host_restart import floor_once
+from scripts.benchmarks.sections.host.host_restart import floor_once
 from scripts.benchmarks.stack import Stack, copy_example
 
 # The first generation reports the modules it imported after 1 s and again after 5 s; the

@@ -18,10 +18,10 @@ from llamon_playground.common.config import build_settings
 from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.ids import new_run_id
 from llamon_playground.daemon.store.records import utcnow
-from scripts.benchmarks.client import COMPLETED, count_sse, direct_session, front_session
+from scripts.benchmarks.clients.client import COMPLETED, count_sse, direct_session, front_session
 from scripts.benchmarks.configs import CoreConfig
 from scripts.benchmarks.figures import Figure, Target, log
-from scripts.benchmarks.fixtures import EVENTS_DDL, INSERT_EVENT, insert_finished_run
+from scripts.benchmarks.inputs.fixtures import EVENTS_DDL, INSERT_EVENT, insert_finished_run
 from scripts.benchmarks.meters import cpu_seconds
 from scripts.benchmarks.owned import Owned
 

@@ -15,7 +15,7 @@ bench/` (else `~/.cache/...`), keyed by a hash of the parameters, this file's co
 schema version, so every section and every bench run (and every worktree) with the same
 builder shares one build; a lock makes a second builder wait for the first.
 
-    .venv/bin/python -m scripts.benchmarks.year_history [--quick] [--rebuild]
+    .venv/bin/python -m scripts.benchmarks.inputs.year_history [--quick] [--rebuild]
 
 builds (or finds) it and prints its path and counts. `install(src, project)` copies a
 built history into a project, ready for a daemon to open.
@@ -44,7 +44,7 @@ from typing import Any
 import orjson
 
 from llamon_playground.daemon.store.migrations import SCHEMA_VERSION
-from scripts.benchmarks.client import P, direct_session
+from scripts.benchmarks.clients.client import P, direct_session
 from scripts.benchmarks.figures import log
 from scripts.benchmarks.owned import Owned
 
@@ -299,7 +299,7 @@ async def built_history(quick: bool, owned: Owned | None = None, rebuild: bool =
     root = cache_root()
     root.mkdir(parents=True, exist_ok=True)
     final = root / f"year-{'quick' if quick else 'full'}-{cache_key(p)}"
-    with open(root / f"{final.name}.lock", "w") as lock:
+    with open(root / f"{final.name}.lock", "w") as lock:  # noqa: ASYNC230 (opens, never blocks)
         await asyncio.to_thread(fcntl.flock, lock, fcntl.LOCK_EX)
         try:
             if rebuild and final.exists():

@@ -11,14 +11,9 @@ import threading
 import time
 from typing import Any
 
-from scripts.benchmarks.client import call, start_run
-from scripts.benchmarks.configs import LoadConfig
-from scripts.benchmarks.figures import Figure, Target, log
-from scripts.benchmarks.fixtures import stream_text
-from scripts.benchmarks.live_run import LiveRun, close_readers, open_live, read_truth
-from scripts.benchmarks.meters import CpuMeter, RssSampler
-from scripts.benchmarks.owned import Owned
-from scripts.benchmarks.raw_http import (
+from scripts.benchmarks.clients.client import call, start_run
+from scripts.benchmarks.clients.live_run import LiveRun, close_readers, open_live, read_truth
+from scripts.benchmarks.clients.raw_http import (
     SseReader,
     SseTarget,
     check_ids,
@@ -26,6 +21,11 @@ from scripts.benchmarks.raw_http import (
     read_sse_answer,
     sse_request,
 )
+from scripts.benchmarks.configs import LoadConfig
+from scripts.benchmarks.figures import Figure, Target, log
+from scripts.benchmarks.inputs.fixtures import stream_text
+from scripts.benchmarks.meters import CpuMeter, RssSampler
+from scripts.benchmarks.owned import Owned
 
 
 def slow_reader(target: SseTarget, request: bytes, rcvbuf: int, slow_s: float,
@@ -68,7 +68,7 @@ def slow_reader(target: SseTarget, request: bytes, rcvbuf: int, slow_s: float,
             out["raw"] = bytes(raw)
         finally:
             sock.close()
-    except Exception as exc:  # reported by the caller
+    except Exception as exc:  # noqa: BLE001 (reported by the caller)
         out["error"] = f"{type(exc).__name__}: {exc}"
 
 

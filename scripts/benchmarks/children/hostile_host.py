@@ -42,7 +42,7 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, *args: object) -> None:
         pass
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         port = self.server.server_address[1]
         card = json.dumps({"name": "hostile", "supportedInterfaces": [
             {"url": f"http://127.0.0.1:{port}/", "protocolBinding": "JSONRPC",
@@ -53,7 +53,7 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(card)
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
         params = body.get("params", {})
         parts = params.get("message", {}).get("parts", [])
