@@ -182,7 +182,7 @@ def test_what_is_typed_while_a_run_opens_is_kept(page: Any) -> None:
     # The run's first read held back: the view is still opening when the person types on.
     held: list[Any] = []
     pattern = re.compile(r"/runs/run_[0-9a-f]+$")
-    page.route(pattern, lambda route: held.append(route))
+    page.route(pattern, held.append)
     message = page.get_by_label("Message", exact=True)
     message.fill("stream the opening words")
     with page.expect_request(pattern):
