@@ -19,9 +19,9 @@ from llamon_playground.common.contract import (
 )
 
 __all__ = ["ACTIVE_STATUSES", "API_PREFIX", "SUCCESS_STATUSES", "TERMINAL_STATUSES",
-           "RunStatus", "RunReason", "PhaseState", "HostStateName", "RunEventKind", "ProjectEventKind",
-           "BUNDLE_FORMAT", "MAX_TITLE", "MAX_LABEL", "MAX_NOTE", "MAX_REVISION", "MAX_PARTS",
-           "MAX_CHANGED_FILES"]
+           "RunStatus", "RunReason", "PhaseState", "HostStateName", "RunEventKind",
+           "ProjectEventKind", "BUNDLE_FORMAT", "MAX_TITLE", "MAX_LABEL", "MAX_NOTE",
+           "MAX_REVISION", "MAX_PARTS", "MAX_INLINE_FILE_BYTES", "MAX_CHANGED_FILES"]
 
 
 class RunReason(StrEnum):
@@ -97,4 +97,5 @@ MAX_LABEL = 200
 MAX_NOTE = 10_000
 MAX_REVISION = 256
 MAX_PARTS = 256
+MAX_INLINE_FILE_BYTES = 10 * 1024 * 1024  # one inline file's bytes (base64 carries 4/3)
 MAX_CHANGED_FILES = 1000

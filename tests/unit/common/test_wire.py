@@ -8,13 +8,10 @@ from typing import Annotated, Literal, NotRequired, TypedDict
 
 import pytest
 
-from llamon_playground.common.wire import COMPONENTS, words
+from llamon_playground.common.wire import COMPONENTS
 from llamon_playground.common.wire.json_schema import component_schemas
 from llamon_playground.common.wire.rules import Doc, Json, closed
-from llamon_playground.daemon.data import bundle_validate, edits, parts
 from llamon_playground.daemon.http.openapi import build_document
-from llamon_playground.daemon.runs.state import Reason
-from llamon_playground.host_manager.state import HostState
 from scripts import wire_gen
 
 
@@ -49,22 +46,6 @@ def test_every_answer_type_is_one_import_away() -> None:
 
 def test_the_served_document_uses_the_declaration() -> None:
     assert build_document()["components"]["schemas"] == component_schemas(COMPONENTS)
-
-
-def test_reasons_and_host_states_are_the_daemons() -> None:
-    known = {value for key, value in vars(Reason).items() if key.isupper()}
-    assert {reason.value for reason in words.RunReason} == known
-    assert [state.value for state in words.HostStateName] == [s.value for s in HostState]
-
-
-def test_limits_are_the_ones_the_daemon_enforces() -> None:
-    assert (words.MAX_TITLE, words.MAX_LABEL, words.MAX_NOTE) == \
-        (edits.MAX_TITLE, edits.MAX_LABEL, edits.MAX_NOTE)
-    assert (words.MAX_PARTS, words.MAX_CHANGED_FILES) == (parts.MAX_PARTS,
-                                                         parts.MAX_CHANGED_FILES)
-    assert words.BUNDLE_FORMAT == bundle_validate.BUNDLE_FORMAT
-    bundle = build_document()["components"]["schemas"]["Bundle"]
-    assert bundle["properties"]["format"] == {"const": words.BUNDLE_FORMAT}
 
 
 class _Inner(TypedDict):
