@@ -10,6 +10,7 @@ from aiohttp import web
 
 from llamon_playground.common.contract import API_PREFIX
 from llamon_playground.common.http_json import decimal_digits, json_response
+from llamon_playground.daemon.http.util import bind
 from llamon_playground.daemon.store.search.query import SearchQuery, invalid, parse_query
 from llamon_playground.daemon.store.search.service import RunSearch
 
@@ -69,4 +70,4 @@ class SearchRoutes:
 
 
 def add_search_routes(app: web.Application, *, search: RunSearch) -> None:
-    app.router.add_get(PREFIX + "/search", SearchRoutes(search).search)
+    bind(app, "search", SearchRoutes(search))

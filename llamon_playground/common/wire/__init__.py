@@ -12,7 +12,7 @@ The declaration is plain typing (TypedDicts, `Literal`, `StrEnum`, `Annotated` m
 
 Imports only the standard library and `common.contract`, like the rest of `common`.
 
-May import: common.contract
+May import: common.contract, common.limits
 """
 
 from __future__ import annotations
