@@ -2,7 +2,6 @@
 // run `scripts/gen_wire`; never edit this file (a unit test fails when it is stale).
 
 export const API = '/api/playground/v1';
-export const BUNDLE_FORMAT = 'llamon.playground.bundle/1';
 // Every run status (a closed set).
 export const STATUS = Object.freeze({
   QUEUED: 'queued',
