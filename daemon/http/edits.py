@@ -9,14 +9,11 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from llamon_playground.common.contract import API_PREFIX
 from llamon_playground.common.http_json import json_response
 from llamon_playground.common.limits import Limits
 from llamon_playground.daemon.data.edits import parse_run_fields, parse_session_fields
 from llamon_playground.daemon.http.util import bind, read_json
 from llamon_playground.daemon.store.history_service import HistoryService
-
-PREFIX = API_PREFIX
 
 
 class EditRoutes:

@@ -8,7 +8,6 @@ from collections.abc import Awaitable
 from aiohttp import web
 
 from llamon_playground.common.config import Settings
-from llamon_playground.common.contract import API_PREFIX
 from llamon_playground.common.http_json import json_response
 from llamon_playground.common.platform import current as current_platform
 from llamon_playground.daemon.errors import Conflict
@@ -20,7 +19,6 @@ from llamon_playground.daemon.store.project_events import ProjectEvents, sse_fra
 from llamon_playground.host_manager.errors import HostUnavailable
 from llamon_playground.host_manager.supervisor import HostSupervisor
 
-PREFIX = API_PREFIX
 MAX_LOG_LIMIT = 5000
 
 

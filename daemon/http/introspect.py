@@ -18,7 +18,6 @@ import aiohttp
 from aiohttp import web
 
 from llamon_playground.common.config import Settings
-from llamon_playground.common.contract import API_PREFIX
 from llamon_playground.common.http_json import json_response
 from llamon_playground.daemon.a2a.client import A2AClient, A2AUnavailable
 from llamon_playground.daemon.a2a.wire import V1, Interface
@@ -37,7 +36,6 @@ from llamon_playground.daemon.store.history_service import HistoryService
 from llamon_playground.host_manager.state import HostState
 from llamon_playground.host_manager.supervisor import HostSupervisor
 
-PREFIX = API_PREFIX
 CARD_TIMEOUT = 3.0
 
 

@@ -20,15 +20,12 @@ from typing import Any
 from aiohttp import web
 
 from llamon_playground.common.config import Settings
-from llamon_playground.common.contract import API_PREFIX
 from llamon_playground.common.http_json import json_response
 from llamon_playground.daemon.http.sse import parse_cursor, prepare_stream, stream_run
 from llamon_playground.daemon.http.util import bind, read_json
 from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.event_log import EventHub
 from llamon_playground.daemon.suites.service import SuiteService
-
-PREFIX = API_PREFIX
 
 
 class SuiteRoutes:
