@@ -18,10 +18,26 @@ from llamon_playground.common.contract import (
     RunStatus,
 )
 
-__all__ = ["ACTIVE_STATUSES", "API_PREFIX", "SUCCESS_STATUSES", "TERMINAL_STATUSES",
-           "RunStatus", "RunReason", "PhaseState", "HostStateName", "RunEventKind",
-           "ProjectEventKind", "BUNDLE_FORMAT", "MAX_TITLE", "MAX_LABEL", "MAX_NOTE",
-           "MAX_REVISION", "MAX_PARTS", "MAX_INLINE_FILE_BYTES", "MAX_CHANGED_FILES"]
+__all__ = [
+    "ACTIVE_STATUSES",
+    "API_PREFIX",
+    "BUNDLE_FORMAT",
+    "MAX_CHANGED_FILES",
+    "MAX_INLINE_FILE_BYTES",
+    "MAX_LABEL",
+    "MAX_NOTE",
+    "MAX_PARTS",
+    "MAX_REVISION",
+    "MAX_TITLE",
+    "SUCCESS_STATUSES",
+    "TERMINAL_STATUSES",
+    "HostStateName",
+    "PhaseState",
+    "ProjectEventKind",
+    "RunEventKind",
+    "RunReason",
+    "RunStatus",
+]
 
 
 class RunReason(StrEnum):
