@@ -15,10 +15,11 @@ from aiohttp import StreamReader
 
 from llamon_playground.common.config import Settings
 from llamon_playground.common.contract import API_PREFIX
+from llamon_playground.common.wire.routes import IMPORT_BODY_BYTES
 
 MIB = 1024 * 1024
 SMALL_BODY = 1 * MIB
-IMPORT_BODY = 256 * MIB  # = daemon.http.data.MAX_IMPORT_BYTES (a unit test keeps them equal)
+IMPORT_BODY = IMPORT_BODY_BYTES  # the route declaration's, as the daemon's
 P = API_PREFIX
 _RUN_BODY = re.compile(rf"{P}/(sessions/[^/]+/runs|runs/[^/]+/resume)")
 _IMPORT = f"{P}/bundles/import"

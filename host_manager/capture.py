@@ -15,7 +15,6 @@ from typing import Any
 ENV_TOKEN = "LLAMON_CAPTURE_TOKEN"
 ENV_SOCKET = "LLAMON_CAPTURE_SOCKET"
 ENVELOPE_KEY = "llamon.playground"
-CAPTURE_PATH = "/capture/v1/events"
 
 
 def new_token() -> str:

@@ -1,10 +1,11 @@
 """Writes the files generated from the wire declaration (`llamon_playground/common/wire/`).
 
-- `llamon_playground/cli/api_types/`: the typed client's TypedDicts for the answers, split
-  by topic (`runs.py`, `host.py`, `documents.py`) and re-exported by its `__init__` (the
-  one module a caller imports answers from); `llamon_playground/cli/api_requests.py` for the
-  request bodies and `api_suites.py` for the suites' bodies and answers;
-- `api/page/wire.js`: the page's constants (the prefix, run statuses, known reasons, kinds).
+- `llamon_playground/cli/api_types/__init__.py` (the answers), `api_requests.py` (the
+  request bodies) and `api_suites.py` (the suites' bodies and answers): the typed client's
+  modules, which import the declaration's own TypedDicts (they ship in the same wheel) and
+  say which names a caller imports from each;
+- `api/page/wire.js`: the page's constants (the prefix, run and suite-run statuses, reasons,
+  phase and Host states, event kinds, request limits).
 
 The OpenAPI schemas are not written here: the daemon builds them from the declaration at
 import. `scripts/gen_wire` runs this (`--check` only says whether the files are current);
@@ -21,14 +22,12 @@ import json
 import sys
 import textwrap
 import types
-import typing
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal, NotRequired, get_args, get_origin
+from typing import Any, get_args
 
 from llamon_playground.common.wire import (
     COMPONENTS,
-    EXTRAS,
     documents,
     history,
     host,
@@ -38,30 +37,24 @@ from llamon_playground.common.wire import (
 )
 from llamon_playground.common.wire import search as search_wire
 from llamon_playground.common.wire.json_schema import is_typeddict, is_union
-from llamon_playground.common.wire.rules import Doc
 
 REPO = Path(__file__).resolve().parents[1]
 COMMAND = "scripts/gen_wire"
 MAX_LINE = 100
 CLIENT = "llamon_playground/cli"
-# Each generated client file: the declaration's modules behind it, in the order their
-# classes are written, and the first line of its docstring. The answers are split by topic
-# so each file stays a readable size; `api_types/__init__.py` re-exports them (INDEX). The history
+# Each client module: the declaration's modules whose types it names, and the first line of
+# its docstring. It imports those types from the declaration (they ship in the same wheel):
+# it holds no copy of them, only the list of names a caller imports from it. The history
 # upkeep answers (`upkeep`: GET /history, POST /history/trim) are the OpenAPI document's
 # only; the client reads those two routes with `call`.
-ANSWER_FILES: dict[str, tuple[tuple[types.ModuleType, ...], str]] = {
-    f"{CLIENT}/api_types/runs.py": ((history,), "Sessions, runs and errors"),
-    f"{CLIENT}/api_types/host.py": ((host,), "The Host, its logs and the daemon's health"),
-    f"{CLIENT}/api_types/documents.py": ((documents, search_wire),
-                                         "Compare, bundles, snippets, documents and search"),
-}
+ANSWERS = f"{CLIENT}/api_types/__init__.py"
 CLIENT_FILES: dict[str, tuple[tuple[types.ModuleType, ...], str]] = {
-    **ANSWER_FILES,
-    f"{CLIENT}/api_requests.py": ((requests,), "The bodies the typed client sends."),
-    f"{CLIENT}/api_suites.py": ((suites,), "Suites: bodies and answers."),  # both: a file
+    ANSWERS: ((history, host, documents, search_wire),
+              "The API's answers as the typed client returns them"),
+    f"{CLIENT}/api_requests.py": ((requests,), "The bodies the typed client sends"),
+    f"{CLIENT}/api_suites.py": ((suites,), "Suites: bodies and answers"),
 }
-INDEX = f"{CLIENT}/api_types/__init__.py"
-ANSWER_MODULES = tuple(m for modules, _ in ANSWER_FILES.values() for m in modules)
+ANSWER_MODULES = CLIENT_FILES[ANSWERS][0]
 
 
 # -- the client's types -------------------------------------------------------------------
@@ -76,103 +69,23 @@ def declared_classes(modules: tuple[types.ModuleType, ...]) -> list[type]:
     return list(seen)
 
 
-def unions() -> dict[str, Any]:
-    return {name: tp for name, tp in COMPONENTS.items() if is_union(tp)}
-
-
-class PythonTypes:
-    """Renders declared types as the client's annotations (markers become comments)."""
-
-    def __init__(self, union_names: dict[Any, str]) -> None:
-        self.union_names = union_names
-        self.used: set[type] = set()  # the TypedDicts the annotations name
-
-    def render(self, tp: Any, notes: list[str]) -> str:
-        if tp in self.union_names:
-            return self.union_names[tp]
-        origin, args = get_origin(tp), get_args(tp)
-        if origin is typing.Annotated:
-            notes += [mark.text for mark in tp.__metadata__ if isinstance(mark, Doc)]
-            return self.render(args[0], notes)
-        if origin is NotRequired:
-            return f"NotRequired[{self.render(args[0], notes)}]"
-        if is_union(tp):
-            return " | ".join(self.render(arg, notes) for arg in args)
-        if origin is Literal:
-            return f"Literal[{', '.join(json.dumps(arg) for arg in args)}]"
-        if origin in (list, dict):
-            return f"{origin.__name__}[{', '.join(self.render(arg, notes) for arg in args)}]"
-        return self._plain(tp, notes)
-
-    def _plain(self, tp: Any, notes: list[str]) -> str:
-        if tp is Any:
-            return "Any"
-        if tp is None or tp is type(None):
-            return "None"
-        if isinstance(tp, type) and issubclass(tp, enum.Enum):
-            notes.insert(0, f"a {tp.__name__} value")
-            return "str"  # JSON carries the value; the enum is for comparing it
-        if isinstance(tp, type):
-            if is_typeddict(tp):
-                self.used.add(tp)
-            return tp.__name__
-        raise TypeError(f"cannot write {tp!r} as a client type")
-
-
-def _docstring(cls: type, indent: str = "    ") -> list[str]:
-    text = cls.__doc__
-    if not text:
-        return []
-    return [f'{indent}"""{" ".join(text.split())}"""', ""]
-
-
-def render_class(cls: type, writer: PythonTypes) -> list[str]:
-    """A class with every field written out (a subclass's inherited ones too)."""
-    lines = [f"class {cls.__name__}(TypedDict):", *_docstring(cls)]
-    for name, tp in typing.get_type_hints(cls, include_extras=True).items():
-        notes: list[str] = []
-        line = f"    {name}: {writer.render(tp, notes)}"
-        comment = "  # " + "; ".join(notes) if notes else ""
-        if len(line + comment) > MAX_LINE:
-            lines += textwrap.wrap(comment.strip(), MAX_LINE, initial_indent="    ",
-                                   subsequent_indent="    # ")
-            comment = ""
-        lines.append(line + comment)
-    return lines
+def client_names(modules: tuple[types.ModuleType, ...]) -> dict[str, list[str]]:
+    """The names a client module re-exports, by the declaration's module that defines them:
+    its TypedDicts, and the unions of them the declaration names (`InputPart`)."""
+    classes = declared_classes(modules)
+    names: dict[str, list[str]] = {}
+    for cls in classes:
+        names.setdefault(cls.__module__, []).append(cls.__name__)
+    for name, tp in COMPONENTS.items():
+        if is_union(tp) and set(get_args(tp)) <= set(classes):
+            owner = next(m.__name__ for m in modules if getattr(m, name, None) is tp)
+            names.setdefault(owner, []).append(name)
+    return names
 
 
 def _names_block(names: list[str]) -> list[str]:
     body = textwrap.wrap(", ".join(f'"{name}"' for name in sorted(names)) + ",", MAX_LINE - 4)
     return ["__all__ = [", *(f"    {line}" for line in body), "]"]
-
-
-def _module_name(rel: str) -> str:
-    return rel.removesuffix(".py").replace("/", ".")
-
-
-def owner(cls: type) -> str:
-    """The generated client module that declares `cls`."""
-    for rel, (modules, _) in CLIENT_FILES.items():
-        if cls in declared_classes(modules):
-            return _module_name(rel)
-    raise TypeError(f"{cls.__name__} is in no generated client file")
-
-
-def _header(what: str) -> list[str]:
-    opening = (f"{what} GENERATED by `{COMMAND}` from the wire declaration in "
-               f"`llamon_playground/common/wire/`: edit that, then run `{COMMAND}`; never "
-               "edit this file (a unit test fails when it is stale).")
-    return [
-        *textwrap.wrap('"""' + opening, 92),
-        "",
-        "They stay plain JSON objects, typed with TypedDicts so a caller's type checker knows",
-        "the fields; fields the daemon adds later pass through. Enum-valued fields are `str`",
-        "(the comment names the enum).",
-        '"""',
-        "",
-        "from __future__ import annotations",
-        "",
-    ]
 
 
 def _import_block(module: str, names: list[str]) -> list[str]:
@@ -181,65 +94,23 @@ def _import_block(module: str, names: list[str]) -> list[str]:
     return [f"from {module} import (", *(f"    {name}," for name in names), ")"]
 
 
-def render_python(modules: tuple[types.ModuleType, ...], what: str) -> str:
-    """One client file: the modules' TypedDicts, importing those declared in another file."""
-    classes = declared_classes(modules)
-    union_names = {tp: name for name, tp in COMPONENTS.items()
-                   if is_union(tp) and set(get_args(tp)) <= set(classes)}
-    writer = PythonTypes(union_names)
-    body: list[str] = []
-    written: set[type] = set()
-    for cls in classes:
-        body += ["", *render_class(cls, writer), ""]
-        written.add(cls)
-        for tp, name in union_names.items():  # a union right after its last variant
-            if cls in get_args(tp) and all(v in written for v in get_args(tp)):
-                variants = " | ".join(v.__name__ for v in get_args(tp))
-                body += ["", f"{name} = {variants}", ""]
-    elsewhere: dict[str, list[str]] = {}
-    for cls in writer.used - set(classes):
-        elsewhere.setdefault(owner(cls), []).append(cls.__name__)
-    lines = [*_header(what), "from typing import Any, Literal, NotRequired, TypedDict", ""]
-    for module in sorted(elsewhere):
-        lines += _import_block(module, sorted(elsewhere[module]))
-    if elsewhere:
-        lines.append("")
-    lines += [*_names_block([cls.__name__ for cls in classes] + list(union_names.values())),
-              "", *body]
-    return "\n".join(lines).rstrip("\n") + "\n"
-
-
 def render_client_file(rel: str) -> str:
+    """One client module: the declaration's types, imported, and the names it exports."""
     modules, what = CLIENT_FILES[rel]
-    return render_python(modules, f"{what.rstrip('.')}, as the typed client returns them."
-                         if rel in ANSWER_FILES else what)
-
-
-def render_index() -> str:
-    """`api_types/__init__.py`: every answer type, from the files they are split into."""
-    assert set(EXTRAS) <= set(declared_classes(ANSWER_MODULES))
-    lines = [
-        '"""The API\'s answers as the typed client returns them: every answer type, re-exported',
-        "from the modules they are split into by topic (`runs`, `host`, `documents`).",
-        f"GENERATED by `{COMMAND}` from the wire declaration in",
-        f"`llamon_playground/common/wire/`: edit that, then run `{COMMAND}`; never edit this",
-        "package (a unit test fails when a file is stale).",
-        "",
-        "May import: nothing",
-        '"""',
-        "",
-        "from __future__ import annotations",
-        "",
-    ]
-    names: list[str] = []
-    for rel, (modules, _) in sorted(ANSWER_FILES.items()):
-        classes = declared_classes(modules)
-        own = [cls.__name__ for cls in classes] + [
-            name for name, tp in COMPONENTS.items()
-            if is_union(tp) and set(get_args(tp)) <= set(classes)]
-        lines += _import_block(_module_name(rel), sorted(own))
-        names += own
-    lines += ["", *_names_block(names)]
+    opening = (f"{what}: the wire declaration's own types (`llamon_playground/common/wire/`), "
+               "imported, not copied. GENERATED by "
+               f"`{COMMAND}`: edit the declaration, then run `{COMMAND}`; never edit this "
+               "file (a unit test fails when it is stale).")
+    lines = [*textwrap.wrap('"""' + opening, 92), "",
+             "They are TypedDicts over plain JSON objects, so a caller's type checker knows the",
+             "fields; fields the daemon adds later pass through. An enum-typed field holds the",
+             "JSON's string, which compares equal to the enum's member.",
+             *(["", "May import: common"] if rel == ANSWERS else []),
+             '"""', "", "from __future__ import annotations", ""]
+    names = client_names(modules)
+    for module in sorted(names):
+        lines += _import_block(module, sorted(names[module]))
+    lines += ["", *_names_block([name for group in names.values() for name in group])]
     return "\n".join(lines) + "\n"
 
 
@@ -257,34 +128,56 @@ def _js_list(values: list[str], indent: int) -> str:
     return ("\n" + " " * indent).join(out)
 
 
-def render_page_constants() -> str:
-    def values(members: Any) -> list[str]:
-        return [member.value for member in members]
+def _js_object(name: str, comment: str, members: dict[str, Any]) -> list[str]:
+    """`export const NAME = Object.freeze({ KEY: value, ... });`, one member a line."""
+    return [f"// {comment[0].upper()}{comment[1:]}.", f"export const {name} = Object.freeze({{",
+            *(f"  {key}: {json.dumps(value).replace(chr(34), chr(39))}," for key, value
+              in members.items()),
+            "});"]
 
-    statuses = values(words.RunStatus)
-    groups: list[tuple[str, str, list[str]]] = [
-        ("RUN_STATUSES", "every run status (a closed set)", statuses),
-        ("ACTIVE", "a run still going", [s for s in statuses
-                                         if words.RunStatus(s) in words.ACTIVE_STATUSES]),
-        ("TERMINAL", "a run's last status (input_required too: a resume is a new run)",
-         [s for s in statuses if words.RunStatus(s) in words.TERMINAL_STATUSES]),
-        ("REASONS", "the reasons the daemon sends today (an open set)",
-         values(words.RunReason)),
-        ("HOST_STATES", "the Host's states", values(words.HostStateName)),
-        ("RUN_EVENT_KINDS", "a run's SSE event names (an open set)",
-         values(words.RunEventKind)),
-        ("PROJECT_EVENT_KINDS", "the project-wide SSE event names (an open set)",
-         values(words.ProjectEventKind)),
-    ]
+
+def _js_set(name: str, comment: str, items: list[str]) -> list[str]:
+    opener = f"export const {name} = new Set(["
+    return [f"// {comment[0].upper()}{comment[1:]}.", f"{opener}{_js_list(items, len(opener))}]);"]
+
+
+def _named(members: Any) -> dict[str, Any]:
+    """An enum's members by name (or a Literal's values, named by their upper case)."""
+    if isinstance(members, type) and issubclass(members, enum.Enum):
+        return {member.name: member.value for member in members}
+    return {str(value).upper(): value for value in get_args(members)}
+
+
+def render_page_constants() -> str:
+    """`api/page/wire.js`: every word and limit the page spells, as the wire declares it."""
+    statuses = _named(words.RunStatus)
+    suite_statuses = _named(suites.SuiteRunStatus)
+    limits = {name: value for name, value in vars(words).items() if name.startswith("MAX_")}
+    limits |= {"MAX_SUITE_NAME": suites.MAX_SUITE_NAME, "MAX_SUITE_CASES": suites.MAX_SUITE_CASES}
     lines = [f"// GENERATED by `{COMMAND}` from llamon_playground/common/wire/: edit that, then",
              f"// run `{COMMAND}`; never edit this file (a unit test fails when it is stale).",
              "",
              f"export const API = '{words.API_PREFIX}';",
-             f"export const BUNDLE_FORMAT = '{words.BUNDLE_FORMAT}';"]
-    for name, comment, items in groups:
-        opener = f"export const {name} = new Set(["
-        lines += [f"// {comment[0].upper()}{comment[1:]}.",
-                  f"{opener}{_js_list(items, len(opener))}]);"]
+             *_js_object("STATUS", "every run status (a closed set)", statuses),
+             *_js_set("RUN_STATUSES", "the same, as a set", list(statuses.values())),
+             *_js_set("ACTIVE", "a run still going",
+                      [s for s in statuses.values() if s in words.ACTIVE_STATUSES]),
+             *_js_set("TERMINAL", "a run's last status (input_required too: a resume is a new "
+                      "run)", [s for s in statuses.values() if s in words.TERMINAL_STATUSES]),
+             *_js_set("SUCCESS", "a last status that counts as success",
+                      [s for s in statuses.values() if s in words.SUCCESS_STATUSES]),
+             *_js_object("REASON", "the reasons the daemon sends today (an open set)",
+                         _named(words.RunReason)),
+             *_js_object("PHASE", "a run.phase event's states", _named(words.PhaseState)),
+             *_js_object("HOST_STATE", "the Host's states", _named(words.HostStateName)),
+             *_js_object("RUN_EVENT", "a run's SSE event names (an open set)",
+                         _named(words.RunEventKind)),
+             *_js_object("PROJECT_EVENT", "the project-wide SSE event names (an open set)",
+                         _named(words.ProjectEventKind)),
+             *_js_object("SUITE_RUN_STATUS", "a suite run's statuses", suite_statuses),
+             *_js_set("SUITE_RUN_OVER", "a suite run's last statuses",
+                      [s for s in suite_statuses.values() if s != "running"]),
+             *_js_object("LIMITS", "the sizes the daemon accepts in request bodies", limits)]
     return "\n".join(lines) + "\n"
 
 
@@ -292,7 +185,6 @@ def render_page_constants() -> str:
 
 TARGETS: dict[str, Callable[[], str]] = {
     **{rel: functools.partial(render_client_file, rel) for rel in CLIENT_FILES},
-    INDEX: render_index,
     "api/page/wire.js": render_page_constants,
 }
 

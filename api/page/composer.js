@@ -4,6 +4,7 @@
 // answers it (a resume); "Edit and rerun" is a mode of its own, with Cancel (and Escape),
 // that ends when another run opens. Its banner says which of these Send does.
 import { call } from './api.js';
+import { STATUS } from './wire.js';
 import { button, el } from './dom.js';
 import { sourceTarget } from './source.js';
 import { runName, summary } from './turn.js';
@@ -168,7 +169,7 @@ export class Composer {
   // The open session's latest run, as the thread read it: while it waits for input (and
   // nothing answered it yet), Send answers it.
   setLatest(run) {
-    const asking = run && run.status === 'input_required' && !run.resumed_by ? run : null;
+    const asking = run && run.status === STATUS.INPUT_REQUIRED && !run.resumed_by ? run : null;
     if ((asking && asking.id) === (this.asking && this.asking.id)) {
       this.asking = asking;
       return;

@@ -9,6 +9,7 @@
 import { el, ms } from './dom.js';
 import { END, START, layered } from './graph_layout.js';
 import { sourceTarget } from './source.js';
+import { STATUS } from './wire.js';
 
 const SVG = 'http://www.w3.org/2000/svg';
 const W = 132;   // px: a node's box
@@ -141,9 +142,9 @@ export class GraphView {
   // ended with the run (not "done").
   end(status) {
     for (const item of this.nodes.values()) {
-      if (item.group.dataset.state === 'running') this.set(item, status === 'completed' ? 'done' : 'stopped');
+      if (item.group.dataset.state === 'running') this.set(item, status === STATUS.COMPLETED ? 'done' : 'stopped');
     }
-    if (status === 'completed' && this.sequence.length) {
+    if (status === STATUS.COMPLETED && this.sequence.length) {
       this.take(this.sequence[this.sequence.length - 1], END);
       this.set(this.nodes.get(END), 'done');
     }

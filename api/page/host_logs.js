@@ -5,6 +5,7 @@
 // panel keeps the newest MAX_LINES.
 import { API } from './api.js';
 import { button, el } from './dom.js';
+import { PROJECT_EVENT } from './wire.js';
 
 const MAX_LINES = 2000;
 const RETRY_MS = 2000;
@@ -43,7 +44,7 @@ export class HostLogs {
   connect() {
     const events = new EventSource(`${API}/host/logs?follow=1&after=${this.last + 1}`);
     this.events = events;
-    events.addEventListener('log', (e) => this.line(JSON.parse(e.data)));
+    events.addEventListener(PROJECT_EVENT.LOG, (e) => this.line(JSON.parse(e.data)));
     events.addEventListener('log.overflow', () => this.list.append('… older lines were dropped\n'));
     events.addEventListener('error', () => {
       if (events.readyState !== EventSource.CLOSED || this.events !== events) return;

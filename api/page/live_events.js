@@ -4,6 +4,7 @@
 import { TERMINAL } from './api.js';
 import { DAEMON } from './notices.js';
 import { setConnectionLost } from './turn.js';
+import { HOST_STATE, PROJECT_EVENT, REASON } from './wire.js';
 
 // Mixed into `app` (app.js): `this` is the app.
 export const liveEvents = {
@@ -44,10 +45,10 @@ export const liveEvents = {
   // The `/events` stream (live only, a snapshot first); connection.js reopens it.
   watchProject(events) {
     const on = (kind, handler) => events.addEventListener(kind, (e) => handler(JSON.parse(e.data)));
-    on('host.state', (d) => {
+    on(PROJECT_EVENT.HOST_STATE, (d) => {
       // A ready Host's card gives the text composer its examples (a Flow's tabs are read
       // from source and need no Host).
-      if (d.state === 'ready' && !this.composer.tabs
+      if (d.state === HOST_STATE.READY && !this.composer.tabs
           && this.composer.examples.dataset.read !== String(d.generation)) {
         this.composer.examples.dataset.read = String(d.generation);  // once per generation
         this.composer.load().catch(() => {});
@@ -55,19 +56,19 @@ export const liveEvents = {
       this.host.show(d);
       this.host.refresh().catch(() => {});
     });
-    on('run.status', (d) => {
+    on(PROJECT_EVENT.RUN_STATUS, (d) => {
       if (TERMINAL.has(d.status)) this.notices.end(`run:${d.run_id}`);  // a 409 about it
-      if (d.reason === 'runtime_restarted') {
+      if (d.reason === REASON.RUNTIME_RESTARTED) {
         this.notice(`A file changed outside the run: the Host restarted and ${d.run_id} ended (runtime_restarted).`);
       }
       this.runsChanged(d.run_id);
     });
-    on('run.updated', (d) => this.runsChanged(d.run_id));
-    on('session.updated', () => this.runsChanged());
+    on(PROJECT_EVENT.RUN_UPDATED, (d) => this.runsChanged(d.run_id));
+    on(PROJECT_EVENT.SESSION_UPDATED, () => this.runsChanged());
     // Made or deleted elsewhere (the CLI, another tab, the retention policy): the list is
     // read again; the open session gone (or all of history) closes it.
-    on('session.created', () => this.runsChanged());
-    on('session.deleted', (d) => {
+    on(PROJECT_EVENT.SESSION_CREATED, () => this.runsChanged());
+    on(PROJECT_EVENT.SESSION_DELETED, (d) => {
       if (this.sessionId && (d.session_id === null || d.session_id === this.sessionId)) {
         this.forgetSession().catch((e) => this.fail(e));
       } else {

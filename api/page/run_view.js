@@ -10,6 +10,7 @@ import { Stepper } from './stepper.js';
 import { StreamedAnswer } from './stream_text.js';
 import { Trace } from './trace.js';
 import { runName } from './turn.js';
+import { LIMITS, RUN_EVENT, STATUS } from './wire.js';
 
 const LOG_TAIL_LINES = 20;
 const RETRY_MS = 2000;
@@ -74,14 +75,14 @@ export class RunView {
         if (!this.closed && !this.ended) this.connect();
       }, RETRY_MS);
     });
-    on('run.phase', (d) => this.stepper.update(d));
-    on('output.delta', (d) => this.delta(d));
-    on('run.output', (d) => this.showFinal(d.parts || []));
-    on('trace', (d) => {
+    on(RUN_EVENT.PHASE, (d) => this.stepper.update(d));
+    on(RUN_EVENT.OUTPUT_DELTA, (d) => this.delta(d));
+    on(RUN_EVENT.OUTPUT, (d) => this.showFinal(d.parts || []));
+    on(RUN_EVENT.TRACE, (d) => {
       this.trace.add(d);
       if (this.graph) this.graph.add(d);
     });
-    on('run.status', (d) => {
+    on(RUN_EVENT.STATUS, (d) => {
       this.setStatus(d.status);
       if (TERMINAL.has(d.status)) {
         this.ended = true;
@@ -260,7 +261,7 @@ export class RunView {
     if (ACTIVE.has(run.status)) {
       items.push(button('Cancel', () => this.act(() => call('DELETE', `/runs/${id}`))));
     }
-    if (run.status === 'input_required' && !run.resumed_by) {
+    if (run.status === STATUS.INPUT_REQUIRED && !run.resumed_by) {
       const answer = el('input', { 'aria-label': 'Your answer', class: 'answer-input' });
       const resume = () => this.act(() => this.app.start(() => call('POST',
         `/runs/${id}/resume`, { parts: [{ kind: 'text', text: answer.value }] })));
@@ -273,7 +274,7 @@ export class RunView {
         `/runs/${id}/rerun`, {})))), button('Edit and rerun', () => this.app.editRerun(run)));
     }
     // What the person typed survives a redraw (the run ending while they type).
-    const label = el('input', { 'aria-label': 'Run label', maxlength: 200, placeholder: 'a label for this run',
+    const label = el('input', { 'aria-label': 'Run label', maxlength: LIMITS.MAX_LABEL, placeholder: 'a label for this run',
       oninput: () => { this.labelDraft = label.value; } });
     label.value = this.labelDraft ?? (run.label || '');
     const save = () => this.act(async () => {
@@ -298,7 +299,7 @@ export class RunView {
   }
 
   async renderDiagnostics(run) {
-    if (!run.error && run.status !== 'failed' && run.status !== 'interrupted') {
+    if (!run.error && run.status !== STATUS.FAILED && run.status !== STATUS.INTERRUPTED) {
       this.diagnostics.replaceChildren();
       return;
     }

@@ -5,10 +5,11 @@
 // step still open with that end, and the complete step with it too: the stepper never shows
 // a step completed after the run ended another way, replayed events included.
 import { el } from './dom.js';
+import { PHASE, SUCCESS } from './wire.js';
 
 const STEPS = ['validate', 'save', 'start', 'ready', 'send', 'complete'];
-const FINISHED = new Set(['completed', 'input_required']);
-const OPEN = new Set(['pending', 'started']);
+const FINISHED = SUCCESS;  // a run that ended so leaves its steps as they are
+const OPEN = new Set(['pending', PHASE.STARTED]);  // pending: the page's own, before any event
 
 export class Stepper {
   constructor() {
@@ -27,11 +28,11 @@ export class Stepper {
     const item = this.items.get(step);
     if (!item) return;  // a phase this page does not know: skipped, as the contract says
     // "complete: completed" carries the run's status: a cancelled run's complete is that.
-    let state = step === 'complete' && event.state === 'completed' && event.status
+    let state = step === 'complete' && event.state === PHASE.COMPLETED && event.status
       && !FINISHED.has(event.status) ? event.status : event.state;
     // The daemon closes a phase a run left open as "cancelled" whatever ended the run; the
     // step says the run's own end (interrupted), whether that came before or after.
-    if (this.ending && state === 'cancelled' && event.reason === this.ending.reason) {
+    if (this.ending && state === PHASE.CANCELLED && event.reason === this.ending.reason) {
       state = this.ending.status;
     }
     this.set(item, event.phase, state, event.reason);
@@ -48,9 +49,9 @@ export class Stepper {
   markOpen() {
     const { status, reason } = this.ending;
     for (const [step, item] of this.items) {
-      const closed = item.dataset.state === 'cancelled' && item.dataset.reason === reason;
+      const closed = item.dataset.state === PHASE.CANCELLED && item.dataset.reason === reason;
       if (OPEN.has(item.dataset.state) || closed
-          || (step === 'complete' && item.dataset.state === 'completed')) {
+          || (step === 'complete' && item.dataset.state === PHASE.COMPLETED)) {
         const reached = item.dataset.state !== 'pending' || step === 'complete';
         this.set(item, item.dataset.label || step, reached ? status : 'not reached',
           reached ? reason : null);
@@ -59,11 +60,11 @@ export class Stepper {
   }
 
   set(item, label, state, reason) {
-    item.dataset.state = state === 'not reached' ? 'skipped' : state;
+    item.dataset.state = state === 'not reached' ? PHASE.SKIPPED : state;
     if (reason) item.dataset.reason = reason;
     else delete item.dataset.reason;
     item.dataset.label = label;
-    const why = reason && state !== 'completed' && state !== 'started' ? ` (${reason})` : '';
+    const why = reason && state !== PHASE.COMPLETED && state !== PHASE.STARTED ? ` (${reason})` : '';
     item.textContent = `${label}: ${state}${why}`;
   }
 }

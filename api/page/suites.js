@@ -6,8 +6,9 @@
 // API gives none.
 import { API, call } from './api.js';
 import { append, button, el, ms } from './dom.js';
+import { SUITE_RUN_OVER, SUITE_RUN_STATUS } from './wire.js';
 
-const OVER = new Set(['completed', 'cancelled', 'failed', 'interrupted']);
+const OVER = SUITE_RUN_OVER;
 const REREAD_MS = 150;  // progress events come in bursts: the report is read once for them
 
 // `picked`: run ids; each becomes a case (a run in a resume chain replays its chain).
@@ -113,7 +114,7 @@ export class Suites {
         call('GET', `/suites/${encodeURIComponent(suite.id)}`),
         call('GET', `/suites/${encodeURIComponent(suite.id)}/runs`)]);
       const current = baselineOf(detail);
-      const runs = listed.suite_runs.filter((r) => r.status === 'completed');
+      const runs = listed.suite_runs.filter((r) => r.status === SUITE_RUN_STATUS.COMPLETED);
       const pick = el('select', { 'aria-label': `Baseline of ${suite.name}`, class: 'suite-baseline' },
         current ? null : el('option', { value: '', selected: true, disabled: true },
           'the saved runs (current)'),

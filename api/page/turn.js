@@ -6,6 +6,7 @@
 import { ACTIVE } from './api.js';
 import { button, el, ms } from './dom.js';
 import { renderMarkdown } from './markdown.js';
+import { STATUS } from './wire.js';
 
 const EXCERPT = 160;     // characters: a run's name in one line
 const FOLD_CHARS = 600;  // a text longer than this (or of more lines) is folded
@@ -160,7 +161,7 @@ export function turnLines(run, find, open = null, changed = () => {}) {
   const input = (run.input && run.input.parts) || [];
   const inputText = summary(input);
   const answerText = summary(run.output);
-  const waiting = run.status === 'input_required' && !run.resumed_by
+  const waiting = run.status === STATUS.INPUT_REQUIRED && !run.resumed_by
     ? el('span', { class: 'waiting' }, 'waiting for your answer') : null;
   return [
     el('div', { class: 'turn-line turn-top' }, opener, origin),

@@ -2,8 +2,18 @@
 // run `scripts/gen_wire`; never edit this file (a unit test fails when it is stale).
 
 export const API = '/api/playground/v1';
-export const BUNDLE_FORMAT = 'llamon.playground.bundle/1';
 // Every run status (a closed set).
+export const STATUS = Object.freeze({
+  QUEUED: 'queued',
+  PREPARING: 'preparing',
+  RUNNING: 'running',
+  INPUT_REQUIRED: 'input_required',
+  COMPLETED: 'completed',
+  FAILED: 'failed',
+  CANCELLED: 'cancelled',
+  INTERRUPTED: 'interrupted',
+});
+// The same, as a set.
 export const RUN_STATUSES = new Set(['queued', 'preparing', 'running', 'input_required',
                                      'completed', 'failed', 'cancelled', 'interrupted']);
 // A run still going.
@@ -11,20 +21,84 @@ export const ACTIVE = new Set(['queued', 'preparing', 'running']);
 // A run's last status (input_required too: a resume is a new run).
 export const TERMINAL = new Set(['input_required', 'completed', 'failed', 'cancelled',
                                  'interrupted']);
+// A last status that counts as success.
+export const SUCCESS = new Set(['input_required', 'completed']);
 // The reasons the daemon sends today (an open set).
-export const REASONS = new Set(['project_validation', 'runtime_unavailable', 'host_exited',
-                                'host_error', 'host_rejected', 'host_unresponsive',
-                                'host_output_too_large', 'runtime_restarted', 'host_cancelled',
-                                'stream_broken', 'user_cancelled', 'studio_shutdown',
-                                'daemon_restarted', 'auth_required', 'imported',
-                                'internal_error']);
+export const REASON = Object.freeze({
+  PROJECT_VALIDATION: 'project_validation',
+  RUNTIME_UNAVAILABLE: 'runtime_unavailable',
+  HOST_EXITED: 'host_exited',
+  HOST_ERROR: 'host_error',
+  HOST_REJECTED: 'host_rejected',
+  HOST_UNRESPONSIVE: 'host_unresponsive',
+  HOST_OUTPUT_TOO_LARGE: 'host_output_too_large',
+  RUNTIME_RESTARTED: 'runtime_restarted',
+  HOST_CANCELLED: 'host_cancelled',
+  STREAM_BROKEN: 'stream_broken',
+  USER_CANCELLED: 'user_cancelled',
+  STUDIO_SHUTDOWN: 'studio_shutdown',
+  DAEMON_RESTARTED: 'daemon_restarted',
+  AUTH_REQUIRED: 'auth_required',
+  IMPORTED: 'imported',
+  INTERNAL_ERROR: 'internal_error',
+});
+// A run.phase event's states.
+export const PHASE = Object.freeze({
+  STARTED: 'started',
+  COMPLETED: 'completed',
+  SKIPPED: 'skipped',
+  FAILED: 'failed',
+  CANCELLED: 'cancelled',
+  INTERRUPTED: 'interrupted',
+});
 // The Host's states.
-export const HOST_STATES = new Set(['stopped', 'starting', 'ready', 'stopping', 'backoff',
-                                    'crashloop']);
+export const HOST_STATE = Object.freeze({
+  STOPPED: 'stopped',
+  STARTING: 'starting',
+  READY: 'ready',
+  STOPPING: 'stopping',
+  BACKOFF: 'backoff',
+  CRASHLOOP: 'crashloop',
+});
 // A run's SSE event names (an open set).
-export const RUN_EVENT_KINDS = new Set(['run.status', 'run.phase', 'output.delta',
-                                        'run.output', 'trace', 'diagnostic']);
+export const RUN_EVENT = Object.freeze({
+  STATUS: 'run.status',
+  PHASE: 'run.phase',
+  OUTPUT_DELTA: 'output.delta',
+  OUTPUT: 'run.output',
+  TRACE: 'trace',
+  DIAGNOSTIC: 'diagnostic',
+});
 // The project-wide SSE event names (an open set).
-export const PROJECT_EVENT_KINDS = new Set(['host.state', 'run.active', 'run.status',
-                                            'run.updated', 'session.updated',
-                                            'session.created', 'session.deleted', 'log']);
+export const PROJECT_EVENT = Object.freeze({
+  HOST_STATE: 'host.state',
+  RUN_ACTIVE: 'run.active',
+  RUN_STATUS: 'run.status',
+  RUN_UPDATED: 'run.updated',
+  SESSION_UPDATED: 'session.updated',
+  SESSION_CREATED: 'session.created',
+  SESSION_DELETED: 'session.deleted',
+  LOG: 'log',
+});
+// A suite run's statuses.
+export const SUITE_RUN_STATUS = Object.freeze({
+  RUNNING: 'running',
+  COMPLETED: 'completed',
+  CANCELLED: 'cancelled',
+  FAILED: 'failed',
+  INTERRUPTED: 'interrupted',
+});
+// A suite run's last statuses.
+export const SUITE_RUN_OVER = new Set(['completed', 'cancelled', 'failed', 'interrupted']);
+// The sizes the daemon accepts in request bodies.
+export const LIMITS = Object.freeze({
+  MAX_TITLE: 500,
+  MAX_LABEL: 200,
+  MAX_NOTE: 10000,
+  MAX_REVISION: 256,
+  MAX_PARTS: 256,
+  MAX_INLINE_FILE_BYTES: 10485760,
+  MAX_CHANGED_FILES: 1000,
+  MAX_SUITE_NAME: 200,
+  MAX_SUITE_CASES: 1000,
+});

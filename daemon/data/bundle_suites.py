@@ -15,6 +15,8 @@ from typing import Any
 import orjson
 
 from llamon_playground.common.limits import Limits
+from llamon_playground.common.wire.suites import MAX_SUITE_CASES as MAX_CASES
+from llamon_playground.common.wire.suites import MAX_SUITE_NAME as MAX_NAME
 from llamon_playground.daemon.data.json_depth import check_depth
 from llamon_playground.daemon.data.redact import redact_metadata
 from llamon_playground.daemon.data.sizes import check_metadata
@@ -24,8 +26,6 @@ SUITE_KEYS = {"id", "name", "created_at", "run_on_save", "cases"}
 CASE_KEYS = {"id", "position", "kind", "source_run_id", "source_session_id", "turns",
              "baseline"}
 KINDS = {"run", "chain", "session"}
-MAX_NAME = 200
-MAX_CASES = 1000
 MAX_TURNS = 1000
 PartCheck = Callable[[Any, str, dict[str, int]], str | None]
 

@@ -21,14 +21,13 @@ from typing import Any
 
 from llamon_playground.common.contract import RunStatus
 from llamon_playground.common.limits import DEFAULT_LIMITS, Limits
+from llamon_playground.common.wire.words import BUNDLE_FORMAT, MAX_LABEL, MAX_NOTE
 from llamon_playground.daemon.data.bundle_suites import check_suites
-from llamon_playground.daemon.data.edits import MAX_LABEL, MAX_NOTE
 from llamon_playground.daemon.data.json_depth import check_depth
 from llamon_playground.daemon.data.parts import SHA256_RE
 from llamon_playground.daemon.data.sizes import check_capture_event, check_metadata
 from llamon_playground.daemon.errors import BadRequest, PayloadTooLarge
 
-BUNDLE_FORMAT = "llamon.playground.bundle/1"
 MAX_BLOBS = 10_000
 MAX_TOTAL_BLOB_BYTES = 160 * 1024 * 1024
 # One blob may take a bundle's whole allowance: a long answer is one blob (a text part over

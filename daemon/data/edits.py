@@ -8,14 +8,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llamon_playground.common.limits import DEFAULT_LIMITS, Limits
+from llamon_playground.common.wire.words import MAX_LABEL, MAX_NOTE, MAX_TITLE
 from llamon_playground.daemon.data.json_depth import check_depth
 from llamon_playground.daemon.data.parts import RunRequest, parse_run_request
 from llamon_playground.daemon.data.sizes import check_metadata
 from llamon_playground.daemon.errors import BadRequest
 
-MAX_TITLE = 500
-MAX_LABEL = 200
-MAX_NOTE = 10_000
+__all__ = ["MAX_LABEL", "MAX_NOTE", "MAX_TITLE"]  # the wire's, checked here
+
 SESSION_KEYS = ("title", "metadata")
 RUN_KEYS = ("label", "note")
 # The input fields a rerun may replace (the rest of the stored input is cloned).

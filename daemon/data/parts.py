@@ -19,6 +19,12 @@ from llamon_playground.common.limits import (
     TEXT_INLINE_BYTES,
     Limits,
 )
+from llamon_playground.common.wire.words import (
+    MAX_CHANGED_FILES,
+    MAX_INLINE_FILE_BYTES,
+    MAX_PARTS,
+    MAX_REVISION,
+)
 from llamon_playground.daemon.data.json_depth import check_depth
 from llamon_playground.daemon.data.sizes import check_metadata
 from llamon_playground.daemon.errors import BadRequest, PayloadTooLarge
@@ -26,9 +32,6 @@ from llamon_playground.daemon.errors import BadRequest, PayloadTooLarge
 RESERVED_METADATA_KEY = "llamon.playground"
 # How a stored file is named: its content's sha256, in lowercase hex (the blob store's key).
 SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
-MAX_PARTS = 256
-MAX_INLINE_FILE_BYTES = 10 * 1024 * 1024
-MAX_CHANGED_FILES = 1000
 REQUEST_KEYS = {"parts", "metadata", "changed_files", "revision"}
 PART_KEYS = {"text": {"kind", "text"}, "data": {"kind", "data"},
              "file": {"kind", "name", "mime", "uri", "bytes_base64"}}
@@ -92,8 +95,9 @@ def parse_run_request(body: Any, *, require_parts: bool = True,
     request.metadata = metadata
     request.changed_files = parse_changed_files(body.get("changed_files", []))
     revision = body.get("revision")
-    if revision is not None and (not isinstance(revision, str) or len(revision) > 256):
-        raise _bad("`revision` must be a string of at most 256 characters", "invalid_revision")
+    if revision is not None and (not isinstance(revision, str) or len(revision) > MAX_REVISION):
+        raise _bad(f"`revision` must be a string of at most {MAX_REVISION} characters",
+                   "invalid_revision")
     request.revision = revision
     return request
 

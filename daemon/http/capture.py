@@ -17,11 +17,11 @@ from llamon_playground.common.http_json import json_response
 from llamon_playground.common.limits import Limits
 from llamon_playground.daemon.data.sizes import check_capture_event
 from llamon_playground.daemon.errors import ApiError, BadRequest, Conflict
-from llamon_playground.daemon.http.util import read_json
+from llamon_playground.daemon.http.util import bind, read_json
 from llamon_playground.daemon.runs.manager import RunManager
 from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.history import scores_op
-from llamon_playground.host_manager.capture import CAPTURE_PATH, token_matches
+from llamon_playground.host_manager.capture import token_matches
 from llamon_playground.host_manager.supervisor import HostSupervisor
 
 MAX_CAPTURE_BYTES = 1024 * 1024
@@ -134,4 +134,4 @@ class CaptureRoute:
 def add_capture_routes(app: web.Application, *, store: Store, host: HostSupervisor,
                        runs: RunManager, limits: Limits) -> None:
     """Route the Host's capture endpoint."""
-    app.router.add_post(CAPTURE_PATH, CaptureRoute(store, host, runs, limits).capture)
+    bind(app, "capture", CaptureRoute(store, host, runs, limits))

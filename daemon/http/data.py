@@ -25,17 +25,16 @@ import orjson
 from aiohttp import web
 
 from llamon_playground.common.config import Settings
-from llamon_playground.common.contract import API_PREFIX
 from llamon_playground.common.http_json import json_response
+from llamon_playground.common.wire.routes import IMPORT_BODY_BYTES
 from llamon_playground.daemon.data.bundle_json import parse_selection
 from llamon_playground.daemon.errors import BadRequest
-from llamon_playground.daemon.http.util import read_body, read_object
+from llamon_playground.daemon.http.util import bind, read_body, read_object
 from llamon_playground.daemon.store.history_service import HistoryService
 
-PREFIX = API_PREFIX
 # A bundle carries its files as base64 (4/3 of their size), so it needs more than the
 # default 16 MiB body limit; the validator's own limits (160 MiB of blobs) fit inside.
-MAX_IMPORT_BYTES = 256 * 1024 * 1024
+MAX_IMPORT_BYTES = IMPORT_BODY_BYTES  # the front refuses a larger one first
 WRITE_SLICE = 1 << 20  # bytes of an export's answer handed to the transport at once
 _MIME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*$")
 
@@ -110,13 +109,7 @@ def add_data_routes(app: web.Application, *, settings: Settings,
                     history: HistoryService) -> None:
     """Route files, compare, bundles and deletion."""
     routes = DataRoutes(settings, history)
-    r = app.router
-    r.add_get(PREFIX + "/files/{sha256}", routes.get_file)
-    r.add_get(PREFIX + "/compare", routes.compare)
-    r.add_post(PREFIX + "/bundles/export", routes.export)
-    r.add_post(PREFIX + "/bundles/import", routes.import_)
-    r.add_delete(PREFIX + "/sessions", routes.delete_all)
-    r.add_delete(PREFIX + "/sessions/{session_id}", routes.delete_session)
+    bind(app, "data", routes)
 
 
 SIDES = ("input", "output")

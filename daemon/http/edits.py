@@ -9,14 +9,11 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from llamon_playground.common.contract import API_PREFIX
 from llamon_playground.common.http_json import json_response
 from llamon_playground.common.limits import Limits
 from llamon_playground.daemon.data.edits import parse_run_fields, parse_session_fields
-from llamon_playground.daemon.http.util import read_json
+from llamon_playground.daemon.http.util import bind, read_json
 from llamon_playground.daemon.store.history_service import HistoryService
-
-PREFIX = API_PREFIX
 
 
 class EditRoutes:
@@ -46,7 +43,4 @@ def add_edit_routes(app: web.Application, *, history: HistoryService,
                     max_request_bytes: int, limits: Limits) -> None:
     """Route the edits of sessions and runs and a run's lineage."""
     routes = EditRoutes(history, max_request_bytes, limits)
-    r = app.router
-    r.add_patch(PREFIX + "/sessions/{session_id}", routes.patch_session)
-    r.add_patch(PREFIX + "/runs/{run_id}", routes.patch_run)
-    r.add_get(PREFIX + "/runs/{run_id}/lineage", routes.get_lineage)
+    bind(app, "edits", routes)

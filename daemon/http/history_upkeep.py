@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from llamon_playground.common.contract import API_PREFIX
 from llamon_playground.common.http_json import json_response
+from llamon_playground.daemon.http.util import bind
 from llamon_playground.daemon.store.upkeep.trimmer import Trimmer
 
 
@@ -29,5 +29,4 @@ class HistoryUpkeepRoutes:
 def add_history_routes(app: web.Application, *, trimmer: Trimmer) -> None:
     """Route the history report and its trim."""
     routes = HistoryUpkeepRoutes(trimmer)
-    app.router.add_get(API_PREFIX + "/history", routes.report)
-    app.router.add_post(API_PREFIX + "/history/trim", routes.trim)
+    bind(app, "upkeep", routes)

@@ -8,19 +8,17 @@ from collections.abc import Awaitable
 from aiohttp import web
 
 from llamon_playground.common.config import Settings
-from llamon_playground.common.contract import API_PREFIX
 from llamon_playground.common.http_json import json_response
 from llamon_playground.common.platform import current as current_platform
 from llamon_playground.daemon.errors import Conflict
 from llamon_playground.daemon.http.sse import KEEPALIVE, last_event_id, prepare_stream
-from llamon_playground.daemon.http.util import int_query, limit_query
+from llamon_playground.daemon.http.util import bind, int_query, limit_query
 from llamon_playground.daemon.runs.manager import RunManager
 from llamon_playground.daemon.runs.reload import ReloadCoordinator
 from llamon_playground.daemon.store.project_events import ProjectEvents, sse_frame
 from llamon_playground.host_manager.errors import HostUnavailable
 from llamon_playground.host_manager.supervisor import HostSupervisor
 
-PREFIX = API_PREFIX
 MAX_LOG_LIMIT = 5000
 
 
@@ -143,11 +141,5 @@ def add_host_routes(app: web.Application, *, settings: Settings, host: HostSuper
                     project_events: ProjectEvents) -> None:
     """Route the Host's status, start, stop, restart and logs, and the project's event stream."""
     routes = HostRoutes(settings, host, runs, reload, project_events)
-    r = app.router
-    r.add_get(PREFIX + "/host", routes.host_status)
-    r.add_post(PREFIX + "/host/start", routes.host_start)
-    r.add_post(PREFIX + "/host/stop", routes.host_stop)
-    r.add_post(PREFIX + "/host/restart", routes.host_restart)
-    r.add_get(PREFIX + "/host/logs", routes.host_logs)
-    r.add_get(PREFIX + "/events", routes.project_events)
+    bind(app, "host", routes)
 

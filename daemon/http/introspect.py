@@ -18,11 +18,11 @@ import aiohttp
 from aiohttp import web
 
 from llamon_playground.common.config import Settings
-from llamon_playground.common.contract import API_PREFIX
 from llamon_playground.common.http_json import json_response
 from llamon_playground.daemon.a2a.client import A2AClient, A2AUnavailable
 from llamon_playground.daemon.a2a.wire import V1, Interface
 from llamon_playground.daemon.errors import ApiError, NotFound, ProjectError
+from llamon_playground.daemon.http.util import bind
 from llamon_playground.daemon.introspect.agent_card import agent_composer, source_only_composer
 from llamon_playground.daemon.introspect.composer import answer, flow_composer
 from llamon_playground.daemon.introspect.errors import NodeNotFound, SourceNotFound
@@ -36,7 +36,6 @@ from llamon_playground.daemon.store.history_service import HistoryService
 from llamon_playground.host_manager.state import HostState
 from llamon_playground.host_manager.supervisor import HostSupervisor
 
-PREFIX = API_PREFIX
 CARD_TIMEOUT = 3.0
 
 
@@ -164,7 +163,4 @@ def add_introspect_routes(app: web.Application, *, settings: Settings, host: Hos
                           blobs: BlobStore) -> None:
     """Route the composer schema, source targets and a run's snippets."""
     routes = IntrospectRoutes(settings, host, http, history, blobs)
-    r = app.router
-    r.add_get(PREFIX + "/composer-schema", routes.composer_schema)
-    r.add_get(PREFIX + "/source-targets/{node_id}", routes.source_target)
-    r.add_get(PREFIX + "/runs/{run_id}/snippets", routes.run_snippets)
+    bind(app, "introspect", routes)

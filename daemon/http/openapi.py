@@ -1,7 +1,9 @@
 """The OpenAPI 3.1 document of the public Playground API, and its route.
 
-One `Op` per route: adding a route to the daemon means adding one line to `OPERATIONS` (a
-test compares this table with the daemon's router, so a forgotten route fails). Path
+Every route is declared once, in common/wire/routes.py (method, path, handler, stream,
+body size): the daemon's router is bound from it, and here one `Op` per route adds what a
+reader needs (summary, answer, parameters, errors), found by the route's handler; a route
+declared without an `Op` here, or an `Op` for no route, fails at import. Path
 parameters, the error answers every route shares (the front's 401/403/413/415/503, the
 daemon's 500) and the security schemes are filled in by `build_document`.
 """
@@ -11,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import cache
+from types import SimpleNamespace
 from typing import Any
 
 from aiohttp import web
@@ -18,7 +21,9 @@ from aiohttp import web
 from llamon_playground import __version__
 from llamon_playground.common.contract import API_PREFIX, RunStatus
 from llamon_playground.common.http_json import json_response
+from llamon_playground.common.wire.routes import ROUTES, Route, by_handler
 from llamon_playground.daemon.http.openapi_schemas import NONEMPTY, SCHEMAS, STR, Schema, ref
+from llamon_playground.daemon.http.util import bind
 
 PREFIX = API_PREFIX
 JSON = "application/json"
@@ -44,10 +49,10 @@ class Param:
 
 @dataclass(frozen=True)
 class Op:
-    """One route of the public API, declared once; the OpenAPI document is built from these."""
+    """What the document says of one route beyond its method, path and stream-ness, which
+    the one route declaration (common/wire/routes.py) gives, found by its `handler`."""
 
-    method: str
-    path: str  # under PREFIX, unless it starts with "//" (then it is served at the root)
+    handler: str  # "<group>.<method>", as the route declaration names it
     summary: str
     status: int = 200
     answer: Schema | None = None  # JSON answer; None with `media` for streams and files
@@ -61,9 +66,27 @@ class Op:
     # every operation with `{session_id}` in its path (OpenAPI links; fuzzers follow them).
     gives: dict[str, str] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # A route that always streams says so in the declaration, and only there.
+        if self.route.stream is True:
+            object.__setattr__(self, "media", SSE)
+
+    @property
+    def route(self) -> Route:
+        """The declared route (a KeyError names a handler the declaration lacks)."""
+        return by_handler()[self.handler]
+
+    @property
+    def method(self) -> str:
+        return self.route.method
+
+    @property
+    def path(self) -> str:
+        return self.route.path
+
     @property
     def full_path(self) -> str:
-        return self.path[1:] if self.path.startswith("//") else PREFIX + self.path
+        return self.route.full_path
 
 
 PAGING = (Param("after", {"type": "string", "pattern": "^[0-9]{1,12}$"},
@@ -88,55 +111,55 @@ SEARCH_PARAMS = (
           description="page size, 1 to 1000 (default 50)"))
 
 OPERATIONS: tuple[Op, ...] = (
-    Op("GET", "//health", "Daemon health: pid, version, database, Host, active run",
+    Op("runs.health", "Daemon health: pid, version, database, Host, active run",
        answer=ref("Health")),
-    Op("GET", "/openapi.json", "This document", answer=ref("OpenApiDocument")),
+    Op("openapi.openapi_json", "This document", answer=ref("OpenApiDocument")),
     # sessions and runs
-    Op("GET", "/sessions",
+    Op("runs.list_sessions",
        "List sessions (oldest first, or newest first with ?order=newest; paged)",
        answer=ref("SessionList"), params=(
            *PAGING, Param("order", {"type": "string", "enum": ["oldest", "newest"]},
                           description="oldest first (the default) or newest first")),
        errors=(400,)),
-    Op("POST", "/sessions", "Create a session", 201, ref("Session"),
+    Op("runs.create_session", "Create a session", 201, ref("Session"),
        body=ref("SessionCreate"), body_required=False, errors=(400,),
        gives={"session_id": "id"}),
-    Op("DELETE", "/sessions", "Delete all history", answer=ref("HistoryDeleted"),
+    Op("data.delete_all", "Delete all history", answer=ref("HistoryDeleted"),
        errors=(409,)),
-    Op("GET", "/sessions/{session_id}", "One session", answer=ref("Session"),
+    Op("runs.get_session", "One session", answer=ref("Session"),
        errors=(404,)),
-    Op("PATCH", "/sessions/{session_id}", "Change a session's title and/or metadata",
+    Op("edits.patch_session", "Change a session's title and/or metadata",
        answer=ref("Session"), body=ref("SessionPatch"), errors=(400,)),
-    Op("DELETE", "/sessions/{session_id}", "Delete a session, its runs and unused blobs",
+    Op("data.delete_session", "Delete a session, its runs and unused blobs",
        answer=ref("SessionDeleted"), errors=(409,)),
-    Op("GET", "/sessions/{session_id}/runs",
+    Op("runs.list_runs",
        "List a session's runs (oldest first, or newest first with ?order=newest; paged)",
        answer=ref("RunList"), params=(
            *PAGING, Param("order", {"type": "string", "enum": ["oldest", "newest"]},
                           description="oldest first (the default) or newest first")),
        errors=(400, 404)),
-    Op("POST", "/sessions/{session_id}/runs", "Start a run in the background", 202,
+    Op("runs.create_run", "Start a run in the background", 202,
        ref("RunAccepted"), body=ref("RunRequest"), errors=(400, 409),
        gives={"run_id": "run_id"}),
-    Op("GET", "/runs/{run_id}", "A run", answer=ref("Run")),
-    Op("PATCH", "/runs/{run_id}", "Label or annotate a run (never its status or output)",
+    Op("runs.get_run", "A run", answer=ref("Run")),
+    Op("edits.patch_run", "Label or annotate a run (never its status or output)",
        answer=ref("Run"), body=ref("RunPatch"), errors=(400,)),
-    Op("GET", "/runs/{run_id}/lineage", "The chain of resumes and the tree of reruns",
+    Op("edits.get_lineage", "The chain of resumes and the tree of reruns",
        answer=ref("Lineage")),
-    Op("DELETE", "/runs/{run_id}", "Cancel the active run", answer=ref("RunAccepted"),
+    Op("runs.cancel_run", "Cancel the active run", answer=ref("RunAccepted"),
        errors=(409,)),
-    Op("POST", "/runs/{run_id}/resume", "Answer a run that asked for input", 202,
+    Op("runs.resume_run", "Answer a run that asked for input", 202,
        ref("RunAccepted"), body=ref("RunRequest"), errors=(400, 409)),
-    Op("POST", "/runs/{run_id}/rerun",
+    Op("runs.rerun_run",
        "Run the stored input again in a new context; a body replaces what it gives",
        202,
        ref("RunAccepted"), body=ref("RerunRequest"), body_required=False, errors=(400, 409)),
-    Op("GET", "/runs/{run_id}/events", "The run's events as SSE (replay, then live); 204 "
-       "when the run is over and nothing is after the cursor", media=SSE, errors=(400,),
+    Op("runs.run_events", "The run's events as SSE (replay, then live); 204 "
+       "when the run is over and nothing is after the cursor", errors=(400,),
        extra={204: {}},
        params=(Param("after", DIGITS, description="replay events after this seq"),
                Param("Last-Event-ID", HEADER_CURSOR, "header"))),
-    Op("GET", "/runs/{run_id}/{side}/{index}/content",
+    Op("runs.part_content",
        "One part of a run's input or output, whole (a cut part's `content_url`): a long "
        "text as text/plain, a file as an attachment; Range requests answer 206",
        media="*/*", errors=(400,), extra={206: {}, 416: {}},
@@ -144,35 +167,35 @@ OPERATIONS: tuple[Op, ...] = (
                      required=True),
                Param("index", {"type": "string", "pattern": "^[0-9]{1,6}$"}, "path",
                      required=True))),
-    Op("GET", "/runs/{run_id}/snippets", "Copy curl / Copy Python of the run's A2A request",
+    Op("introspect.run_snippets", "Copy curl / Copy Python of the run's A2A request",
        answer=ref("Snippets")),
     # data
-    Op("GET", "/files/{sha256}", "A stored file, as an attachment", media="*/*"),
-    Op("GET", "/search", "Find runs by words and filters (newest first, paged)",
+    Op("data.get_file", "A stored file, as an attachment", media="*/*"),
+    Op("search.search", "Find runs by words and filters (newest first, paged)",
        answer=ref("SearchResults"), errors=(400,), params=SEARCH_PARAMS),
-    Op("GET", "/compare", "Compare two runs", answer=ref("Compare"), errors=(400, 404),
+    Op("data.compare", "Compare two runs", answer=ref("Compare"), errors=(400, 404),
        params=(Param("left", NONEMPTY, required=True),
                Param("right", NONEMPTY, required=True))),
-    Op("POST", "/bundles/export", "Export sessions/runs as a bundle", answer=ref("Bundle"),
+    Op("data.export", "Export sessions/runs as a bundle", answer=ref("Bundle"),
        body=ref("ExportRequest"), body_required=False, errors=(400, 404)),
-    Op("POST", "/bundles/import", "Import a bundle (validated before any write)", 201,
+    Op("data.import_", "Import a bundle (validated before any write)", 201,
        ref("BundleImported"), body=ref("Bundle"), errors=(400, 409)),
-    Op("GET", "/history", "History's size and counts, and what the retention policy "
+    Op("upkeep.report", "History's size and counts, and what the retention policy "
        "would remove", answer=ref("HistoryReport")),
-    Op("POST", "/history/trim", "Apply the retention policy now", answer=ref("HistoryTrimmed")),
+    Op("upkeep.trim", "Apply the retention policy now", answer=ref("HistoryTrimmed")),
     # introspection
-    Op("GET", "/composer-schema", "The input composer of the project",
+    Op("introspect.composer_schema", "The input composer of the project",
        answer=ref("ComposerSchema")),
-    Op("GET", "/source-targets/{node_id}", "File, line and column of a Flow node",
+    Op("introspect.source_target", "File, line and column of a Flow node",
        answer=ref("SourceTarget"), errors=(422,)),
     # Host
-    Op("GET", "/host", "Host state", answer=ref("HostStatus")),
-    Op("POST", "/host/start", "Start the Host", answer=ref("HostStatus"), extra={
+    Op("host.host_status", "Host state", answer=ref("HostStatus")),
+    Op("host.host_start", "Start the Host", answer=ref("HostStatus"), extra={
         503: ref("HostError")}),
-    Op("POST", "/host/stop", "Stop the Host", answer=ref("HostStatus"), errors=(409,)),
-    Op("POST", "/host/restart", "Restart the Host", answer=ref("HostStatus"), errors=(409,),
+    Op("host.host_stop", "Stop the Host", answer=ref("HostStatus"), errors=(409,)),
+    Op("host.host_restart", "Restart the Host", answer=ref("HostStatus"), errors=(409,),
        extra={503: ref("HostError")}),
-    Op("GET", "/host/logs", "The Host's output (`follow=1`: as SSE, never ends)",
+    Op("host.host_logs", "The Host's output (`follow=1`: as SSE, never ends)",
        answer=ref("HostLogs"), errors=(400,),
        params=(Param("after", {"type": "string", "pattern": "^[0-9]{1,12}$"}),
                Param("limit", {"type": "string",
@@ -180,42 +203,53 @@ OPERATIONS: tuple[Op, ...] = (
                Param("follow", {"enum": ["0", "1", "true", "false"]}),
                Param("Last-Event-ID", HEADER_CURSOR, "header",
                      description="with follow=1: resume after this line offset"))),
-    Op("GET", "/events", "Project-wide events as SSE (Host state, active run); never ends",
-       media=SSE),
+    Op("host.project_events", "Project-wide events as SSE (Host state, active run); never ends"),
     # suites
-    Op("POST", "/suites", "Create a suite (inputs and baselines copied now)", 201,
+    Op("suites.create", "Create a suite (inputs and baselines copied now)", 201,
        ref("Suite"), body=ref("SuiteCreate"), errors=(400, 409), gives={"suite_id": "id"}),
-    Op("GET", "/suites", "List suites", answer=ref("SuiteList")),
-    Op("GET", "/suites/{suite_id}", "A suite with its cases", answer=ref("Suite")),
-    Op("PATCH", "/suites/{suite_id}",
-       "Rename, run on save, or make a suite run's results the baselines",
+    Op("suites.list_suites", "List suites", answer=ref("SuiteList")),
+    Op("suites.get", "A suite with its cases", answer=ref("Suite")),
+    Op("suites.patch", "Rename, run on save, or make a suite run's results the baselines",
        answer=ref("Suite"), body=ref("SuitePatch"), errors=(400, 409)),
-    Op("DELETE", "/suites/{suite_id}", "Delete a suite, its runs' reports and unused blobs",
+    Op("suites.delete", "Delete a suite, its runs' reports and unused blobs",
        answer=ref("SuiteDeleted"), errors=(409,)),
-    Op("POST", "/suites/{suite_id}/runs", "Run every case, one at a time, in the background",
+    Op("suites.start", "Run every case, one at a time, in the background",
        202, ref("SuiteRunAccepted"), errors=(400, 409),
        gives={"suite_run_id": "suite_run_id"}),
-    Op("GET", "/suites/{suite_id}/runs", "A suite's runs, newest first",
+    Op("suites.runs", "A suite's runs, newest first",
        answer=ref("SuiteRunList")),
-    Op("GET", "/suite-runs/{suite_run_id}", "A suite run's report (counts, no verdict)",
+    Op("suites.report", "A suite run's report (counts, no verdict)",
        answer=ref("SuiteRun")),
-    Op("DELETE", "/suite-runs/{suite_run_id}", "Cancel a suite run (the rest is skipped)",
+    Op("suites.cancel", "Cancel a suite run (the rest is skipped)",
        answer=ref("SuiteRunAccepted"), errors=(409,)),
-    Op("GET", "/suite-runs/{suite_run_id}/events", "A suite run's progress as SSE (replay, "
-       "then live); 204 when it is over and nothing is after the cursor", media=SSE,
+    Op("suites.events", "A suite run's progress as SSE (replay, "
+       "then live); 204 when it is over and nothing is after the cursor",
        errors=(400,), extra={204: {}},
        params=(Param("after", DIGITS, description="replay events after this seq"),
                Param("Last-Event-ID", HEADER_CURSOR, "header"))),
-    Op("GET", "/suite-runs/{suite_run_id}/cases/{case_id}",
-       "One case of a suite run: its baseline and result compared in full",
+    Op("suites.case", "One case of a suite run: its baseline and result compared in full",
        answer=ref("SuiteCaseCompare"), errors=(409,)),
 )
 
 # Routes only the front serves (the daemon never sees them).
 FRONT_OPERATIONS: tuple[Op, ...] = (
-    Op("GET", "//", "Front landing; `?token=` sets the auth cookie and redirects here",
+    Op("front.landing", "Front landing; `?token=` sets the auth cookie and redirects here",
        answer=ref("Landing"), params=(Param("token", STR),), extra={303: {}}),
 )
+
+
+
+def _documented(ops: tuple[Op, ...]) -> None:
+    """Every public route declared has its one `Op`, and every `Op` a declared route."""
+    declared = sorted(r.handler for r in ROUTES if r.public)
+    named = sorted(op.handler for op in ops)
+    if named != declared:
+        raise LookupError("daemon/http/openapi.py and common/wire/routes.py disagree: "
+                          f"undocumented {sorted(set(declared) - set(named))}, "
+                          f"undeclared or twice {sorted(set(named) - set(declared))}")
+
+
+_documented((*OPERATIONS, *FRONT_OPERATIONS))
 
 ERROR_TEXT = {
     400: "Bad request (`detail.error` says which rule)",
@@ -336,4 +370,4 @@ async def openapi_json(request: web.Request) -> web.Response:
 
 def add_openapi_routes(app: web.Application) -> None:
     """Route the OpenAPI document."""
-    app.router.add_get(PREFIX + "/openapi.json", openapi_json)
+    bind(app, "openapi", SimpleNamespace(openapi_json=openapi_json))

@@ -7,7 +7,6 @@ import logging
 import os
 import sqlite3
 from collections.abc import Awaitable, Callable
-from functools import partial
 from typing import Any
 
 from aiohttp import web
@@ -27,6 +26,7 @@ from llamon_playground.daemon.errors import ApiError, StoreError
 from llamon_playground.daemon.http.data import part_content
 from llamon_playground.daemon.http.sse import parse_cursor, prepare_stream, stream_run
 from llamon_playground.daemon.http.util import (
+    bind,
     choice_query,
     int_query,
     limit_query,
@@ -159,6 +159,9 @@ class RunRoutes:
         body = await self._body(request)
         return json_response(await self._runs.rerun(request.match_info["run_id"], body), 202)
 
+    async def part_content(self, request: web.Request) -> web.StreamResponse:
+        return await part_content(self._history, request)
+
     async def run_events(self, request: web.Request) -> web.StreamResponse:
         run_id = request.match_info["run_id"]
         cursor = parse_cursor(request)
@@ -182,17 +185,4 @@ def add_routes(app: web.Application, *, settings: Settings, store: Store, hub: E
                trimmer: Trimmer) -> None:
     """Route health, sessions and runs (create, read, cancel, resume, rerun, events)."""
     routes = RunRoutes(settings, store, hub, history, runs, host, trimmer)
-    r = app.router
-    r.add_get("/health", routes.health)
-    r.add_get(PREFIX + "/sessions", routes.list_sessions)
-    r.add_post(PREFIX + "/sessions", routes.create_session)
-    r.add_get(PREFIX + "/sessions/{session_id}", routes.get_session)
-    r.add_get(PREFIX + "/sessions/{session_id}/runs", routes.list_runs)
-    r.add_post(PREFIX + "/sessions/{session_id}/runs", routes.create_run)
-    r.add_get(PREFIX + "/runs/{run_id}", routes.get_run)
-    r.add_delete(PREFIX + "/runs/{run_id}", routes.cancel_run)
-    r.add_post(PREFIX + "/runs/{run_id}/resume", routes.resume_run)
-    r.add_post(PREFIX + "/runs/{run_id}/rerun", routes.rerun_run)
-    r.add_get(PREFIX + "/runs/{run_id}/events", routes.run_events)
-    r.add_get(PREFIX + "/runs/{run_id}/{side}/{index}/content",
-              partial(part_content, history))
+    bind(app, "runs", routes)

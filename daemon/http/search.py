@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from llamon_playground.common.contract import API_PREFIX
 from llamon_playground.common.http_json import decimal_digits, json_response
+from llamon_playground.daemon.http.util import bind
 from llamon_playground.daemon.store.search.query import SearchQuery, invalid, parse_query
 from llamon_playground.daemon.store.search.service import RunSearch
 
-PREFIX = API_PREFIX
 MAX_PAGE = 1000
 DEFAULT_PAGE = 50
 FLAGS = {"1": True, "true": True, "0": False, "false": False}
@@ -70,4 +69,4 @@ class SearchRoutes:
 
 def add_search_routes(app: web.Application, *, search: RunSearch) -> None:
     """Route the search over runs."""
-    app.router.add_get(PREFIX + "/search", SearchRoutes(search).search)
+    bind(app, "search", SearchRoutes(search))

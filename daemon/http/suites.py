@@ -20,15 +20,12 @@ from typing import Any
 from aiohttp import web
 
 from llamon_playground.common.config import Settings
-from llamon_playground.common.contract import API_PREFIX
 from llamon_playground.common.http_json import json_response
 from llamon_playground.daemon.http.sse import parse_cursor, prepare_stream, stream_run
-from llamon_playground.daemon.http.util import read_json
+from llamon_playground.daemon.http.util import bind, read_json
 from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.event_log import EventHub
 from llamon_playground.daemon.suites.service import SuiteService
-
-PREFIX = API_PREFIX
 
 
 class SuiteRoutes:
@@ -96,15 +93,4 @@ def add_suite_routes(app: web.Application, *, settings: Settings, store: Store, 
                      suites: SuiteService) -> None:
     """Route suites and suite runs."""
     routes = SuiteRoutes(settings, store, hub, suites)
-    r = app.router
-    r.add_post(PREFIX + "/suites", routes.create)
-    r.add_get(PREFIX + "/suites", routes.list_suites)
-    r.add_get(PREFIX + "/suites/{suite_id}", routes.get)
-    r.add_patch(PREFIX + "/suites/{suite_id}", routes.patch)
-    r.add_delete(PREFIX + "/suites/{suite_id}", routes.delete)
-    r.add_post(PREFIX + "/suites/{suite_id}/runs", routes.start)
-    r.add_get(PREFIX + "/suites/{suite_id}/runs", routes.runs)
-    r.add_get(PREFIX + "/suite-runs/{suite_run_id}", routes.report)
-    r.add_delete(PREFIX + "/suite-runs/{suite_run_id}", routes.cancel)
-    r.add_get(PREFIX + "/suite-runs/{suite_run_id}/events", routes.events)
-    r.add_get(PREFIX + "/suite-runs/{suite_run_id}/cases/{case_id}", routes.case)
+    bind(app, "suites", routes)

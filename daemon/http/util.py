@@ -1,4 +1,5 @@
-"""JSON in for the daemon's routes: size-limited bodies, bounded query integers."""
+"""JSON in for the daemon's routes: size-limited bodies, bounded query integers; and the
+binding of each declared route to its handler."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import orjson
 from aiohttp import web
 
 from llamon_playground.common.http_json import decimal_digits
+from llamon_playground.common.wire.routes import served_by
 from llamon_playground.daemon.data.bundle_json import refuse_lone_surrogates
 from llamon_playground.daemon.data.long_strings import (
     decode_span,
@@ -151,3 +153,10 @@ def choice_query(request: web.Request, name: str, choices: tuple[str, ...]) -> s
     if raw not in choices:
         raise BadRequest(f"`{name}` must be one of {', '.join(choices)}", code="invalid_query")
     return raw
+
+
+def bind(app: web.Application, group: str, handlers: object) -> None:
+    """Serve every route the one route declaration (common/wire/routes.py) gives `group`,
+    each with the method of `handlers` it names."""
+    for route in served_by(group):
+        app.router.add_route(route.method, route.full_path, getattr(handlers, route.name))

@@ -7,8 +7,11 @@ from __future__ import annotations
 from enum import Enum
 
 from llamon_playground.common.contract import ACTIVE_STATUSES, TERMINAL_STATUSES, RunStatus
+from llamon_playground.common.wire.words import RunReason as Reason
 
-__all__ = ["ACTIVE_STATUSES", "TERMINAL_STATUSES", "RunStatus"]
+# The wire declares the reasons (an open set: clients accept reasons they don't know);
+# `Reason` is its name here, beside the table of the status each one ends a run in.
+__all__ = ["ACTIVE_STATUSES", "TERMINAL_STATUSES", "Reason", "RunStatus"]
 
 _ENDINGS = TERMINAL_STATUSES
 
@@ -19,27 +22,6 @@ TRANSITIONS: dict[RunStatus, frozenset[RunStatus]] = {
     # input_required is terminal for the run; the conversation continues in a child run.
     **{status: frozenset() for status in TERMINAL_STATUSES},
 }
-
-
-class Reason:
-    """Known reasons (an open set: clients must accept reasons they don't know)."""
-
-    RUNTIME_UNAVAILABLE = "runtime_unavailable"
-    RUNTIME_RESTARTED = "runtime_restarted"
-    PROJECT_VALIDATION = "project_validation"
-    USER_CANCELLED = "user_cancelled"
-    STUDIO_SHUTDOWN = "studio_shutdown"
-    DAEMON_RESTARTED = "daemon_restarted"
-    HOST_ERROR = "host_error"
-    HOST_EXITED = "host_exited"
-    HOST_CANCELLED = "host_cancelled"
-    STREAM_BROKEN = "stream_broken"
-    HOST_REJECTED = "host_rejected"
-    HOST_UNRESPONSIVE = "host_unresponsive"
-    HOST_OUTPUT_TOO_LARGE = "host_output_too_large"
-    AUTH_REQUIRED = "auth_required"
-    IMPORTED = "imported"
-    INTERNAL_ERROR = "internal_error"
 
 
 # The status every reason ends a run in: the executor, the run manager, boot recovery and

@@ -31,11 +31,11 @@ import orjson
 
 from llamon_playground.common.contract import ACTIVE_STATUSES, RunStatus
 from llamon_playground.common.limits import DEFAULT_LIMITS, Limits
+from llamon_playground.common.wire.words import BUNDLE_FORMAT
 from llamon_playground.daemon.data.big_documents import dismantle
 from llamon_playground.daemon.data.bundle_json import bundle_of, file_parts
 from llamon_playground.daemon.data.bundle_suites import case_file_shas, remap_baseline, suite_doc
 from llamon_playground.daemon.data.bundle_validate import (
-    BUNDLE_FORMAT,
     MAX_BLOB_BYTES,
     MAX_BLOBS,
     MAX_TOTAL_BLOB_BYTES,

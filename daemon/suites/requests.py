@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from llamon_playground.common.wire.suites import MAX_SUITE_CASES as MAX_CASES
+from llamon_playground.common.wire.suites import MAX_SUITE_NAME as MAX_NAME
 from llamon_playground.daemon.errors import BadRequest
 
-MAX_NAME = 200
-MAX_CASES = 1000
 CREATE_KEYS = ("name", "cases", "run_on_save")
 PATCH_KEYS = ("name", "run_on_save", "baseline_suite_run_id")
 CASE_KEYS = ("run_id", "session_id", "kind")

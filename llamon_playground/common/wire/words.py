@@ -18,10 +18,26 @@ from llamon_playground.common.contract import (
     RunStatus,
 )
 
-__all__ = ["ACTIVE_STATUSES", "API_PREFIX", "SUCCESS_STATUSES", "TERMINAL_STATUSES",
-           "RunStatus", "RunReason", "PhaseState", "HostStateName", "RunEventKind", "ProjectEventKind",
-           "BUNDLE_FORMAT", "MAX_TITLE", "MAX_LABEL", "MAX_NOTE", "MAX_REVISION", "MAX_PARTS",
-           "MAX_CHANGED_FILES"]
+__all__ = [
+    "ACTIVE_STATUSES",
+    "API_PREFIX",
+    "BUNDLE_FORMAT",
+    "MAX_CHANGED_FILES",
+    "MAX_INLINE_FILE_BYTES",
+    "MAX_LABEL",
+    "MAX_NOTE",
+    "MAX_PARTS",
+    "MAX_REVISION",
+    "MAX_TITLE",
+    "SUCCESS_STATUSES",
+    "TERMINAL_STATUSES",
+    "HostStateName",
+    "PhaseState",
+    "ProjectEventKind",
+    "RunEventKind",
+    "RunReason",
+    "RunStatus",
+]
 
 
 class RunReason(StrEnum):
@@ -99,4 +115,5 @@ MAX_LABEL = 200
 MAX_NOTE = 10_000
 MAX_REVISION = 256
 MAX_PARTS = 256
+MAX_INLINE_FILE_BYTES = 10 * 1024 * 1024  # one inline file's bytes (base64 carries 4/3)
 MAX_CHANGED_FILES = 1000

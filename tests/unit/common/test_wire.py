@@ -4,17 +4,14 @@ daemon's, and its JSON Schema writer says what the markers mean."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal, NotRequired, TypedDict
+from typing import Annotated, Literal, NotRequired, TypedDict, get_args
 
 import pytest
 
-from llamon_playground.common.wire import COMPONENTS, words
+from llamon_playground.common.wire import COMPONENTS
 from llamon_playground.common.wire.json_schema import component_schemas
 from llamon_playground.common.wire.rules import Doc, Json, closed
-from llamon_playground.daemon.data import bundle_validate, edits, parts
 from llamon_playground.daemon.http.openapi import build_document
-from llamon_playground.daemon.runs.state import Reason
-from llamon_playground.host_manager.state import HostState
 from scripts import wire_gen
 
 
@@ -29,42 +26,31 @@ def test_a_stale_file_is_reported(tmp_path: Path) -> None:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(render(), encoding="utf-8")
     assert wire_gen.stale(tmp_path) == []
-    client_types = tmp_path / "llamon_playground/cli/api_types/runs.py"
-    client_types.write_text(client_types.read_text().replace("history_behind", "behind"))
-    assert wire_gen.stale(tmp_path) == ["llamon_playground/cli/api_types/runs.py"]
+    client_types = tmp_path / "llamon_playground/cli/api_requests.py"
+    client_types.write_text(client_types.read_text().replace("    TextInput,\n", ""))
+    assert wire_gen.stale(tmp_path) == ["llamon_playground/cli/api_requests.py"]
 
 
-def test_every_answer_type_is_one_import_away() -> None:
-    """The answers are split by topic, each file a readable size, and `api_types` still
-    names every one (a caller imports answers from there)."""
-    from llamon_playground.cli import api_types
+def test_the_client_s_types_are_the_declaration_s() -> None:
+    """The typed client names every declared answer and body, and each name is the
+    declaration's own type (imported, not a generated copy that could drift)."""
+    from llamon_playground.cli import api_requests, api_suites, api_types
+    from llamon_playground.common.wire import history, requests, suites
 
-    for rel in wire_gen.TARGETS:
-        lines = (wire_gen.REPO / rel).read_text(encoding="utf-8").count("\n")
-        assert lines < 400, f"{rel} has {lines} lines: split it in wire_gen.CLIENT_FILES"
     answers = {cls.__name__ for cls in wire_gen.declared_classes(wire_gen.ANSWER_MODULES)}
     assert answers <= set(api_types.__all__)
-    assert all(hasattr(api_types, name) for name in api_types.__all__)
+    assert api_types.Run is history.Run and api_requests.InputPart is requests.InputPart
+    assert api_suites.SuiteRun is suites.SuiteRun
+    for module in (api_types, api_requests, api_suites):
+        for name in module.__all__:
+            value = getattr(module, name)
+            kinds = get_args(value) or (value,)  # a union: each of its variants
+            assert all(kind.__module__.startswith("llamon_playground.common.wire.")
+                       for kind in kinds), f"{module.__name__}.{name} is a copy"
 
 
 def test_the_served_document_uses_the_declaration() -> None:
     assert build_document()["components"]["schemas"] == component_schemas(COMPONENTS)
-
-
-def test_reasons_and_host_states_are_the_daemons() -> None:
-    known = {value for key, value in vars(Reason).items() if key.isupper()}
-    assert {reason.value for reason in words.RunReason} == known
-    assert [state.value for state in words.HostStateName] == [s.value for s in HostState]
-
-
-def test_limits_are_the_ones_the_daemon_enforces() -> None:
-    assert (words.MAX_TITLE, words.MAX_LABEL, words.MAX_NOTE) == \
-        (edits.MAX_TITLE, edits.MAX_LABEL, edits.MAX_NOTE)
-    assert (words.MAX_PARTS, words.MAX_CHANGED_FILES) == (parts.MAX_PARTS,
-                                                         parts.MAX_CHANGED_FILES)
-    assert words.BUNDLE_FORMAT == bundle_validate.BUNDLE_FORMAT
-    bundle = build_document()["components"]["schemas"]["Bundle"]
-    assert bundle["properties"]["format"] == {"const": words.BUNDLE_FORMAT}
 
 
 class _Inner(TypedDict):

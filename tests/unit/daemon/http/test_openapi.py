@@ -1,4 +1,5 @@
-"""The OpenAPI document against the daemon's router: every public route, and nothing else."""
+"""The OpenAPI document and the daemon's router, both from the one route declaration: every
+public route, and nothing else."""
 
 from __future__ import annotations
 
@@ -9,17 +10,15 @@ from typing import Any
 
 import orjson
 
-from llamon_playground.api.limits import IMPORT_BODY
 from llamon_playground.common.config import build_settings
+from llamon_playground.common.wire.routes import CAPTURE_PATH, ROUTES
 from llamon_playground.daemon.app import build_services, make_app, shutdown
-from llamon_playground.daemon.http.data import MAX_IMPORT_BYTES
 from llamon_playground.daemon.http.openapi import (
     FRONT_OPERATIONS,
     OPERATIONS,
     PREFIX,
     build_document,
 )
-from llamon_playground.host_manager.capture import CAPTURE_PATH
 from tests.support.procs import copy_example
 
 PRIVATE_ROUTES = {("POST", CAPTURE_PATH)}  # daemon socket only, never relayed by the front
@@ -37,9 +36,9 @@ async def test_document_lists_exactly_the_routes_the_daemon_serves(tmp_path: Pat
         await shutdown(services)
     public = {(m, p) for m, p in served if p.startswith(PREFIX + "/") or p == "/health"}
     assert served - public == PRIVATE_ROUTES  # a new route outside the API is a decision
+    assert served == {(r.method, r.full_path) for r in ROUTES if not r.front}
     documented = {(op.method, op.full_path) for op in OPERATIONS}
-    assert public - documented == set(), "routes missing from daemon/openapi.py"
-    assert documented - public == set(), "documented routes the daemon does not serve"
+    assert documented == public
     paths = build_document()["paths"]
     assert {(m.upper(), p) for p, ops in paths.items() for m in ops} == documented | {
         (op.method, op.full_path) for op in FRONT_OPERATIONS}
@@ -69,7 +68,3 @@ def test_document_is_whole() -> None:
             for link in op["responses"].get("201", op["responses"].get("202", {})).get(
                     "links", {}).values():
                 assert link["operationId"] in ids
-
-
-def test_front_body_limit_for_imports_matches_the_daemon() -> None:
-    assert IMPORT_BODY == MAX_IMPORT_BYTES

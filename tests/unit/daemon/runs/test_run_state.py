@@ -20,7 +20,7 @@ from llamon_playground.daemon.runs.state import (
     status_for,
 )
 
-REASONS = sorted(value for name, value in vars(Reason).items() if name.isupper())
+REASONS = sorted(Reason)
 
 
 def test_every_reason_has_exactly_one_terminal_status() -> None:
