@@ -1,5 +1,7 @@
 """The run manager: the project-wide single-active-run lock, the background run tasks, and
 runs as clients see them (history, with what memory knows better while a run is active).
+`refuse_if_busy` is the lock as every refusal asks it (runs, suite runs, Host stop and
+restart, deleting all history).
 
 The lock is a plain attribute checked and set with no await in between, so it is atomic on
 the event loop for every attached front; the database's partial unique index backs it up.
