@@ -175,7 +175,9 @@ class HostSupervisor:
 
     async def ensure_ready(self, on_spawned: Callable[[Generation], None] | None = None
                            ) -> Generation:
-        """The Ready generation; an explicit start if the Host is not running. `on_spawned`
+        """The Ready generation; an explicit start if the Host is not running (it clears a
+        crashloop and a pending back-off). The one way to start the Host and wait until it
+        is Ready: a run's start phase, POST /host/start, a start at daemon boot. `on_spawned`
         hears when this start's generation has a process (it is not Ready yet): a run's
         start phase ends there and its ready phase begins."""
         return await self._life.act(lambda: self._ensure_ready(on_spawned))
