@@ -1,6 +1,7 @@
 """Owns the user's project process (the Host): spawn, readiness, stop, logs.
 
-`supervisor` is the lifecycle (the states and their table are in `state`); `launch`
+`supervisor` is the lifecycle (the states, their table and `Lifecycle` are in `state`:
+the state kept, each move told to guarded listeners, actions run one at a time); `launch`
 starts a generation (its config, port, token, readiness) and stops and reaps it; `spawn`
 starts its process (cold, or forked from a warm parent); each helper has one job:
 `environment` (what the child starts with), `process` (spawn and stop a process group),

@@ -1,13 +1,15 @@
 """The Host supervisor: the one owner of start, stop and restart.
 
-Every lifecycle action runs in a task the supervisor owns, one at a time (a lock), so a
-cancelled caller never leaves the Host half started. Exits are classified by CrashPolicy:
-restart now, restart after a back-off, or stop trying (crashloop) until an edit or an
-explicit start. Stop wins: it cancels a pending back-off.
+Every lifecycle action runs in a task the supervisor owns, one at a time (a lock:
+`state.Lifecycle.act`), so a cancelled caller never leaves the Host half started. Exits are
+classified by CrashPolicy: restart now, restart after a back-off, or stop trying
+(crashloop) until an edit or an explicit start. Stop wins: it cancels a pending back-off.
 
 The state changes only in the named transitions at the end (`_starting`, `_ready`,
-`_stopping`, `_stopped`, `_crashed`), each checked against the table in `state.py`. The
-rest is delegated, one job per module: starting, stopping and reaping a generation
+`_stopping`, `_stopped`, `_crashed`); the state itself and who hears of its changes are
+`state.Lifecycle`'s (each move checked against the table, each listener guarded: one that
+raises is logged and cannot leave a Ready Host unwatched). The rest is delegated, one job
+per module: starting, stopping and reaping a generation
 (`launch`), the child's environment (`environment`), readiness (`readiness`), the orphan
 record (`orphans`), restart on a file change (`watch.change_policy`), back-off, crashloop
 and the pending automatic restart (`crash_policy`), the process itself (`process`); the
@@ -19,9 +21,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import replace
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import Any
 
 from llamon_playground.host_manager.crash_policy import Backoff, CrashPolicy
 from llamon_playground.host_manager.environment import KeptPort, local_url
@@ -38,7 +39,7 @@ from llamon_playground.host_manager.logs import HostLogs
 from llamon_playground.host_manager.missing_module import explain
 from llamon_playground.host_manager.orphans import forget_generation
 from llamon_playground.host_manager.process import HostProcess
-from llamon_playground.host_manager.state import HostState, check
+from llamon_playground.host_manager.state import HostState, Lifecycle, StateListener, listener_name
 from llamon_playground.host_manager.watch.change_policy import (
     CRASHLOOP_CLEARED,
     ChangePolicy,
@@ -49,10 +50,6 @@ from llamon_playground.host_manager.watch.fingerprint import WatchRules
 __all__ = ["Generation", "HostConfig", "HostSupervisor"]
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
-
-StateListener = Callable[[dict[str, Any]], None]
-
 
 class HostSupervisor:
     """The one owner of the Host process: start, stop, restart, crash back-off.
@@ -64,28 +61,24 @@ class HostSupervisor:
 
     def __init__(self, config: HostConfig) -> None:
         self._config = config
-        self._rules = config.rules  # follows pyproject.toml's env_file (follow_project)
         self._logs = HostLogs(config.log_path, max_bytes=config.log_bytes,
                               file_bytes=config.log_file_bytes,
                               file_backups=config.log_file_backups)
-        self._state = HostState.STOPPED
+        self._life = Lifecycle(self.status)  # the state, and who hears of its changes
         self._generation: Generation | None = None
         self._project_warnings: list[dict[str, str]] = []
         self._exposure: list[dict[str, str]] = []  # the Ready generation's `host_exposed`
         self._start_problem: list[dict[str, Any]] = []  # the last failed start's, until Ready
         # One address for the daemon's life: every generation serves on the kept port.
         self._port = KeptPort(config.record_path.with_name("host_port"))
-        self._listeners: list[StateListener] = []
         self._reaper = Reaper(config.stop_grace)
         self._served: int | None = None  # the last generation a run was sent to
         self._process: HostProcess | None = None
-        self._changes = ChangePolicy(config.rules)
+        self._changes = ChangePolicy(config.rules)  # follows pyproject.toml's env_file
         self._policy = CrashPolicy(config.crash)
-        self._lock = asyncio.Lock()
         # Who hears of the next spawned process (the ensure_ready under way asked).
         self._on_spawned: Callable[[Generation], None] | None = None
-        self._tasks: set[asyncio.Task[Any]] = set()
-        self._backoff = Backoff(self._spawn)
+        self._backoff = Backoff(self._life.spawn)
         self._generations = 0
         self._restarts = 0
         self._closed = False
@@ -95,23 +88,23 @@ class HostSupervisor:
     def status(self) -> dict[str, Any]:
         """GET /host's body (and each `host.state` event's)."""
         gen = self._generation
-        number = (self._generations if self._state == HostState.STARTING
+        number = (self._generations if self.state == HostState.STARTING
                   else gen.number if gen else None)
-        return {"state": self._state.value, "generation": number,
+        return {"state": self.state.value, "generation": number,
                 **generation_status(gen, running=self._process is not None,
-                                    ready=self._state == HostState.READY),
+                                    ready=self.state == HostState.READY),
                 "a2a_url": local_url(self._port.port) if self._port.port else None,
                 "restarts": self._restarts, "crashes": self._policy.consecutive,
                 **self._reaper.status(),
-                "backoff_until": self._backoff.until if self._state == HostState.BACKOFF else None,
+                "backoff_until": self._backoff.until if self.state == HostState.BACKOFF else None,
                 "warm_parent": self._config.spawner.describe(),
                 "warnings": self.warnings(),
-                "last_error": host_last_error(self._logs, self._state, number)}
+                "last_error": host_last_error(self._logs, self.state, number)}
 
     @property
     def state(self) -> HostState:
         """Where the Host is in its lifecycle (state.py's table)."""
-        return self._state
+        return self._life.state
 
     @property
     def generation(self) -> Generation | None:
@@ -126,12 +119,19 @@ class HostSupervisor:
     @property
     def rules(self) -> WatchRules:
         """Which files the Host depends on, as of the latest `follow_project`."""
-        return self._rules
+        return self._changes.rules
 
     @property
     def logs(self) -> HostLogs:
         """The Host's stdout and stderr, every generation's."""
         return self._logs
+
+    @property
+    def changes(self) -> ChangePolicy:
+        """The watched files as this supervisor sees them, their digests cached by mtime and
+        size (a run's changed files are hashed through it: the restart decision reuses
+        them)."""
+        return self._changes
 
     @property
     def process(self) -> HostProcess | None:
@@ -148,26 +148,16 @@ class HostSupervisor:
         """`host_exposed`, when the Ready generation answers requests a web page can send."""
         return list(self._exposure)
 
-    def log_offset(self) -> int:
-        """The offset the Host's next log line will get."""
-        return self._logs.next_offset
-
-    def log_window(self, since: int, generation: int | None, lines: int) -> list[str]:
-        """A run's own log lines (`HostLogs.window`)."""
-        return self._logs.window(since, generation, lines)
-
     def follow_project(self, env_file: str, warnings: list[dict[str, str]]) -> None:
         """What the project's pyproject.toml says now: the env file to watch (and never to
         hash into history) and the project's standing warnings (replacing the previous)."""
         self._project_warnings = list(warnings)
-        if env_file != self._rules.env_file:
-            log.info("env_file is now %s (was %s)", env_file, self._rules.env_file)
-            self._rules = replace(self._rules, env_file=env_file)
-            self._changes.follow(self._rules)
+        self._changes.follow_env_file(env_file)
 
     def add_state_listener(self, listener: StateListener) -> None:
-        """Call `listener(status())` after every state change."""
-        self._listeners.append(listener)
+        """Call `listener(status())` after every state change. A listener that raises is
+        logged and the Host goes on (`Lifecycle.move`)."""
+        self._life.listen(listener)
 
     def note_serving(self) -> None:
         """A run is sent to the Ready generation: once it served, its death is not a crash
@@ -179,46 +169,40 @@ class HostSupervisor:
     def capture_token(self) -> str | None:
         """The Ready generation's capture token (None when no generation is Ready)."""
         gen = self._generation
-        return gen.token if gen is not None and self._state == HostState.READY else None
+        return gen.token if gen is not None and self.state == HostState.READY else None
 
     # -- public actions ----------------------------------------------------------------------
 
     async def ensure_ready(self, on_spawned: Callable[[Generation], None] | None = None
                            ) -> Generation:
-        """The Ready generation; an explicit start if the Host is not running. `on_spawned`
+        """The Ready generation; an explicit start if the Host is not running (it clears a
+        crashloop and a pending back-off). The one way to start the Host and wait until it
+        is Ready: a run's start phase, POST /host/start, a start at daemon boot. `on_spawned`
         hears when this start's generation has a process (it is not Ready yet): a run's
         start phase ends there and its ready phase begins."""
-        return await self._action(lambda: self._ensure_ready(on_spawned))
-
-    async def start(self) -> Generation:
-        """POST /host/start: the same as `ensure_ready`."""
-        return await self._action(self._ensure_ready)
+        return await self._life.act(lambda: self._ensure_ready(on_spawned))
 
     async def restart(self) -> Generation:
         """A new generation whatever the state (the old one is reaped meanwhile)."""
-        return await self._action(self._restart)
+        return await self._life.act(self._restart)
 
     async def stop(self) -> None:
         """Stop the Host until a next start; a pending automatic restart is dropped."""
         self._backoff.cancel()  # stop wins over a pending automatic restart
-        await self._action(self._stop)
+        await self._life.act(self._stop)
 
     async def restart_for_save(self, changed_files: list[str]) -> bool:
         """Restart once if the saved files differ from what this generation started with."""
-        return await self._action(lambda: self._restart_for_save(changed_files))
+        return await self._life.act(lambda: self._restart_for_save(changed_files))
 
     async def restart_if_changed(self) -> set[str]:
         """The watcher's restart: only when the watched files differ from the generation's."""
-        return await self._action(self._restart_if_changed)
-
-    def file_digest(self, rel: str) -> str | None:
-        """sha256 of a project file (None when it is gone), cached by mtime and size."""
-        return self._changes.digest(rel)
+        return await self._life.act(self._restart_if_changed)
 
     def is_env_file(self, rel: str) -> bool:
         """The project's env file holds secrets: its hash is never recorded (a hash of a
         short secret can be tested against guesses)."""
-        return rel == self._rules.env_file
+        return rel == self._changes.rules.env_file
 
     async def changed_since_generation(self) -> set[str]:
         """The watched files that differ from what the current generation started with."""
@@ -229,24 +213,17 @@ class HostSupervisor:
         """Daemon shutdown: cancel the back-off, let actions finish, stop the Host for good."""
         self._closed = True
         self._backoff.cancel()
-        async with self._lock:  # waits for a running action (a start) to finish first
+        async with self._life.lock:  # waits for a running action (a start) to finish first
             await self._stop()
-        while self._tasks:  # exit watchers wake now that the process is gone
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        await self._life.drain()  # exit watchers wake now that the process is gone
         await self._config.spawner.close()
         self._logs.close()
-
-    async def _action(self, fn: Callable[[], Awaitable[T]]) -> T:
-        async def serialized() -> T:
-            async with self._lock:
-                return await fn()
-        return await asyncio.shield(self._spawn(serialized()))
 
     # -- actions (run under the lock) ---------------------------------------------------------
 
     async def _ensure_ready(self, on_spawned: Callable[[Generation], None] | None = None
                             ) -> Generation:
-        if self._state == HostState.READY and self._generation is not None:
+        if self.state == HostState.READY and self._generation is not None:
             return self._generation
         self._backoff.cancel()
         self._policy.reset()  # an explicit start clears a crashloop
@@ -263,7 +240,7 @@ class HostSupervisor:
 
     async def _restart_for_save(self, changed_files: list[str]) -> bool:
         gen = self._generation
-        if self._state != HostState.READY or gen is None:
+        if self.state != HostState.READY or gen is None:
             return False
         if not await self._changes.saved_changes(changed_files, gen.fingerprint):
             return False
@@ -272,9 +249,9 @@ class HostSupervisor:
 
     async def _restart_if_changed(self) -> set[str]:
         changed = await self.changed_since_generation()
-        if not restart_wanted(self._state, changed):
+        if not restart_wanted(self.state, changed):
             return set()
-        if self._state == HostState.CRASHLOOP:
+        if self.state == HostState.CRASHLOOP:
             self._policy.reset()  # an edit clears a crashloop
         try:
             await self._restart()
@@ -283,7 +260,7 @@ class HostSupervisor:
         return changed or {CRASHLOOP_CLEARED}
 
     async def _start(self) -> Generation:
-        if self._state == HostState.READY:
+        if self.state == HostState.READY:
             # A restart: the old generation gets its SIGTERM now and is reaped while the new
             # one starts, on the same port as soon as the old one closes its listener (the
             # first thing a server does on SIGTERM), so a restart costs about one start, not
@@ -291,7 +268,7 @@ class HostSupervisor:
             # the old one is gone (its open streams may take a while): the reaping is a task
             # of ours (`close` awaits it) that records the stop step when done.
             self._retire()
-        elif self._state != HostState.STOPPED:
+        elif self.state != HostState.STOPPED:
             await self._stop()  # reap what is left of the previous generation first
         return await self._spawn_generation()
 
@@ -300,11 +277,11 @@ class HostSupervisor:
         gen = self._generation
         process = self._stopping()
         self._stopped()
-        return self._spawn(self._reaper.stop(process, gen))
+        return self._life.spawn(self._reaper.stop(process, gen))
 
     async def _stop(self) -> None:
         self._backoff.cancel()
-        if self._state == HostState.STOPPED:
+        if self.state == HostState.STOPPED:
             return
         process = self._stopping()
         try:
@@ -340,10 +317,10 @@ class HostSupervisor:
 
     async def _watch_exit(self, process: HostProcess, gen: Generation) -> None:
         code = await asyncio.shield(process.exited)
-        await self._action(lambda: self._on_exit(process, gen, code))
+        await self._life.act(lambda: self._on_exit(process, gen, code))
 
     async def _on_exit(self, process: HostProcess, gen: Generation, code: int) -> None:
-        if self._process is not process or self._state != HostState.READY:
+        if self._process is not process or self.state != HostState.READY:
             return  # our own stop or restart: not a crash
         log.warning("Host generation %d exited with code %s", gen.number, code)
         await self._reaper.exited(process, gen, code)
@@ -352,26 +329,19 @@ class HostSupervisor:
         self._crashed(was_ready=True, uptime=uptime)
 
     async def _auto_start(self) -> None:
-        if self._state != HostState.BACKOFF or self._closed:
+        if self.state != HostState.BACKOFF or self._closed:
             return
         try:
             await self._start()
         except HostUnavailable as exc:
             log.warning("automatic Host restart failed: %s", exc.message)
 
-    def _spawn(self, coro: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
-        """A task this supervisor owns: `close` awaits every one of them."""
-        task = asyncio.create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return task
-
     # -- transitions: the only places the state changes ---------------------------------------
 
     def _starting(self) -> int:
         """A new generation is being spawned; its number."""
         self._generations += 1  # first, so the `starting` event names its generation
-        self._move(HostState.STARTING)
+        self._life.move(HostState.STARTING)
         return self._generations
 
     def _spawned(self, process: HostProcess, gen: Generation) -> None:
@@ -379,38 +349,37 @@ class HostSupervisor:
         self._process, self._generation = process, gen
         hook, self._on_spawned = self._on_spawned, None
         if hook is not None:
-            hook(gen)
+            try:  # the caller's hook, guarded as the state listeners are
+                hook(gen)
+            except Exception:
+                log.exception("on_spawned hook %s failed; the start goes on",
+                              listener_name(hook))
 
     def _ready(self, process: HostProcess, gen: Generation) -> None:
-        """The generation answered its agent card; from now on its exit is watched."""
+        """The generation answered its agent card; from now on its exit is watched (the
+        watcher first: whatever the listeners of the move do, a Ready Host is watched; its
+        exit is handled under the lock, after this move)."""
         gen.ready_at = time.time()
         gen.ready_mono = time.monotonic()
         self._start_problem = []
-        self._move(HostState.READY)
-        self._spawn(self._watch_exit(process, gen))
+        self._life.spawn(self._watch_exit(process, gen))
+        self._life.move(HostState.READY)
 
     def _stopping(self) -> HostProcess | None:
         """The running process is detached (an exit now is ours, not a crash) for reaping."""
-        self._move(HostState.STOPPING)
+        self._life.move(HostState.STOPPING)
         process, self._process = self._process, None
         return process
 
     def _stopped(self) -> None:
-        self._move(HostState.STOPPED)
+        self._life.move(HostState.STOPPED)
 
     def _crashed(self, was_ready: bool, uptime: float) -> None:
         """The Host exited or never got Ready: back off and retry, or crashloop."""
         gen = self._generation
         served = was_ready and gen is not None and gen.number == self._served
         delay = self._policy.on_exit(was_ready, uptime, served=served)
-        self._move(HostState.CRASHLOOP if delay is None else HostState.BACKOFF)
+        self._life.move(HostState.CRASHLOOP if delay is None else HostState.BACKOFF)
         if delay is not None and not self._closed:
-            self._backoff.schedule(delay, lambda: self._action(self._auto_start))
+            self._backoff.schedule(delay, lambda: self._life.act(self._auto_start))
 
-    def _move(self, target: HostState) -> None:
-        check(self._state, target)
-        log.info("host %s -> %s", self._state.value, target.value)
-        self._state = target
-        snapshot = self.status()
-        for listener in self._listeners:
-            listener(snapshot)

@@ -1,137 +1,39 @@
 """The capture endpoint: trace events and evaluator results from the Host.
 
 Served only on the daemon's Unix socket (the front relays /api/playground/v1/* and
-/health, nothing else). Accepted only with the current generation's token and only for the
-active run of that generation.
+/health, nothing else). The handler reads the token and the body and answers; what is
+accepted, and for which run, is `daemon.runs.capture`'s.
 """
 
 from __future__ import annotations
-
-import math
-import time
-from typing import Any
 
 from aiohttp import web
 
 from llamon_playground.common.http_json import json_response
 from llamon_playground.common.limits import Limits
-from llamon_playground.daemon.data.sizes import check_capture_event
-from llamon_playground.daemon.errors import ApiError, BadRequest, Conflict
 from llamon_playground.daemon.http.util import bind, read_json
+from llamon_playground.daemon.runs.capture import CaptureService
 from llamon_playground.daemon.runs.manager import RunManager
 from llamon_playground.daemon.store.database import Store
-from llamon_playground.daemon.store.history import scores_op
-from llamon_playground.host_manager.capture import token_matches
 from llamon_playground.host_manager.supervisor import HostSupervisor
 
 MAX_CAPTURE_BYTES = 1024 * 1024
-MAX_EVENTS = 1000
-RESERVED_FIELDS = ("seq", "run_id", "kind")
-SCORE_OPTIONAL = ("reason", "passStatus", "scope", "node", "duration_ms")
-# What a score entry never copies from its event: the event's own framing, and the name and
-# score it holds under fixed keys. Every other key is kept as it came (a newer runtime's).
-SCORE_FRAMING = frozenset({"type", "ts", "evaluator", "name", "score", *RESERVED_FIELDS})
-
-
-class RunCaptureCount:
-    """How many capture events the active run has stored (the per-run limit's count)."""
-
-    def __init__(self) -> None:
-        self.run_id: str | None = None
-        self.count = 0
-
-    def of(self, run_id: str) -> int:
-        if run_id != self.run_id:
-            self.run_id, self.count = run_id, 0
-        return self.count
-
-
-class CaptureRefused(ApiError):
-    """The capture token is missing, wrong, or belongs to a Host generation that is gone."""
-
-    status = 401
-    code = "capture_refused"
-
-
-def score_entry(event: dict[str, Any]) -> dict[str, Any]:
-    """A stored score: `evaluator` and `score` always; the known optional keys
-    (SCORE_OPTIONAL) and any other key only when the runtime sent them, as sent."""
-    name = event.get("evaluator", event.get("name"))
-    score = event.get("score")
-    if not isinstance(name, str) or not name:
-        raise BadRequest("evaluation.result needs an `evaluator` name", code="invalid_capture")
-    if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
-        raise BadRequest("evaluation.result needs a numeric `score`", code="invalid_capture")
-    entry: dict[str, Any] = {"evaluator": name, "score": score}
-    entry.update({k: v for k, v in event.items() if k not in SCORE_FRAMING})
-    return entry
-
-
-def is_time(value: object) -> bool:
-    """A `ts` the Host sent: Unix epoch seconds, a finite number."""
-    return (not isinstance(value, bool) and isinstance(value, (int, float))
-            and math.isfinite(value) and value >= 0)
 
 
 class CaptureRoute:
-    """Takes trace events and scores from the current Host generation for its active run."""
+    """POST /capture/v1/events: the token checked before the body is read."""
 
-    def __init__(self, store: Store, host: HostSupervisor, runs: RunManager,
-                 limits: Limits) -> None:
-        self._store = store
-        self._host = host
-        self._runs = runs
-        self._limits = limits
-        self._count = RunCaptureCount()
+    def __init__(self, capture: CaptureService) -> None:
+        self._capture = capture
 
     async def capture(self, request: web.Request) -> web.Response:
         header = request.headers.get("Authorization", "")
-        given = header[7:] if header.startswith("Bearer ") else None
-        if not token_matches(self._host.capture_token, given):
-            raise CaptureRefused("capture token missing, wrong or from an old Host generation")
+        self._capture.admit(header[7:] if header.startswith("Bearer ") else None)
         body = await read_json(request, MAX_CAPTURE_BYTES)
-        if not isinstance(body, dict) or not isinstance(body.get("events"), list):
-            raise BadRequest("expected {\"run_id\": ..., \"events\": [...]}",
-                             code="invalid_capture")
-        run_id, events = body.get("run_id"), body["events"]
-        if len(events) > MAX_EVENTS:
-            raise BadRequest(f"at most {MAX_EVENTS} events per request",
-                             code="invalid_capture")
-        active = self._runs.active
-        gen = self._host.generation
-        if (active is None or active.run_id != run_id or gen is None
-                or active.generation != gen.number):
-            raise Conflict("captures are accepted only for the active run of this Host "
-                           "generation", code="capture_not_active")
-        received = round(time.time(), 6)
-        stored = self._count.of(run_id)
-        payloads: list[dict[str, Any]] = []
-        scores: list[dict[str, Any]] = []
-        for event in events:
-            if not isinstance(event, dict) or not isinstance(event.get("type"), str):
-                raise BadRequest("each event needs a string `type`", code="invalid_capture")
-            # The whole request is refused when one event is: nothing of it is written.
-            check_capture_event(event, stored + len(payloads) + 1, f"events[{len(payloads)}]",
-                                self._limits)
-            payload = {k: v for k, v in event.items() if k not in RESERVED_FIELDS}
-            if not is_time(payload.get("ts")):
-                # The page draws the trace as a timeline: every event gets its time, the
-                # Host's own when it sent one (it may batch events), else when it arrived.
-                payload["ts"] = received
-            payloads.append(payload)
-            if event["type"] == "evaluation.result":
-                scores.append(score_entry(event))
-        self._count.count = stored + len(payloads)  # before any await: a concurrent post counts
-        await self._store.open()
-        for payload in payloads:
-            self._store.append_event(run_id, "trace", payload)
-        if scores:
-            # Queued after the trace events, retried with them while history is degraded.
-            self._store.submit(scores_op(run_id, scores))
-        return json_response({"accepted": len(payloads)})
+        return json_response({"accepted": await self._capture.accept(body)})
 
 
 def add_capture_routes(app: web.Application, *, store: Store, host: HostSupervisor,
                        runs: RunManager, limits: Limits) -> None:
     """Route the Host's capture endpoint."""
-    bind(app, "capture", CaptureRoute(store, host, runs, limits))
+    bind(app, "capture", CaptureRoute(CaptureService(store, host, runs, limits)))

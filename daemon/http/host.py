@@ -10,11 +10,10 @@ from aiohttp import web
 from llamon_playground.common.config import Settings
 from llamon_playground.common.http_json import json_response
 from llamon_playground.common.platform import current as current_platform
-from llamon_playground.daemon.errors import Conflict
 from llamon_playground.daemon.http.sse import KEEPALIVE, last_event_id, prepare_stream
 from llamon_playground.daemon.http.util import bind, int_query, limit_query
 from llamon_playground.daemon.runs.manager import RunManager
-from llamon_playground.daemon.runs.reload import ReloadCoordinator
+from llamon_playground.daemon.runs.reload import HostControl, ReloadCoordinator
 from llamon_playground.daemon.store.project_events import ProjectEvents, sse_frame
 from llamon_playground.host_manager.errors import HostUnavailable
 from llamon_playground.host_manager.supervisor import HostSupervisor
@@ -25,10 +24,12 @@ MAX_LOG_LIMIT = 5000
 class HostRoutes:
     """Host control, its log, and the project-wide event stream."""
 
-    def __init__(self, settings: Settings, host: HostSupervisor, runs: RunManager,
-                 reload: ReloadCoordinator, project_events: ProjectEvents) -> None:
+    def __init__(self, settings: Settings, host: HostSupervisor, control: HostControl,
+                 runs: RunManager, reload: ReloadCoordinator,
+                 project_events: ProjectEvents) -> None:
         self._settings = settings
         self._host = host
+        self._control = control
         self._runs = runs
         self._reload = reload
         self._project_events = project_events
@@ -50,22 +51,14 @@ class HostRoutes:
         return json_response(self.full_status())
 
     async def host_start(self, request: web.Request) -> web.Response:
-        return await self._started(self._host.start())
+        return await self._started(self._control.start())
 
     async def host_stop(self, request: web.Request) -> web.Response:
-        self._refuse_during_run("stop")
-        await self._host.stop()
+        await self._control.stop()
         return json_response(self.full_status())
 
     async def host_restart(self, request: web.Request) -> web.Response:
-        self._refuse_during_run("restart")
-        return await self._started(self._host.restart())
-
-    def _refuse_during_run(self, action: str) -> None:
-        active = self._runs.active
-        if active is not None:
-            raise Conflict(f"cannot {action} the Host while a run is active; cancel it first",
-                           code="active_run_conflict", active_run_id=active.run_id)
+        return await self._started(self._control.restart())
 
     async def host_logs(self, request: web.Request) -> web.StreamResponse:
         logs = self._host.logs
@@ -140,6 +133,6 @@ def add_host_routes(app: web.Application, *, settings: Settings, host: HostSuper
                     runs: RunManager, reload: ReloadCoordinator,
                     project_events: ProjectEvents) -> None:
     """Route the Host's status, start, stop, restart and logs, and the project's event stream."""
-    routes = HostRoutes(settings, host, runs, reload, project_events)
+    routes = HostRoutes(settings, host, HostControl(host, runs), runs, reload, project_events)
     bind(app, "host", routes)
 

@@ -5,6 +5,8 @@
 - `source_targets`: where a node's function lives (file, line, column).
 - `snippets`: Copy curl / Copy Python of a run's A2A request.
 - `project_config`: the project's `[tool.llamon]` table.
+- `service`: the rules the routes ask (which composer; a snippet's address and protocol
+  version), over the live Host's URL and history's readers handed in by its builder.
 
 Above `a2a` (the agent card, the snippets' requests) and `data` (redaction), beside `store`:
 it reads the project's files, never history.

@@ -75,7 +75,7 @@ class RunExecutor:
 
     def _log_tail(self, run: ActiveRun) -> list[str]:
         # A traceback's exception line first, the Playground's own frames left out.
-        return trimmed_tail(self._host.log_window(run.log_from, run.generation, LOG_TAIL_LINES))
+        return trimmed_tail(self._host.logs.window(run.log_from, run.generation, LOG_TAIL_LINES))
 
     def _phase(self, run: ActiveRun, phase: str, state: str, **detail: Any) -> None:
         self._journal.phase(run.run_id, phase, state, **detail)
@@ -85,7 +85,7 @@ class RunExecutor:
     async def execute(self, run: ActiveRun) -> None:
         """The run's task: every way out ends the run (a shutdown's cancellation is
         re-raised once it did)."""
-        run.began_at_log(self._host.log_offset())  # where this run's diagnostics begin
+        run.began_at_log(self._host.logs.next_offset)  # where this run's diagnostics begin
         try:
             run.advance(RunStatus.PREPARING)
             config = await self._validate(run)
@@ -136,7 +136,7 @@ class RunExecutor:
 
     async def _save(self, run: ActiveRun) -> None:
         # The supervisor's fingerprinter: its cache then serves the restart decision too.
-        files = {rel: await asyncio.to_thread(self._host.file_digest, rel)
+        files = {rel: await asyncio.to_thread(self._host.changes.digest, rel)
                  for rel in run.request.changed_files if not self._host.is_env_file(rel)}
         if files or run.request.revision:
             self._phase(run, "save", "completed", revision=run.request.revision, files=files)

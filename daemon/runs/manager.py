@@ -1,5 +1,7 @@
 """The run manager: the project-wide single-active-run lock, the background run tasks, and
 runs as clients see them (history, with what memory knows better while a run is active).
+`refuse_if_busy` is the lock as every refusal asks it (runs, suite runs, Host stop and
+restart, deleting all history).
 
 The lock is a plain attribute checked and set with no await in between, so it is atomic on
 the event loop for every attached front; the database's partial unique index backs it up.
@@ -27,7 +29,7 @@ from llamon_playground.daemon.store.blobs import BlobStore
 from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.event_log import EventHub
 from llamon_playground.daemon.store.history import get_run, get_session, insert_run, run_view
-from llamon_playground.daemon.store.history_service import LiveRun
+from llamon_playground.daemon.store.history_service import LiveRun, refuse_if_busy
 from llamon_playground.daemon.store.ids import new_context_id, new_run_id
 from llamon_playground.daemon.store.records import utcnow
 from llamon_playground.host_manager.watch.fingerprint import OutsideProject, project_file
@@ -86,7 +88,7 @@ class RunManager:
 
     def hold_for_suite(self, suite_run_id: str) -> None:
         """Claim the project for a suite run, or 409 as a run would get it."""
-        self._refuse_if_busy(None)
+        self.refuse_if_busy("start a suite run")
         self._suite_run_id = suite_run_id
 
     def release_suite(self, suite_run_id: str) -> None:
@@ -94,19 +96,11 @@ class RunManager:
         if self._suite_run_id == suite_run_id:
             self._suite_run_id = None
 
-    def _busy(self) -> bool:
-        return self._active is not None or self._suite_run_id is not None
-
-    def _refuse_if_busy(self, suite: SuiteTag | None) -> None:
-        held = self._suite_run_id
-        if self._active is not None:
-            # A suite run's case: both ids, so a client can cancel either.
-            extra: dict[str, Any] = {"suite_run_id": held} if held is not None else {}
-            raise Conflict("another run is active in this project", code="active_run_conflict",
-                           active_run_id=self._active.run_id, **extra)
-        if held is not None and (suite is None or suite.suite_run_id != held):
-            raise Conflict("a suite run is running in this project",
-                           code="active_run_conflict", active_run_id=None, suite_run_id=held)
+    def refuse_if_busy(self, doing: str, suite: SuiteTag | None = None) -> None:
+        """409 `active_run_conflict` while a run or a suite run holds the project (`doing`
+        says what was refused); a run of the holding suite run's own case passes. Every
+        refusal for a busy project asks this (history's `refuse_if_busy` on `live()`)."""
+        refuse_if_busy(self.live(), doing, suite.suite_run_id if suite is not None else None)
 
     def _release(self, run: ActiveRun) -> None:
         if self._active is run:
@@ -142,7 +136,7 @@ class RunManager:
         """A new run in a session (POST .../runs): queued, its task started."""
         refuse_ways_out(self._project_dir, body)
         request = parse_run_request(body, limits=self._limits)
-        if self._busy() and await get_session(self._store, session_id) is None:
+        if self.live() is not None and await get_session(self._store, session_id) is None:
             # Only on the way to a 409: a missing session still answers 404 first. A free
             # project reads nothing here; the insert looks the session up in its own
             # transaction (one hand-off to the writer, no read before it).
@@ -205,12 +199,12 @@ class RunManager:
                      rerun_of: str | None = None, label: str | None = None,
                      edited_fields: list[str] | None = None,
                      suite: SuiteTag | None = None) -> RunAccepted:
-        self._refuse_if_busy(suite)
+        self.refuse_if_busy("start a run", suite)
         if self._store.is_open and not await self._store.room_for_a_run():
             # Every accepted run can end: its ending may need the disk's reserve.
             raise StoreError("history's disk is full: no room is kept for a run's ending "
                              "(free space, or delete runs, to run again)")
-        self._refuse_if_busy(suite)  # again: that look at the disk may have waited
+        self.refuse_if_busy("start a run", suite)  # again: that look at the disk may have waited
         # No context id yet (a new run in a session): the insert gives the session's.
         run = ActiveRun(new_run_id(), session_id, context_id or "", request,
                         journal=self._journal, on_end=self._release, task_id=task_id,

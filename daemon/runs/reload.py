@@ -1,8 +1,14 @@
-"""What an outside edit does: restart the Host when watched files really changed.
+"""The Host's restarts and stops as the project's runs see them.
 
+An outside edit (`ReloadCoordinator`) restarts the Host when watched files really changed.
 The restart a run's own save causes is the run's (its restart phase); the watcher neither
 repeats it nor fails that run. Any other change fails the active run with
 `runtime_restarted` first (never retried), then restarts the Host.
+
+A client's start, stop and restart (`HostControl`): stop and restart are refused while the
+project is busy, a run or a suite run holding it (`RunManager.refuse_if_busy`, the one
+answer every refusal asks), so a Host is never taken away from under a run or between two
+cases of a suite run.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from llamon_playground.daemon.errors import ProjectError
 from llamon_playground.daemon.introspect.project_config import load_project_config
 from llamon_playground.daemon.runs.manager import RunManager
 from llamon_playground.daemon.runs.run_host import follow_project
+from llamon_playground.host_manager.generation import Generation
 from llamon_playground.host_manager.state import HostState
 from llamon_playground.host_manager.supervisor import HostSupervisor
 
@@ -74,3 +81,28 @@ class ReloadCoordinator:
         # change meanwhile. The second scan re-hashes nothing unchanged (mtime/size cache).
         if await host.restart_if_changed():
             self.restarts += 1
+
+
+class HostControl:
+    """POST /host/start, /host/stop and /host/restart: the Host's lifecycle as a client asks
+    for it, held to the project's lock (stop and restart wait for no run: they are refused
+    while one, or a suite run, holds the project)."""
+
+    def __init__(self, host: HostSupervisor, runs: RunManager) -> None:
+        self._host = host
+        self._runs = runs
+
+    async def start(self) -> Generation:
+        """The Ready generation, started if the Host is down (HostUnavailable if it cannot
+        come up)."""
+        return await self._host.ensure_ready()
+
+    async def stop(self) -> None:
+        """Stop the Host until a next start; 409 while the project is busy."""
+        self._runs.refuse_if_busy("stop the Host")
+        await self._host.stop()
+
+    async def restart(self) -> Generation:
+        """A new generation; 409 while the project is busy."""
+        self._runs.refuse_if_busy("restart the Host")
+        return await self._host.restart()

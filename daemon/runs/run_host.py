@@ -11,8 +11,10 @@ from typing import Protocol
 from llamon_playground.daemon.introspect.host_checks import project_warnings
 from llamon_playground.daemon.introspect.project_config import ProjectConfig
 from llamon_playground.host_manager.generation import Generation
+from llamon_playground.host_manager.logs import HostLogs
 from llamon_playground.host_manager.process import HostProcess
 from llamon_playground.host_manager.state import HostState
+from llamon_playground.host_manager.watch.change_policy import ChangePolicy
 
 
 class RunHost(Protocol):
@@ -33,8 +35,13 @@ class RunHost(Protocol):
     def follow_project(self, env_file: str, warnings: list[dict[str, str]]) -> None:
         """What pyproject.toml says now: the env file, the project's standing warnings."""
 
-    def file_digest(self, rel: str) -> str | None:
-        """sha256 of a project file (None when it is gone)."""
+    @property
+    def changes(self) -> ChangePolicy:
+        """The watched files and their cached digests (a changed file's hash)."""
+
+    @property
+    def logs(self) -> HostLogs:
+        """The Host's output, every generation's (a run's own window of it)."""
 
     def is_env_file(self, rel: str) -> bool:
         """Whether `rel` is the project's env file (never hashed into history)."""
@@ -55,13 +62,6 @@ class RunHost(Protocol):
 
     def note_serving(self) -> None:
         """A run is being sent to the Ready generation."""
-
-    def log_offset(self) -> int:
-        """The offset the Host's next log line will get."""
-
-    def log_window(self, since: int, generation: int | None, lines: int) -> list[str]:
-        """A run's own log lines: the last `lines` at or after offset `since`, of
-        `generation` when it is known (an earlier run's traceback is never a later run's)."""
 
 
 def follow_project(host: RunHost, config: ProjectConfig,

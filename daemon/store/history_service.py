@@ -3,7 +3,8 @@ deletion, each with its rules (docs/storage.md). The HTTP layer parses, calls an
 
 Deletion keeps clear of the active run, which this room cannot see: whoever builds the
 service passes `live`, a function that says which run is active now and which blobs it
-holds (the run manager's, wired by `daemon.app`).
+holds (the run manager's, wired by `daemon.app`). What `live` says is also the one answer
+to "is the project busy?" (`refuse_if_busy`), for every refusal that asks it.
 """
 
 from __future__ import annotations
@@ -43,6 +44,24 @@ class LiveRun:
     session_id: str | None
     file_shas: frozenset[str]  # its input's blobs, some perhaps not recorded yet
     suite_run_id: str | None = None  # the suite run holding the project, if one does
+
+
+def refuse_if_busy(live: LiveRun | None, doing: str, own_suite_run: str | None = None) -> None:
+    """409 `active_run_conflict` while a run or a suite run holds the project: the one
+    answer to "is the project busy?" for every refusal that asks it (a run's start, a suite
+    run's, Host stop and restart, deleting all history). `own_suite_run` is the suite run
+    asking for its own case's run: its own hold lets that through, a run never."""
+    if live is None:
+        return
+    held = live.suite_run_id
+    if live.run_id is None and held is not None and held == own_suite_run:
+        return
+    # During a suite run both ids, so a client can cancel either (`active_run_id` is None
+    # between two of its cases).
+    extra: dict[str, Any] = {"suite_run_id": held} if held is not None else {}
+    holder = f"run {live.run_id} is active" if live.run_id else f"suite run {held} is running"
+    raise Conflict(f"cannot {doing} while {holder}; cancel it or wait for it to end",
+                   code="active_run_conflict", active_run_id=live.run_id, **extra)
 
 
 class HistoryService:
@@ -204,18 +223,13 @@ class HistoryService:
 
     async def delete_all(self) -> dict[str, Any]:
         """Every session, run and event there is when asked, and every blob nothing
-        references after; refused while a run is active. A step at a time
+        references after; refused while the project is busy (`refuse_if_busy`). A step at a time
         (`daemon/store/removal/deletion.py`), each its own short transaction: other writes and
         requests go on between; then the freed pages go back to the filesystem."""
         async with self._deleting_all:  # a second waits, then deletes what is left
             async with self._blob_changes:
-                active = self._live()  # checked with no await before `begin` is queued
-                if active is not None:
-                    extra: dict[str, Any] = (
-                        {"suite_run_id": active.suite_run_id} if active.suite_run_id else {})
-                    raise Conflict("a run is active; cancel it or wait for it to end",
-                                   code="active_run_conflict", active_run_id=active.run_id,
-                                   **extra)
+                # Checked with no await before `begin` is queued.
+                refuse_if_busy(self._live(), "delete all history")
                 tally = await self._store.write(deletion.begin)
                 removed = await self._unlink_unreferenced(sorted(tally.shas))
             more = True

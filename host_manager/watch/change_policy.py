@@ -7,6 +7,8 @@ The fingerprinter's (mtime, size) cache makes the repeated question cheap.
 from __future__ import annotations
 
 import asyncio
+import logging
+from dataclasses import replace
 
 from llamon_playground.host_manager.state import HostState
 from llamon_playground.host_manager.watch.fingerprint import (
@@ -15,6 +17,8 @@ from llamon_playground.host_manager.watch.fingerprint import (
     WatchRules,
     differences,
 )
+
+log = logging.getLogger(__name__)
 
 CRASHLOOP_CLEARED = "(crashloop cleared)"  # what an edit "changed" when it only ends a crashloop
 
@@ -34,9 +38,12 @@ class ChangePolicy:
         self.rules = rules
         self._fingerprinter = Fingerprinter(rules)
 
-    def follow(self, rules: WatchRules) -> None:
-        """Watch by new rules (a renamed env file); the hashes cached so far stay valid."""
-        self.rules = self._fingerprinter.rules = rules
+    def follow_env_file(self, env_file: str) -> None:
+        """pyproject.toml names this env file now: watch it (and never hash it into
+        history) instead of the previous one; the hashes cached so far stay valid."""
+        if env_file != self.rules.env_file:
+            log.info("env_file is now %s (was %s)", env_file, self.rules.env_file)
+            self.rules = self._fingerprinter.rules = replace(self.rules, env_file=env_file)
 
     def digest(self, rel: str) -> str | None:
         """sha256 of a project file (None when it is gone). Blocking: reads the file."""

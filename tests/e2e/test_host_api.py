@@ -9,6 +9,7 @@ import aiohttp
 from llamon_playground.common.contract import API_PREFIX
 from tests.support.api import Api, parse_sse
 from tests.support.procs import Stack
+from tests.support.waiting import eventually
 
 P = API_PREFIX
 
@@ -40,6 +41,34 @@ async def test_host_control_refused_during_a_run(api: Api) -> None:
         code, doc = await api.call("POST", f"host/{action}")
         assert code == 409 and doc["detail"]["active_run_id"] == run_id
     await api.ok("DELETE", f"runs/{run_id}")
+
+
+async def test_host_control_refused_during_a_suite_run(api: Api) -> None:
+    session = await api.session()
+    slow = await api.start_run(session, "slow")  # a stored input whose replay streams a while
+    await api.first_output(slow)
+    await api.ok("DELETE", f"runs/{slow}")
+    suite = await api.ok("POST", "suites", {"name": "holds the project",
+                                            "cases": [{"run_id": slow}]}, 201)
+    srun = (await api.ok("POST", f"suites/{suite['id']}/runs", None, 202))["suite_run_id"]
+    case_run = await eventually(lambda: api.ok("GET", f"suite-runs/{srun}"),
+                                lambda r: bool(r["cases"][0]["run_ids"]), "the case started")
+    case_run_id = case_run["cases"][0]["run_ids"][0]
+    await api.first_output(case_run_id)
+    generation = (await api.ok("GET", "host"))["generation"]
+    for action in ("stop", "restart"):
+        code, doc = await api.call("POST", f"host/{action}")
+        assert code == 409, doc
+        assert doc["detail"]["error"] == "active_run_conflict"
+        # The suite run holds the project: both ids, as a run's own start gets them.
+        assert doc["detail"]["suite_run_id"] == srun
+        assert doc["detail"]["active_run_id"] == case_run_id
+    host = await api.ok("GET", "host")
+    assert (host["state"], host["generation"]) == ("ready", generation), "nothing was done"
+    await api.ok("DELETE", f"suite-runs/{srun}")
+    await eventually(lambda: api.ok("GET", f"suite-runs/{srun}"),
+                     lambda r: r["status"] != "running", "the suite run ended")
+    assert (await api.ok("POST", "host/stop"))["state"] == "stopped"
 
 
 async def test_follow_logs_streams_new_lines(api: Api) -> None:
