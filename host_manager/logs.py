@@ -161,6 +161,7 @@ class HostLogs:
         return self._next
 
     def append(self, generation: int, stream: str, text: str) -> None:
+        """One line of the Host's output: kept in memory, written to host.log (rotated)."""
         line = LogLine(self._next, time.time(), generation, stream, text)
         self._next += 1
         self._lines.append(line)
@@ -222,6 +223,7 @@ class HostLogs:
         self._path.replace(self._path.with_name(f"{self._path.name}.1"))
 
     def tail(self, count: int, generation: int | None = None) -> list[str]:
+        """The last `count` lines, of `generation` only when given."""
         lines = [ln for ln in self._lines if generation is None or ln.generation == generation]
         return [f"[{ln.stream}] {ln.text}" for ln in lines[-count:]]
 
@@ -240,6 +242,7 @@ class HostLogs:
         return [ln for ln in self._lines if ln.offset >= offset][:limit], overflow
 
     def close(self) -> None:
+        """Close host.log (the lines in memory stay readable)."""
         if self._file is not None:
             self._file.close()
             self._file = None

@@ -5,7 +5,7 @@ GET /source-targets/{node_id}   file, line and column of a Flow node's function
 GET /runs/{run_id}/snippets     Copy curl / Copy Python of the run's A2A request (a resumed
                                 run's: its resume chain, to a fresh task)
 
-Which composer, which address and protocol version: `daemon.introspect.service`'s rules;
+Which composer, which address and protocol version: `daemon/introspect/service.py`'s rules;
 these handlers read the path, call it and answer.
 """
 
