@@ -37,6 +37,7 @@ from llamon_playground.cli.api_types.host import (
     LogLine,
     ReapedProcess,
     RetentionPolicy,
+    TracingHealth,
     WarmParent,
     WatchCounters,
 )
@@ -67,5 +68,5 @@ __all__ = [
     "OpenApiDocument", "Part", "ReapedProcess", "RerunTree", "RetentionPolicy", "Run",
     "RunAccepted", "RunEvent", "RunInput", "RunList", "RunSummary", "ScoreSummary", "SearchExcerpt",
     "SearchHit", "SearchResults", "Session", "SessionDeleted", "SessionList", "Snippets",
-    "SourceTarget", "TextCut", "TextDiff", "WarmParent", "WatchCounters",
+    "SourceTarget", "TextCut", "TextDiff", "TracingHealth", "WarmParent", "WatchCounters",
 ]

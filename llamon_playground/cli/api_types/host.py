@@ -14,8 +14,8 @@ from typing import Any, Literal, NotRequired, TypedDict
 
 __all__ = [
     "Health", "HistorySize", "HostError", "HostErrorDetail", "HostLastError", "HostLogs",
-    "HostStatus", "HostWarning", "LogLine", "ReapedProcess", "RetentionPolicy", "WarmParent",
-    "WatchCounters",
+    "HostStatus", "HostWarning", "LogLine", "ReapedProcess", "RetentionPolicy", "TracingHealth",
+    "WarmParent", "WatchCounters",
 ]
 
 
@@ -141,6 +141,25 @@ class HistorySize(TypedDict):
     bytes: int  # the database with its WAL, and the files as last counted
 
 
+class TracingHealth(TypedDict):
+    """`/health`'s `tracing`: runs exported as OpenTelemetry traces (docs/tracing.md)."""
+
+    enabled: bool  # spans are being exported
+    endpoint: str | None  # the OTLP endpoint set; None: export is off
+    protocol: str | None  # `http/protobuf` or `grpc`
+    # why nothing is exported although an endpoint is set (OpenTelemetry not installed), with the
+    # fix
+    problem: str | None
+    runs_exported: int
+    runs_dropped: int  # finished runs not exported: the export queue was full
+    spans_exported: int  # spans the collector took
+    spans_failed: int  # spans the collector refused or did not take in time
+    spans_dropped: int  # spans lost for any reason, failed ones included
+    spans_pending: int  # spans waiting to be sent
+    # whether the daemon imported OpenTelemetry (never, with no endpoint set)
+    opentelemetry_loaded: bool
+
+
 class Health(TypedDict):
     """`GET /health`: answered without creating history."""
 
@@ -156,3 +175,4 @@ class Health(TypedDict):
     # LLAMON_PLAYGROUND_FORCE_PORTABLE=1
     platform: Literal["linux", "portable"]
     history: HistorySize
+    tracing: TracingHealth
