@@ -86,7 +86,7 @@ def parse_time(value: str | None) -> int | None:
 def _host_time(value: Any, fallback: int) -> int:
     """A capture event's `ts` (Unix seconds, the Host's clock) in nanoseconds."""
     if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
-        return int(value * NS)
+        return round(value * 1_000_000) * 1000  # a float's seconds hold microseconds
     return fallback
 
 
