@@ -5,6 +5,8 @@ request carried the run's `traceparent`."""
 
 from __future__ import annotations
 
+import asyncio
+import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -55,7 +57,19 @@ async def test_a_run_is_a_trace_with_the_hosts_spans_under_it(
     await eventually(lambda: [s for s in receiver.of_trace(trace)
                               if s.name == "invoke_agent echo_agent" and s.kind == CLIENT],
                      what="the run's span at the receiver")
-    await eventually(host_spans, what="the Host's spans at the receiver")
+
+    def reaches_run(spans: dict, span_id: str) -> bool:  # type: ignore[type-arg]
+        seen = 0
+        while span_id in spans and seen < 100:
+            span_id, seen = spans[span_id].parent_span_id, seen + 1
+        return span_id == run_span
+
+    def host_tree_whole(found: list) -> bool:  # type: ignore[type-arg]
+        # The Host sends its spans in batches as they end: its server span comes last.
+        spans = {s.span_id: s for s in found}
+        return any(s.name == "POST /" for s in found) and all(
+            reaches_run(spans, s) for s in spans)
+    await eventually(host_spans, host_tree_whole, what="the Host's spans at the receiver")
 
     ours = {s.span_id: s for s in receiver.of_trace(trace) if s.service == "llamon-playground"}
     root = ours[run_span]
@@ -95,12 +109,6 @@ async def test_a_run_is_a_trace_with_the_hosts_spans_under_it(
     server = [s for s in spans.values() if s.kind == SERVER and s.name == "POST /"]
     assert server and all(s.parent_span_id == run_span for s in server)
 
-    def reaches_run(span_id: str) -> bool:
-        seen = 0
-        while span_id in spans and seen < 100:
-            span_id, seen = spans[span_id].parent_span_id, seen + 1
-        return span_id == run_span
-    assert all(reaches_run(s) for s in spans)
     assert any(s.name == "invoke_agent echo_agent" for s in spans.values())
 
     health = await api.ok("GET", "/health")
@@ -132,3 +140,35 @@ async def test_with_no_endpoint_nothing_of_opentelemetry_is_imported(direct: Api
     tracing = (await direct.ok("GET", "/health"))["tracing"]
     assert tracing["enabled"] is False and tracing["endpoint"] is None
     assert tracing["opentelemetry_loaded"] is False
+
+
+async def test_export_traces_backfills_stored_runs_on_the_same_ids(
+        traced: Stack, traced_api: Api, receiver: OtlpReceiver) -> None:
+    session = await traced_api.session()
+    run = await traced_api.wait_status(await traced_api.start_run(session, "stream a b"))
+    trace = f"{ids.trace_id(run['id']):032x}"
+    live = await eventually(
+        lambda: {(s.span_id, s.name, s.parent_span_id) for s in receiver.of_trace(trace)
+                 if s.service == "llamon-playground"},
+        lambda spans: any(name == "complete" for _, name, _ in spans),
+        what="the live export")
+    receiver.spans.clear()
+    other = await traced_api.session()  # a session of its own: --session leaves it out
+    second = await traced_api.wait_status(await traced_api.start_run(other, "stream c"))
+    await eventually(lambda: [s for s in receiver.of_trace(f"{ids.trace_id(second['id']):032x}")
+                              if s.name == "complete"], what="the second run's live export")
+    receiver.spans.clear()
+    env = {**traced.env, "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "llamon_playground", "export-traces", str(traced.project),
+        "--session", session, "--since", "2020-01-01", env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    _, err = await proc.communicate()
+    assert proc.returncode == 0, err.decode()
+    assert "exported 1 runs" in err.decode()
+    # (The Host's own batches may still arrive: only the daemon's spans are compared.)
+    ours = [s for s in receiver.spans if s.service == "llamon-playground"]
+    backfilled = {(s.span_id, s.name, s.parent_span_id) for s in ours}
+    # The same spans on the same ids, but for the agent's name (no Host was asked).
+    assert {(i, p) for i, _, p in backfilled} == {(i, p) for i, _, p in live}
+    assert {s.trace_id for s in ours} == {trace}
