@@ -44,6 +44,8 @@ def since_stamp(value: str) -> str:
 
 @dataclass
 class Backfilled:
+    """What a back-fill handed to the exporter."""
+
     runs: int = 0
     suite_runs: int = 0
     spans: int = 0

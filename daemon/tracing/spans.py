@@ -44,6 +44,8 @@ class StoredEvent:
 
 @dataclass(slots=True)
 class SpanEvent:
+    """An event on a span (an evaluator's result), at its own time."""
+
     name: str
     ts_ns: int
     attributes: dict[str, AttrValue]
@@ -51,6 +53,8 @@ class SpanEvent:
 
 @dataclass(frozen=True, slots=True)
 class SpanLink:
+    """A link to another run's span (the run a resume answers, a rerun's source)."""
+
     trace_id: int
     span_id: int
     attributes: dict[str, AttrValue]
