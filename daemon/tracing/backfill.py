@@ -34,7 +34,7 @@ class BadSince(ValueError):
 def since_stamp(value: str) -> str:
     """`2026-12-04` or `2026-12-04T13:00[:00][Z|+01:00]` as history stores times (UTC)."""
     try:
-        when = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        when = datetime.fromisoformat(value.strip())
     except ValueError as exc:
         raise BadSince(f"--since {value!r} is not an ISO date or time") from exc
     if when.tzinfo is None:

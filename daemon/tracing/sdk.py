@@ -20,6 +20,7 @@ from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.id_generator import IdGenerator, RandomIdGenerator
+from opentelemetry.sdk.trace.sampling import Decision
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from llamon_playground.daemon.tracing.settings import TraceSettings, signal_endpoint
@@ -131,7 +132,7 @@ class SpanSink:
         says so, and a Host's spans follow it)."""
         result = self._provider.sampler.should_sample(None, trace_id, "invoke_agent",
                                                       SpanKind.CLIENT)
-        return result.decision.is_sampled()
+        return result.decision in (Decision.RECORD_AND_SAMPLE,)
 
     def emit(self, spans: list[SpanDesc]) -> bool:
         """Hand one trace's spans to the batch processor (parents first), or none of them

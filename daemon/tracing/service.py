@@ -15,6 +15,7 @@ import logging
 import sys
 import threading
 from collections.abc import Awaitable, Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -184,12 +185,16 @@ class TraceExport:
                 log.exception("trace export at stop failed")
         done = asyncio.get_running_loop().create_future()
 
+        def settle() -> None:
+            if not done.done():
+                done.set_result(None)
+
         def stop() -> None:
             try:
                 sink.shutdown()
             finally:
-                done.get_loop().call_soon_threadsafe(
-                    lambda: done.done() or done.set_result(None))
+                with suppress(RuntimeError):  # the loop closed: nobody waits any more
+                    done.get_loop().call_soon_threadsafe(settle)
 
         threading.Thread(target=stop, name="trace-export-stop", daemon=True).start()
         try:

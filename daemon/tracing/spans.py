@@ -84,7 +84,7 @@ def parse_time(value: str | None) -> int | None:
     """History's time (`2026-12-04T13:00:00.123Z`) in Unix nanoseconds."""
     if not value:
         return None
-    return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000) * 1_000_000
+    return int(datetime.fromisoformat(value).timestamp() * 1000) * 1_000_000
 
 
 def _host_time(value: Any, fallback: int) -> int:
@@ -287,10 +287,11 @@ def _node_spans(run_id: str, trace: int, root: SpanDesc,
             open_nodes.append(span)
             by_node[node] = span
         elif kind in ("node.end", "node.error") and isinstance(node, str):
-            span = next((s for s in reversed(open_nodes)
-                         if s.attributes[PREFIX + "node.id"] == node), None)
-            if span is None:
+            ending = next((s for s in reversed(open_nodes)
+                           if s.attributes[PREFIX + "node.id"] == node), None)
+            if ending is None:
                 continue
+            span = ending
             open_nodes.remove(span)
             span.end_ns = max(at, span.start_ns)
             failed = kind == "node.error" or data.get("error") is not None \

@@ -44,7 +44,7 @@ def free_port() -> int:
 
 
 def get_json(url: str) -> Any:
-    with urllib.request.urlopen(url, timeout=5) as resp:  # noqa: S310 (loopback)
+    with urllib.request.urlopen(url, timeout=5) as resp:
         return orjson.loads(resp.read())
 
 
@@ -61,7 +61,7 @@ def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         deadline = time.monotonic() + 120
         while True:
             try:
-                with urllib.request.urlopen(url + "/healthz", timeout=2):  # noqa: S310
+                with urllib.request.urlopen(url + "/healthz", timeout=2):
                     break
             except OSError:
                 if proc.popen.poll() is not None or time.monotonic() > deadline:
