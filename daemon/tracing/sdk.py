@@ -30,6 +30,10 @@ log = logging.getLogger(__name__)
 
 INSTRUMENTATION = "llamon_playground.daemon.tracing"
 QUEUE_SPANS = 2048  # the batch processor's queue: spans waiting for the collector, at most
+# While the collector fails (down, refusing), this many at most: a stopped collector must
+# not fill the daemon with spans it will likely never take (measured: a full queue of 2,048
+# spans is ~10 MB of RSS). The first batch it takes again restores the whole queue.
+FAILING_QUEUE_SPANS = 128
 BATCH_SPANS = 512
 SCHEDULE_MS = 1000
 EXPORT_TIMEOUT_S = 5.0
@@ -63,6 +67,7 @@ class Counts:
     exported: int = 0
     failed: int = 0  # the collector refused them, or could not be reached in time
     dropped: int = 0  # never handed over: the queue had no room
+    failing: bool = False  # the last batch did not reach the collector
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
@@ -84,10 +89,11 @@ class CountingExporter(SpanExporter):
             log.warning("trace export failed: %s", exc)
             result = SpanExportResult.FAILURE
         with self._counts.lock:
-            if result == SpanExportResult.SUCCESS:
-                self._counts.exported += len(spans)
-            else:
+            self._counts.failing = result != SpanExportResult.SUCCESS
+            if self._counts.failing:
                 self._counts.failed += len(spans)
+            else:
+                self._counts.exported += len(spans)
         return result
 
     def shutdown(self) -> None:
@@ -138,7 +144,9 @@ class SpanSink:
         """Hand one trace's spans to the batch processor (parents first), or none of them
         when its queue has no room for all: False, counted as dropped."""
         with self.counts.lock:
-            if self.counts.pending + len(spans) > self._queue_spans:
+            room = FAILING_QUEUE_SPANS if self.counts.failing else self._queue_spans
+            alone = self.counts.pending == 0 and len(spans) <= self._queue_spans
+            if self.counts.pending + len(spans) > room and not alone:
                 self.counts.dropped += len(spans)
                 return False
             self.counts.submitted += len(spans)
