@@ -172,3 +172,18 @@ async def test_export_traces_backfills_stored_runs_on_the_same_ids(
     # The same spans on the same ids, but for the agent's name (no Host was asked).
     assert {(i, p) for i, _, p in backfilled} == {(i, p) for i, _, p in live}
     assert {s.trace_id for s in ours} == {trace}
+
+
+async def test_status_says_where_traces_go_and_what_became_of_them(
+        traced: Stack, traced_api: Api, receiver: OtlpReceiver) -> None:
+    session = await traced_api.session()
+    await traced_api.wait_status(await traced_api.start_run(session, "stream a"))
+    await eventually(lambda: traced_api.ok("GET", "/health"),
+                     lambda h: h["tracing"]["runs_exported"] == 1, what="the export")
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "llamon_playground", "status", str(traced.project),
+        env=traced.env, stdout=asyncio.subprocess.PIPE)
+    out, _ = await proc.communicate()
+    line = next(ln for ln in out.decode().splitlines() if ln.startswith("traces:"))
+    assert line.startswith(f"traces:     to {receiver.url} (http/protobuf): 1 runs, ")
+    assert "0 dropped" in line
