@@ -133,7 +133,7 @@ async def short_runs(daemons: list[Daemon], runs: int) -> list[list[int]]:
 async def bench_trace_export(quick: bool, owned: Owned) -> list[Figure]:
     deltas = QUICK_DELTAS if quick else FULL_DELTAS
     runs = QUICK_RUNS if quick else FULL_RUNS
-    reps = 2 if quick else 3
+    reps = 2 if quick else 5  # many: three daemons' streams, one after another, on 2 cores
     receiver = Receiver()
     await receiver.start()
     daemons: dict[str, Daemon] = {}
