@@ -48,7 +48,8 @@ def trace_settings(environ: Mapping[str, str], project_endpoint: object = None
     from_env = bool(endpoint)
     if not endpoint and isinstance(project_endpoint, str) and project_endpoint.strip():
         endpoint = project_endpoint.strip()
-    if not endpoint or environ.get("OTEL_TRACES_EXPORTER", "").strip().lower() == "none":
+    if (not endpoint or environ.get("OTEL_TRACES_EXPORTER", "").strip().lower() == "none"
+            or environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true"):
         return TraceSettings(capture_content=capture, service_name=service)
     protocol = (environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
                 or environ.get("OTEL_EXPORTER_OTLP_PROTOCOL") or "").strip().lower()

@@ -198,3 +198,5 @@ def test_the_switches_are_the_standard_ones() -> None:
     assert trace_settings({}, "http://127.0.0.1:6006").endpoint == "http://127.0.0.1:6006"
     assert not trace_settings({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://x",
                                "OTEL_TRACES_EXPORTER": "none"}).enabled
+    assert not trace_settings({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://x",
+                               "OTEL_SDK_DISABLED": "true"}).enabled
