@@ -125,7 +125,10 @@ class SpanSink:
         self._ids = PlannedIds()
         # OTEL_RESOURCE_ATTRIBUTES is read by the SDK; OTEL_SERVICE_NAME by the settings.
         resource = Resource.create({SERVICE_NAME: settings.service_name})
-        self._provider = TracerProvider(resource=resource, id_generator=self._ids)
+        # Its shutdown is ours, bounded (service.close): an atexit one could wait out a
+        # collector that is down.
+        self._provider = TracerProvider(resource=resource, id_generator=self._ids,
+                                        shutdown_on_exit=False)
         self._processor = BatchSpanProcessor(
             CountingExporter(exporter or otlp_exporter(settings), self.counts),
             max_queue_size=queue_spans, max_export_batch_size=min(BATCH_SPANS, queue_spans),
