@@ -14,6 +14,7 @@ import os
 import shutil
 import socket
 import time
+import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -89,7 +90,12 @@ async def traced(tmp_path: Path, runtime_base: Path, phoenix: str,
 
 
 def spans_of(phoenix: str, trace: str) -> list[dict[str, Any]]:
-    doc = get_json(f"{phoenix}/v1/projects/{PROJECT}/spans?limit=1000")
+    try:
+        doc = get_json(f"{phoenix}/v1/projects/{PROJECT}/spans?limit=1000")
+    except urllib.error.HTTPError as exc:
+        if exc.code == 404:  # Phoenix makes the project when its first span arrives
+            return []
+        raise
     return [s for s in doc["data"] if s["context"]["trace_id"] == trace]
 
 
