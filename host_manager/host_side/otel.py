@@ -13,8 +13,10 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+GRPC_PORT = 4317
 
 
 def wanted(environ: Mapping[str, str] | None = None) -> bool:
@@ -30,17 +32,32 @@ def _tracer_provider() -> Any:
     is not wanted or not installed."""
     global _provider
     if _provider is None and wanted():
+        protocol = (os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+                    or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL") or "").strip().lower()
+        if not protocol:  # as the daemon reads it: OTLP/gRPC's own port says gRPC
+            endpoint = next(os.environ[n] for n in ENDPOINT_VARIABLES if os.environ.get(n))
+            protocol = "grpc" if urlsplit(endpoint.strip()).port == GRPC_PORT else ""
         try:
             from opentelemetry import trace
-            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
             from opentelemetry.sdk.resources import SERVICE_NAME, Resource
             from opentelemetry.sdk.trace import TracerProvider
-            from opentelemetry.sdk.trace.export import BatchSpanProcessor
+            from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+            exporter: SpanExporter
+            if protocol == "grpc":
+                from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
+                    OTLPSpanExporter as GrpcExporter,
+                )
+                exporter = GrpcExporter()
+            else:
+                from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
+                    OTLPSpanExporter,
+                )
+                exporter = OTLPSpanExporter()
         except ImportError:
             return None  # the daemon says what to install; the Host runs on untraced
         name = os.environ.get("OTEL_SERVICE_NAME") or os.path.basename(os.getcwd()) or "host"
         _provider = TracerProvider(resource=Resource.create({SERVICE_NAME: name}))
-        _provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+        _provider.add_span_processor(BatchSpanProcessor(exporter))
         trace.set_tracer_provider(_provider)
     return _provider
 
