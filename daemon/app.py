@@ -64,6 +64,9 @@ from llamon_playground.daemon.store.search.service import RunSearch
 from llamon_playground.daemon.store.upkeep.compaction import Compactor
 from llamon_playground.daemon.store.upkeep.trimmer import Trimmer
 from llamon_playground.daemon.suites.service import SuiteService
+from llamon_playground.daemon.tracing.agent import card_agent_name
+from llamon_playground.daemon.tracing.service import TraceExport, tracing_health
+from llamon_playground.daemon.tracing.settings import trace_settings
 from llamon_playground.host_manager.crash_policy import CrashSettings
 from llamon_playground.host_manager.environment import ENV_MARKER, ENV_TREE
 from llamon_playground.host_manager.errors import HostUnavailable
@@ -123,6 +126,7 @@ class Daemon:
     compactor: Compactor
     trimmer: Trimmer
     suites: SuiteService
+    tracing: TraceExport | None  # None: no OTLP endpoint is set
 
 
 async def build_services(settings: Settings, environ: dict[str, str]) -> Daemon:
@@ -133,6 +137,8 @@ async def build_services(settings: Settings, environ: dict[str, str]) -> Daemon:
         hub.publish(rows)
         project_events.committed(rows)
         compactor.noticed(rows)
+        if tracing is not None:
+            tracing.committed(rows)
 
     store = Store(settings, on_commit=committed,
                   on_degraded=lambda error: _history_degraded(services, error))
@@ -141,8 +147,11 @@ async def build_services(settings: Settings, environ: dict[str, str]) -> Daemon:
     try:
         project = load_project_config(settings.project_dir)
         env_file, warnings = project.env_file, project_warnings(project, settings.project_dir)
+        playground = project.raw.get("playground")
+        otlp = playground.get("otlp_endpoint") if isinstance(playground, dict) else None
     except ProjectError:
         env_file, warnings = ".env", []  # reported by each run's validate phase
+        otlp = None
     host = HostSupervisor(HostConfig(
         project_dir=settings.project_dir, command=lambda: host_command(settings, environ),
         base_env=environ, log_path=settings.host_log_path,
@@ -164,9 +173,14 @@ async def build_services(settings: Settings, environ: dict[str, str]) -> Daemon:
     # could reach the previous generation while it finishes its streams.
     http = aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True),
                                  timeout=aiohttp.ClientTimeout(total=None, sock_connect=5))
+    tracing = TraceExport.start(trace_settings(environ, otlp), store, card_agent_name(
+        http, lambda: (host.generation.number, host.generation.url)
+        if host.generation is not None else None, settings.project_dir))
     journal = RunJournal(store, blobs)
     executor = RunExecutor(settings.project_dir, journal, blobs, host, http,
-                           stall_timeout=settings.host_stall_timeout, limits=settings.limits)
+                           stall_timeout=settings.host_stall_timeout, limits=settings.limits,
+                           trace_context=(lambda run_id: tracing.headers(run_id, runs.suite_run_id))
+                           if tracing is not None else None)
     runs = RunManager(settings.project_dir, store, blobs, hub, journal, executor,
                       settings.limits)
     history = HistoryService(store, blobs, project_events, db_path=settings.db_path,
@@ -180,7 +194,7 @@ async def build_services(settings: Settings, environ: dict[str, str]) -> Daemon:
     host.add_state_listener(suites.host_changed)
     services = Daemon(settings, store, blobs, hub, host, runs, history, http,
                       project_events, ReloadCoordinator(host, runs), compactor,
-                      Trimmer(settings, store, history), suites)
+                      Trimmer(settings, store, history), suites, tracing)
     return services
 
 
@@ -226,6 +240,8 @@ async def shutdown(services: Daemon) -> None:
         with suppress(OSError):
             (services.settings.runtime_dir / UNENDED_NOTE).write_text(left)
     await services.host.close()
+    if services.tracing is not None:
+        await services.tracing.close()  # bounded: a collector that is down holds nothing
     await services.store.close()
     services.hub.close_all()
     services.project_events.close_all()
@@ -242,7 +258,8 @@ def make_app(services: Daemon) -> web.Application:
     s = services
     app.middlewares.append(errors_middleware(s.store))
     add_routes(app, settings=s.settings, store=s.store, hub=s.hub, history=s.history,
-               runs=s.runs, host=s.host, trimmer=s.trimmer)
+               runs=s.runs, host=s.host, trimmer=s.trimmer,
+               tracing=s.tracing.health if s.tracing is not None else tracing_health)
     add_data_routes(app, settings=s.settings, history=s.history)
     add_history_routes(app, trimmer=s.trimmer)
     add_edit_routes(app, history=s.history, max_request_bytes=s.settings.max_request_bytes,
@@ -319,6 +336,8 @@ async def serve(settings: Settings, environ: dict[str, str]) -> None:
         # (cleanly, through the stack) rather than leaving it half-working.
         async with asyncio.TaskGroup() as tasks:
             background = [tasks.create_task(handover.serve(), name="handover")]
+            if services.tracing is not None:
+                background.append(tasks.create_task(services.tracing.run(), name="traces"))
             if settings.watch:
                 background.append(tasks.create_task(ProjectWatcher(
                     lambda: services.host.rules, services.reload.on_changes,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import aiohttp
@@ -92,14 +92,18 @@ class A2AClient:
         return body, headers
 
     async def stream(self, interface: Interface, message: dict[str, Any],
-                     metadata: dict[str, Any], limits: Limits = DEFAULT_LIMITS
+                     metadata: dict[str, Any], limits: Limits = DEFAULT_LIMITS,
+                     trace_context: Mapping[str, str] | None = None
                      ) -> AsyncIterator[list[A2AEvent]]:
         """Send a message and yield the streamed events, in order, a read's worth at a time
         (never an empty list), until the Host closes the stream. Output over `limits`
-        raises HostOutputTooLarge."""
+        raises HostOutputTooLarge. `trace_context`: W3C `traceparent`/`tracestate` headers,
+        so a Host's own spans join the run's trace."""
         body, headers = self._request(interface, "stream",
                                       {"message": message, "metadata": metadata})
         headers["Accept"] = "text/event-stream"
+        if trace_context:
+            headers.update(trace_context)
         try:
             async with self._http.post(interface.url, data=body, headers=headers,
                                        timeout=aiohttp.ClientTimeout(total=None,

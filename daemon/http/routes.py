@@ -85,7 +85,9 @@ class RunRoutes:
     """/health, sessions and runs: each handler parses, calls a service, renders."""
 
     def __init__(self, settings: Settings, store: Store, hub: EventHub, history: HistoryService,
-                 runs: RunManager, host: HostSupervisor, trimmer: Trimmer) -> None:
+                 runs: RunManager, host: HostSupervisor, trimmer: Trimmer,
+                 tracing: Callable[[], dict[str, Any]]) -> None:
+        self._tracing = tracing  # trace export's state and counts
         self._settings = settings
         self._store = store
         self._hub = hub
@@ -110,6 +112,7 @@ class RunRoutes:
                               "active_run_id": active.run_id if active else None,
                               "history_degraded": store.degraded,
                               "history": self._trimmer.summary(),
+                              "tracing": self._tracing(),
                               "platform": current_platform().name})
 
     # -- sessions -----------------------------------------------------------------------------
@@ -182,7 +185,7 @@ class RunRoutes:
 
 def add_routes(app: web.Application, *, settings: Settings, store: Store, hub: EventHub,
                history: HistoryService, runs: RunManager, host: HostSupervisor,
-               trimmer: Trimmer) -> None:
+               trimmer: Trimmer, tracing: Callable[[], dict[str, Any]]) -> None:
     """Route health, sessions and runs (create, read, cancel, resume, rerun, events)."""
-    routes = RunRoutes(settings, store, hub, history, runs, host, trimmer)
+    routes = RunRoutes(settings, store, hub, history, runs, host, trimmer, tracing)
     bind(app, "runs", routes)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -60,7 +61,10 @@ class RunExecutor:
 
     def __init__(self, project_dir: Path, journal: RunJournal, blobs: BlobStore,
                  host: RunHost, http: aiohttp.ClientSession,
-                 stall_timeout: float = 30.0, limits: Limits = DEFAULT_LIMITS) -> None:
+                 stall_timeout: float = 30.0, limits: Limits = DEFAULT_LIMITS,
+                 trace_context: Callable[[str], dict[str, str]] | None = None) -> None:
+        # A run's W3C trace context headers for its A2A request (None: traces are off).
+        self._trace_context = trace_context
         self._stall_timeout = stall_timeout
         self._limits = limits
         self._interfaces: dict[int, Interface] = {}
@@ -217,7 +221,9 @@ class RunExecutor:
                 stall.run(lambda: run.stop(Reason.HOST_UNRESPONSIVE)))
             try:
                 self._host.note_serving()
-                async for events in client.stream(interface, message, metadata, self._limits):
+                trace = self._trace_context(run.run_id) if self._trace_context else None
+                async for events in client.stream(interface, message, metadata, self._limits,
+                                                  trace):
                     stall.touch()
                     for event in events:
                         self._take(run, collected, event)

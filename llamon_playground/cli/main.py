@@ -154,6 +154,14 @@ def _print_status(info: dict[str, Any], as_json: bool) -> None:
     print(f"host:       {host.get('state')} (generation {host.get('generation')}, "
           f"url {host.get('url')})")
     print(f"active run: {info.get('active_run_id') or '-'}")
+    tracing = info.get("tracing") or {}
+    if tracing.get("enabled"):
+        print(f"traces:     to {tracing.get('endpoint')} ({tracing.get('protocol')}): "
+              f"{tracing.get('runs_exported')} runs, {tracing.get('spans_exported')} spans "
+              f"sent, {tracing.get('spans_dropped')} dropped, "
+              f"{tracing.get('spans_pending')} waiting")
+    elif tracing.get("problem"):
+        print(f"traces:     {tracing['problem']}")
     print_warnings(host.get("warnings") or [])
 
 
@@ -174,6 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
     from llamon_playground.cli.terminal.inspect_commands import add_inspect_commands
     from llamon_playground.cli.terminal.more import add_more_commands, version
     from llamon_playground.cli.terminal.sessions import add_session_commands
+    from llamon_playground.cli.terminal.traces import add_trace_commands
     parser = argparse.ArgumentParser(prog="llamon-playground",
                                      description="llamon Playground daemon and front")
     parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
@@ -219,6 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_suite_commands(sub, _settings)
     add_session_commands(sub, _settings)
     add_inspect_commands(sub, _settings)
+    add_trace_commands(sub, _settings)
     return parser
 
 

@@ -24,7 +24,14 @@ from scripts.benchmarks.sections.history import (
 )
 from scripts.benchmarks.sections.host import host_idle, host_restart, host_restart_warm
 from scripts.benchmarks.sections.hostile import hostile_door, hostile_inputs
-from scripts.benchmarks.sections.streams import core, core_live, live_stream, load_fanout, load_slow
+from scripts.benchmarks.sections.streams import (
+    core,
+    core_live,
+    live_stream,
+    load_fanout,
+    load_slow,
+    trace_export,
+)
 
 SECTION_TIMEOUT_S = 300  # each section after the live trio, at most
 
@@ -66,6 +73,7 @@ AFTER_LIVE = (
     Section("hostile_door", hostile_door.bench_hostile_door, ("hostile_inputs", "hostile_door")),
     Section("search_100k", search.bench_search, ("search_100k",)),
     Section("suite", suite.bench_suite, ("suite",), 900),
+    Section("trace_export", trace_export.bench_trace_export, ("trace_export",), 900),
     # Its first run builds the year's history (minutes; cached afterwards).
     Section("history_year", history_year.bench_history_year, ("history_year",), 2400),
 )

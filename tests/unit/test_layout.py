@@ -28,9 +28,11 @@ ROOM_DIRS = {
 }
 BARE_NAMES = {"daemon", "api", "host_manager", "common", "cli", "harness"}
 MAX_MODULES_PER_FOLDER = 15
-# What a Host may import from us: the capture channel and guard, the streaming task store.
+# What a Host may import from us: the capture channel and guard, the streaming task store,
+# its own OpenTelemetry spans joining the run's trace.
 HOST_HELPER = {f"{ROOT}.host_manager.host_side.capture",
-               f"{ROOT}.host_manager.host_side.task_store"}
+               f"{ROOT}.host_manager.host_side.task_store",
+               f"{ROOT}.host_manager.host_side.otel"}
 
 
 def python_files() -> Iterator[Path]:

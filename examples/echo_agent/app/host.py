@@ -25,6 +25,7 @@ from contextlib import asynccontextmanager
 from types import FrameType
 
 import uvicorn
+from a2a.server.agent_execution import AgentExecutor
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
 from a2a.types import AgentCapabilities, AgentCard, AgentExtension, AgentInterface, AgentSkill
@@ -32,6 +33,7 @@ from starlette.applications import Starlette
 
 from app.agent import SLOW_TICKS, EchoAgentExecutor
 from llamon_playground.host_manager.host_side.capture import LoopbackGuard
+from llamon_playground.host_manager.host_side.otel import traced_app, traced_executor
 from llamon_playground.host_manager.host_side.task_store import StreamingTaskStore
 
 KNOWN_VERSIONS = ("1.0", "0.3")
@@ -108,7 +110,7 @@ def new_task_store() -> StreamingTaskStore:
     return StreamingTaskStore()
 
 
-def build_app(card: AgentCard, executor: EchoAgentExecutor) -> Starlette:
+def build_app(card: AgentCard, executor: AgentExecutor) -> Starlette:
     handler = DefaultRequestHandler(
         agent_executor=executor,
         task_store=new_task_store(),
@@ -165,7 +167,11 @@ def main() -> None:
     schemas = parse_schemas(os.environ.get("ECHO_INPUT_SCHEMAS", ""))
 
     card = build_card(port, versions, schemas)
-    app = build_app(card, EchoAgentExecutor(chunk_delay_s=delay_s, slow_ticks=slow_ticks))
+    # Traced with OpenTelemetry when an OTLP endpoint is set and the otel extra installed:
+    # its spans join the run's trace (docs/tracing.md).
+    executor = traced_executor(
+        EchoAgentExecutor(chunk_delay_s=delay_s, slow_ticks=slow_ticks), card.name)
+    app = traced_app(build_app(card, executor))
     config = uvicorn.Config(
         # Only the daemon's requests, never a web page's (docs/security.md, the Host).
         LoopbackGuard(app, port),

@@ -49,6 +49,7 @@ from llamon_playground.host_manager.host_side.capture import (
     PlaygroundCapture,
     open_envelope,
 )
+from llamon_playground.host_manager.host_side.otel import traced_app, traced_executor
 from llamon_playground.host_manager.host_side.task_store import StreamingTaskStore
 
 RPC_PATH = "/"
@@ -186,11 +187,14 @@ def main() -> None:
         sys.exit("LLAMON_HOST_PORT is required")
     port = int(port_raw)
     card = build_card(port, approval_graph)
-    executor = FlowExecutor(approval_graph, PlaygroundCapture.from_env())
+    # Traced with OpenTelemetry when an OTLP endpoint is set and the otel extra installed:
+    # its spans join the run's trace (docs/tracing.md).
+    executor = traced_executor(FlowExecutor(approval_graph, PlaygroundCapture.from_env()),
+                               card.name)
     handler = DefaultRequestHandler(agent_executor=executor, task_store=new_task_store(),
                                     agent_card=card)
-    app = Starlette(routes=[*create_agent_card_routes(card),
-                            *create_jsonrpc_routes(handler, rpc_url=RPC_PATH)])
+    app = traced_app(Starlette(routes=[*create_agent_card_routes(card),
+                                       *create_jsonrpc_routes(handler, rpc_url=RPC_PATH)]))
     print(f"flow_project starting on http://127.0.0.1:{port}", flush=True)
     # Only the daemon's requests, never a web page's (docs/security.md, the Host).
     PortReleasingServer(uvicorn.Config(

@@ -56,6 +56,7 @@ from llamon_playground.common.wire.host import (
     LogLine,
     ReapedProcess,
     RetentionPolicy,
+    TracingHealth,
     WarmParent,
     WatchCounters,
 )
@@ -68,5 +69,5 @@ __all__ = [
     "OpenApiDocument", "Part", "ReapedProcess", "RerunTree", "RetentionPolicy", "Run",
     "RunAccepted", "RunEvent", "RunInput", "RunList", "RunSummary", "ScoreSummary", "SearchExcerpt",
     "SearchHit", "SearchResults", "Session", "SessionDeleted", "SessionList", "Snippets",
-    "SourceTarget", "TextCut", "TextDiff", "WarmParent", "WatchCounters",
+    "SourceTarget", "TextCut", "TextDiff", "TracingHealth", "WarmParent", "WatchCounters",
 ]

@@ -86,6 +86,7 @@ def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
     """`llamon-playground up`: the daemon (started when none runs) and a front on it, the page's
     link printed; the exit code."""
     from llamon_playground.api.guard import NonLoopbackBind, check_bind_address
+    from llamon_playground.cli.terminal.traces import missing_extra_notice
     from llamon_playground.daemon.introspect.host_checks import host_command_warnings
     if args.project and not args.allow_empty:
         refused = not_a_project(settings.project_dir)
@@ -101,6 +102,9 @@ def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
     extra = missing_extra(settings.project_dir)
     if extra:
         warn(extra)
+    traces = missing_extra_notice(settings)
+    if traces:
+        warn(traces)
     for warning in host_command_warnings(settings.project_dir):
         warn(warning)
     serving = [doc for doc in fronts_in(settings.runtime_dir) if doc.get("url")]

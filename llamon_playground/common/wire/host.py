@@ -126,6 +126,24 @@ class HistorySize(RetentionPolicy):
     bytes: Annotated[int, Doc("the database with its WAL, and the files as last counted")]
 
 
+class TracingHealth(TypedDict):
+    """`/health`'s `tracing`: runs exported as OpenTelemetry traces (docs/tracing.md)."""
+
+    enabled: Annotated[bool, Doc("spans are being exported")]
+    endpoint: Annotated[str | None, Doc("the OTLP endpoint set; None: export is off")]
+    protocol: Annotated[str | None, Doc("`http/protobuf` or `grpc`")]
+    problem: Annotated[str | None, Doc("why nothing is exported although an endpoint is "
+                                       "set (OpenTelemetry not installed), with the fix")]
+    runs_exported: int
+    runs_dropped: Annotated[int, Doc("finished runs not exported: the export queue was full")]
+    spans_exported: Annotated[int, Doc("spans the collector took")]
+    spans_failed: Annotated[int, Doc("spans the collector refused or did not take in time")]
+    spans_dropped: Annotated[int, Doc("spans lost for any reason, failed ones included")]
+    spans_pending: Annotated[int, Doc("spans waiting to be sent")]
+    opentelemetry_loaded: Annotated[bool, Doc("whether the daemon imported OpenTelemetry "
+                                              "(never, with no endpoint set)")]
+
+
 class Health(TypedDict):
     """`GET /health`: answered without creating history."""
 
@@ -141,3 +159,4 @@ class Health(TypedDict):
                         Doc("the side of the platform seam the daemon runs: `portable` on "
                             "macOS, or on Linux with LLAMON_PLAYGROUND_FORCE_PORTABLE=1")]
     history: HistorySize
+    tracing: TracingHealth

@@ -1,0 +1,199 @@
+"""The OpenTelemetry side: the only module that imports it, and only when export is on.
+
+A provider of our own (never the process's global one) with a `BatchSpanProcessor` and an
+OTLP exporter (HTTP/protobuf, or gRPC). Span descriptions become SDK spans with their own
+start and end times; their ids are the ones `ids` derived, handed to the SDK through its
+public `IdGenerator` seam. The exporter is wrapped to count what reached the collector and
+what did not; what the batch processor's queue has no room for is never handed to it, and
+is counted as dropped here.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from opentelemetry import trace as trace_api
+from opentelemetry.sdk.resources import SERVICE_NAME, Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.id_generator import IdGenerator, RandomIdGenerator
+from opentelemetry.sdk.trace.sampling import Decision
+from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
+
+from llamon_playground.daemon.tracing.settings import TraceSettings, signal_endpoint
+from llamon_playground.daemon.tracing.spans import SpanDesc
+
+log = logging.getLogger(__name__)
+
+INSTRUMENTATION = "llamon_playground.daemon.tracing"
+QUEUE_SPANS = 2048  # the batch processor's queue: spans waiting for the collector, at most
+# While the collector fails (down, refusing), this many at most: a stopped collector must
+# not fill the daemon with spans it will likely never take (measured: a full queue of 2,048
+# spans is ~10 MB of RSS). The first batch it takes again restores the whole queue.
+FAILING_QUEUE_SPANS = 128
+BATCH_SPANS = 512
+SCHEDULE_MS = 1000
+EXPORT_TIMEOUT_S = 5.0
+KINDS = {"client": SpanKind.CLIENT, "internal": SpanKind.INTERNAL}
+STATUSES = {"ok": StatusCode.OK, "error": StatusCode.ERROR}
+
+
+class PlannedIds(IdGenerator):
+    """Gives the SDK the ids a span was planned with; random ones for anything else."""
+
+    def __init__(self) -> None:
+        self._random = RandomIdGenerator()
+        self.span_id: int | None = None
+        self.trace_id: int | None = None
+
+    def generate_span_id(self) -> int:
+        value, self.span_id = self.span_id, None
+        return value if value is not None else self._random.generate_span_id()
+
+    def generate_trace_id(self) -> int:
+        value, self.trace_id = self.trace_id, None
+        return value if value is not None else self._random.generate_trace_id()
+
+
+@dataclass
+class Counts:
+    """What became of the spans handed over (read by /health from the loop; written by the
+    processor's thread, each a plain int update)."""
+
+    submitted: int = 0
+    exported: int = 0
+    failed: int = 0  # the collector refused them, or could not be reached in time
+    dropped: int = 0  # never handed over: the queue had no room
+    failing: bool = False  # the last batch did not reach the collector
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def pending(self) -> int:
+        return self.submitted - self.exported - self.failed
+
+
+class CountingExporter(SpanExporter):
+    """The OTLP exporter, counting each batch's outcome."""
+
+    def __init__(self, inner: SpanExporter, counts: Counts) -> None:
+        self._inner = inner
+        self._counts = counts
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        try:
+            result = self._inner.export(spans)
+        except Exception:  # the exporter's own bug: counted, never raised into the SDK
+            log.exception("trace export failed")
+            result = SpanExportResult.FAILURE
+        with self._counts.lock:
+            self._counts.failing = result != SpanExportResult.SUCCESS
+            if self._counts.failing:
+                self._counts.failed += len(spans)
+            else:
+                self._counts.exported += len(spans)
+        return result
+
+    def shutdown(self) -> None:
+        self._inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self._inner.force_flush(timeout_millis)
+
+
+def otlp_exporter(settings: TraceSettings) -> SpanExporter:
+    endpoint = signal_endpoint(settings)
+    if settings.protocol == "grpc":
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
+            OTLPSpanExporter as GrpcExporter,
+        )
+        return GrpcExporter(endpoint=endpoint, timeout=EXPORT_TIMEOUT_S)
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    return OTLPSpanExporter(endpoint=endpoint, timeout=EXPORT_TIMEOUT_S)
+
+
+class SpanSink:
+    """Feeds span descriptions to the SDK. Not thread-safe: one caller (the loop, or the
+    back-fill command) at a time."""
+
+    def __init__(self, settings: TraceSettings, exporter: SpanExporter | None = None,
+                 queue_spans: int = QUEUE_SPANS) -> None:
+        self.counts = Counts()
+        self._queue_spans = queue_spans
+        self._ids = PlannedIds()
+        # OTEL_RESOURCE_ATTRIBUTES is read by the SDK; OTEL_SERVICE_NAME by the settings.
+        resource = Resource.create({SERVICE_NAME: settings.service_name})
+        # Its shutdown is ours, bounded (service.close): an atexit one could wait out a
+        # collector that is down.
+        self._provider = TracerProvider(resource=resource, id_generator=self._ids,
+                                        shutdown_on_exit=False)
+        self._processor = BatchSpanProcessor(
+            CountingExporter(exporter or otlp_exporter(settings), self.counts),
+            max_queue_size=queue_spans, max_export_batch_size=min(BATCH_SPANS, queue_spans),
+            schedule_delay_millis=SCHEDULE_MS)
+        self._provider.add_span_processor(self._processor)
+        self._tracer = self._provider.get_tracer(INSTRUMENTATION)
+
+    def sampled(self, trace_id: int) -> bool:
+        """Whether the sampler keeps a trace whose root has this id (a run's traceparent
+        says so, and a Host's spans follow it)."""
+        result = self._provider.sampler.should_sample(None, trace_id, "invoke_agent",
+                                                      SpanKind.CLIENT)
+        return result.decision == Decision.RECORD_AND_SAMPLE
+
+    def emit(self, spans: list[SpanDesc]) -> bool:
+        """Hand one trace's spans to the batch processor (parents first), or none of them
+        when its queue has no room for all: False, counted as dropped."""
+        with self.counts.lock:
+            room = FAILING_QUEUE_SPANS if self.counts.failing else self._queue_spans
+            alone = self.counts.pending == 0 and len(spans) <= self._queue_spans
+            if self.counts.pending + len(spans) > room and not alone:
+                self.counts.dropped += len(spans)
+                return False
+            self.counts.submitted += len(spans)
+        made: dict[int, trace_api.Span] = {}
+        unsampled = 0
+        for desc in spans:
+            span = self._start(desc, made)
+            made[desc.span_id] = span
+            for event in desc.events:
+                span.add_event(event.name, event.attributes, timestamp=event.ts_ns)
+            if desc.status in STATUSES:
+                span.set_status(Status(STATUSES[desc.status], desc.status_message
+                                       if desc.status == "error" else None))
+            span.end(end_time=desc.end_ns)
+            if not span.get_span_context().trace_flags.sampled:
+                unsampled += 1
+        if unsampled:
+            with self.counts.lock:  # the sampler left them out: never queued
+                self.counts.submitted -= unsampled
+        return True
+
+    def _start(self, desc: SpanDesc, made: dict[int, trace_api.Span]) -> trace_api.Span:
+        context = None
+        if desc.parent_id is not None:
+            parent = made.get(desc.parent_id)
+            if parent is None:
+                parent = trace_api.NonRecordingSpan(SpanContext(
+                    desc.trace_id, desc.parent_id, is_remote=desc.remote_parent,
+                    trace_flags=TraceFlags(TraceFlags.SAMPLED)))
+            context = trace_api.set_span_in_context(parent)
+        else:
+            self._ids.trace_id = desc.trace_id
+        self._ids.span_id = desc.span_id
+        links = [Link(SpanContext(link.trace_id, link.span_id, is_remote=True,
+                                  trace_flags=TraceFlags(TraceFlags.SAMPLED)), link.attributes)
+                 for link in desc.links]
+        return self._tracer.start_span(desc.name, context=context, kind=KINDS[desc.kind],
+                                       attributes=desc.attributes, links=links,
+                                       start_time=desc.start_ns)
+
+    def flush(self, timeout_s: float) -> bool:
+        """Wait (bounded) until what was handed over has been sent or given up on."""
+        return self._processor.force_flush(int(timeout_s * 1000))
+
+    def shutdown(self) -> None:
+        """Stop the processor's thread; whatever is still queued is sent once, if it can be."""
+        self._provider.shutdown()
