@@ -115,6 +115,7 @@ class TraceExport:
         return cls(settings, store, agent_name, SpanSink(settings))
 
     def committed(self, rows: list[EventRow]) -> None:
+        """What the store just committed: a run's span-worthy events kept, an ended run queued."""
         self._recorder.committed(rows)
 
     def headers(self, run_id: str, suite_run_id: str | None) -> dict[str, str]:

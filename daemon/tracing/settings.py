@@ -35,6 +35,7 @@ class TraceSettings:
 
     @property
     def enabled(self) -> bool:
+        """Whether export is on: an OTLP endpoint was found."""
         return self.endpoint is not None
 
 

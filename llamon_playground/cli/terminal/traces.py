@@ -88,6 +88,7 @@ def export_traces(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def add_trace_commands(sub: Any, settings_of: Callable[[str | None], Settings]) -> None:
+    """Add `export-traces` to the CLI's subcommands."""
     p = sub.add_parser("export-traces", help="send stored runs to an OpenTelemetry collector "
                                              "(OTEL_EXPORTER_OTLP_ENDPOINT)")
     p.add_argument("project", nargs="?", help="the project folder (default: this one)")
