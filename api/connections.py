@@ -30,6 +30,7 @@ from typing import Any
 from aiohttp import web
 
 from llamon_playground.api.slots import DoorRequestHandler, Slots
+from llamon_playground.common.parser_errors import connection_factory
 
 log = logging.getLogger(__name__)
 
@@ -42,42 +43,47 @@ BACKLOG = 1024
 ACCEPT_RETRY = 1.0  # seconds before accept() is tried again when descriptors ran out
 
 
-class CappedSite(web.TCPSite):
-    """TCPSite that accepts a connection only when the front's Slots have room for it
-    (api/slots.py): a free slot, one a ripe pending connection gives up, or, when every
-    slot is admitted, to refuse it (503). While pending ones are still in their grace, new
-    ones wait in the kernel's queue, in order: the flood behind them waits too, and the
-    front's work stays bounded by what ripens."""
+class CappedSite:
+    """The front's listening site: it accepts a connection only when the front's Slots have
+    room for it (api/slots.py): a free slot, one a ripe pending connection gives up, or,
+    when every slot is admitted, to refuse it (503). While pending ones are still in their
+    grace, new ones wait in the kernel's queue, in order: the flood behind them waits too,
+    and the front's work stays bounded by what ripens.
 
-    def __init__(self, runner: web.BaseRunner, host: str, port: int, slots: Slots) -> None:
-        super().__init__(runner, host, port, reuse_address=True, backlog=BACKLOG)
-        self.slots = slots
+    aiohttp's sites accept whatever comes, so this one listens and accepts itself, on
+    aiohttp's public parts only: each connection a DoorRequestHandler made for the
+    runner's `server` (common/parser_errors.py, `connection_factory`). Stop it before the
+    runner's cleanup, which ends the open connections."""
+
+    def __init__(self, runner: web.BaseRunner, host: str, port: int, slots: Slots,
+                 **options: Any) -> None:
+        self.runner, self.host, self.slots = runner, host, slots
+        self.port = port  # the bound one once started (0 asks the kernel for one)
+        self._options = options  # RequestHandler's keyword arguments
+        self._listeners: list[socket.socket] = []
         self._accepting: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
-        await web.BaseSite.start(self)  # registers the site with its runner
-        server = self._runner.server
-        assert server is not None
+        make = connection_factory(self.runner, DoorRequestHandler, **self._options)
 
         def protocol() -> asyncio.Protocol:
-            handler = server()
-            assert isinstance(handler, DoorRequestHandler)
+            handler = make()
             handler.slots = self.slots
             return handler
 
-        assert self._host is not None  # the front always names its loopback address
-        listeners = listen(self._host, self._port, self._backlog)
-        self._server = Listening(listeners)
-        self._bound_port = listeners[0].getsockname()[1]
+        self._listeners = listen(self.host, self.port, BACKLOG)
+        self.port = self._listeners[0].getsockname()[1]
         self._accepting = [asyncio.create_task(self._accept(sock, protocol))
-                           for sock in listeners]
+                           for sock in self._listeners]
 
     async def stop(self) -> None:
         for task in self._accepting:
             task.cancel()
         await asyncio.gather(*self._accepting, return_exceptions=True)
         self._accepting = []
-        await super().stop()  # closes the listening sockets
+        for sock in self._listeners:
+            sock.close()
+        self._listeners = []
 
     async def _accept(self, listener: socket.socket,
                       protocol: Callable[[], asyncio.Protocol]) -> None:
@@ -132,39 +138,6 @@ def listen(host: str, port: int, backlog: int) -> list[socket.socket]:
             sock.close()
         raise
     return socks
-
-
-class Listening(asyncio.AbstractServer):
-    """The site's listening sockets, as the runner sees a server: it lists and closes them
-    (CappedSite accepts on them itself)."""
-
-    def __init__(self, socks: list[socket.socket]) -> None:
-        self._socks = socks
-        self._loop = asyncio.get_running_loop()
-
-    def get_loop(self) -> asyncio.AbstractEventLoop:
-        return self._loop
-
-    @property
-    def sockets(self) -> tuple[socket.socket, ...]:
-        return tuple(self._socks)
-
-    def close(self) -> None:
-        for sock in self._socks:
-            sock.close()
-        self._socks = []
-
-    def is_serving(self) -> bool:
-        return bool(self._socks)
-
-    async def wait_closed(self) -> None:
-        return None
-
-    async def start_serving(self) -> None:
-        return None  # CappedSite accepts
-
-    async def serve_forever(self) -> None:
-        raise NotImplementedError("CappedSite accepts on these sockets itself")
 
 
 class QuietAccept:
