@@ -12,24 +12,19 @@ relayed as before.
 from __future__ import annotations
 
 import logging
-import re
 
 from aiohttp import web
 
 from llamon_playground.api.aiohttp_adapter import AnsweredElsewhere
-from llamon_playground.common.contract import API_PREFIX
+from llamon_playground.common.front_routes import front_routes
 from llamon_playground.common.handover import CUT, TCP_FAMILIES, End, Loan, Outcome
 
 log = logging.getLogger(__name__)
 
-STREAM_PATH = re.compile(rf"{API_PREFIX}/(?:runs/[^/]+/events|events|host/logs)")
-HOST_LOGS = f"{API_PREFIX}/host/logs"
-
-
 def wants_handover(request: web.Request) -> bool:
-    return (request.method == "GET" and not request.body_exists
-            and STREAM_PATH.fullmatch(request.path) is not None
-            and (request.path != HOST_LOGS or "follow" in request.query))
+    """A stream the daemon's route declaration names (common/front_routes.py)."""
+    return not request.body_exists and front_routes().is_stream(
+        request.method, request.path, frozenset(request.query))
 
 
 async def hand_over(request: web.Request, path: str, head: bytes) -> web.StreamResponse | None:

@@ -27,6 +27,7 @@ from aiohttp import web
 
 from llamon_playground.common.config import Settings
 from llamon_playground.common.contract import API_PREFIX
+from llamon_playground.common.front_routes import IMPORT_BODY_BYTES
 from llamon_playground.common.http_json import json_response
 from llamon_playground.daemon.errors import BadRequest
 from llamon_playground.daemon.data.bundle_json import parse_selection
@@ -36,7 +37,7 @@ from llamon_playground.daemon.store.history_service import HistoryService
 PREFIX = API_PREFIX
 # A bundle carries its files as base64 (4/3 of their size), so it needs more than the
 # default 16 MiB body limit; the validator's own limits (160 MiB of blobs) fit inside.
-MAX_IMPORT_BYTES = 256 * 1024 * 1024
+MAX_IMPORT_BYTES = IMPORT_BODY_BYTES  # the front refuses a larger one first
 WRITE_SLICE = 1 << 20  # bytes of an export's answer handed to the transport at once
 _MIME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*$")
 

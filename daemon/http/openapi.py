@@ -17,6 +17,7 @@ from aiohttp import web
 
 from llamon_playground import __version__
 from llamon_playground.common.contract import API_PREFIX, RunStatus
+from llamon_playground.common.front_routes import STREAM_ROUTES
 from llamon_playground.common.http_json import json_response
 from llamon_playground.daemon.http.openapi_schemas import NONEMPTY, SCHEMAS, STR, Schema, ref
 
@@ -29,6 +30,9 @@ SSE_EVENT = {"type": "object", "required": ["data"],
 DIGITS: Schema = {"type": "string", "pattern": "^[0-9]{1,18}$"}
 # A cursor header: an empty one is taken as none (a client that has seen no event yet).
 HEADER_CURSOR: Schema = {"type": "string", "pattern": "^[0-9]{0,18}$"}
+
+
+_ALWAYS_STREAMS = frozenset(r.path for r in STREAM_ROUTES if r.when is None)
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,11 @@ class Op:
     # Path parameters this answer supplies: {"session_id": "id"} links the body's `id` to
     # every operation with `{session_id}` in its path (OpenAPI links; fuzzers follow them).
     gives: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # A stream is declared once, where the front learns which routes to lend.
+        if self.method == "GET" and self.path in _ALWAYS_STREAMS:
+            object.__setattr__(self, "media", SSE)
 
     @property
     def full_path(self) -> str:
@@ -132,7 +141,7 @@ OPERATIONS: tuple[Op, ...] = (
        202,
        ref("RunAccepted"), body=ref("RerunRequest"), body_required=False, errors=(400, 409)),
     Op("GET", "/runs/{run_id}/events", "The run's events as SSE (replay, then live); 204 "
-       "when the run is over and nothing is after the cursor", media=SSE, errors=(400,),
+       "when the run is over and nothing is after the cursor", errors=(400,),
        extra={204: {}},
        params=(Param("after", DIGITS, description="replay events after this seq"),
                Param("Last-Event-ID", HEADER_CURSOR, "header"))),
@@ -180,8 +189,7 @@ OPERATIONS: tuple[Op, ...] = (
                Param("follow", {"enum": ["0", "1", "true", "false"]}),
                Param("Last-Event-ID", HEADER_CURSOR, "header",
                      description="with follow=1: resume after this line offset"))),
-    Op("GET", "/events", "Project-wide events as SSE (Host state, active run); never ends",
-       media=SSE),
+    Op("GET", "/events", "Project-wide events as SSE (Host state, active run); never ends"),
     # suites
     Op("POST", "/suites", "Create a suite (inputs and baselines copied now)", 201,
        ref("Suite"), body=ref("SuiteCreate"), errors=(400, 409), gives={"suite_id": "id"}),
@@ -202,7 +210,7 @@ OPERATIONS: tuple[Op, ...] = (
     Op("DELETE", "/suite-runs/{suite_run_id}", "Cancel a suite run (the rest is skipped)",
        answer=ref("SuiteRunAccepted"), errors=(409,)),
     Op("GET", "/suite-runs/{suite_run_id}/events", "A suite run's progress as SSE (replay, "
-       "then live); 204 when it is over and nothing is after the cursor", media=SSE,
+       "then live); 204 when it is over and nothing is after the cursor",
        errors=(400,), extra={204: {}},
        params=(Param("after", DIGITS, description="replay events after this seq"),
                Param("Last-Event-ID", HEADER_CURSOR, "header"))),
