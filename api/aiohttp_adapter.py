@@ -57,7 +57,7 @@ class AnsweredElsewhere(web.StreamResponse):
         super().__init__(status=status)
         self._kept = keep_alive
 
-    async def prepare(self, request: web.BaseRequest) -> None:  # type: ignore[override]
+    async def prepare(self, request: web.BaseRequest) -> None:
         return None
 
     async def write_eof(self, data: bytes = b"") -> None:

@@ -95,17 +95,17 @@ def _module_name(path: Path, root: Path) -> str | None:
     return ".".join(parts) if parts else None
 
 
-def _aiohttp_class(module: str | None, name: str) -> type | None:
-    """The class `name` of `module`, when it derives from an aiohttp class."""
-    if module is None:
-        return None
+def _imported(module: str) -> object:
     try:
-        cls = getattr(importlib.import_module(module), name, None)
-    except Exception:
+        return importlib.import_module(module)
+    except Exception:  # noqa: BLE001 - a module that cannot be imported has no class to check
         return None
-    if isinstance(cls, type) and any(b.__module__.startswith("aiohttp") for b in cls.__mro__):
-        return cls
-    return None
+
+
+def _from_aiohttp(cls: object) -> bool:
+    """Whether `cls` is a class derived from one of aiohttp's."""
+    return isinstance(cls, type) and any(b.__module__.startswith("aiohttp")
+                                         for b in cls.__mro__)
 
 
 def _is_self(node: ast.expr) -> bool:
@@ -141,8 +141,8 @@ def private_uses(source: str, where: str, module: str | None = None) -> list[str
                 if isinstance(target, ast.Attribute) and target.attr == "__class__":
                     say(node, "assigns __class__")
 
-    def visit_class(node: ast.ClassDef, cls: type | None) -> None:
-        private = _class_private_names(cls) if cls is not None else frozenset()
+    def visit_class(node: ast.ClassDef, cls: object) -> None:
+        private = _class_private_names(cls) if isinstance(cls, type) else frozenset()
         for item in node.body:
             defined: list[str] = []
             if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -154,19 +154,18 @@ def private_uses(source: str, where: str, module: str | None = None) -> list[str
                 if name in private:
                     say(item, f"{node.name} overrides aiohttp's {name}")
         for sub in ast.walk(node):
-            if isinstance(sub, ast.Attribute) and _private(sub.attr) and _is_self(sub.value):
-                if sub.attr in private:
-                    say(sub, f"{node.name} uses aiohttp's {sub.attr}")
+            if (isinstance(sub, ast.Attribute) and _is_self(sub.value)
+                    and sub.attr in private):
+                say(sub, f"{node.name} uses aiohttp's {sub.attr}")
 
     snippet: dict[str, object] = {}
     if module is None:  # a snippet (the checker's own tests): its classes made here
-        exec(compile(tree, where, "exec"), snippet)
+        exec(compile(tree, where, "exec"), snippet)  # noqa: S102 - the tests' own snippets
     for node in tree.body:
         if isinstance(node, ast.ClassDef):
-            made = snippet.get(node.name)
-            visit_class(node, _aiohttp_class(module, node.name) if module is not None else
-                        made if isinstance(made, type) and any(
-                            b.__module__.startswith("aiohttp") for b in made.__mro__) else None)
+            made = (snippet.get(node.name) if module is None
+                    else getattr(_imported(module), node.name, None))
+            visit_class(node, made if _from_aiohttp(made) else None)
     aiohttp_names = aiohttp_private_names()
     for node in ast.walk(tree):
         if (isinstance(node, ast.Attribute) and _private(node.attr) and not _is_self(node.value)

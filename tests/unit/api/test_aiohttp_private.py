@@ -35,20 +35,20 @@ def test_the_adapter_is_where_they_are() -> None:
     ("from aiohttp.web_protocol import RequestHandler", "imports from aiohttp.web_protocol"),
     ("import aiohttp.http_writer", "imports aiohttp.http_writer"),
     ("from aiohttp.helpers import _SENTINEL", "imports aiohttp.helpers._SENTINEL"),
-    ("from aiohttp import web\n"
+    (("from aiohttp import web\n"
      "class S(web.Server):\n"
      "    def __call__(self):\n"
-     "        return web.RequestHandler(self, loop=self._loop, **self._kwargs)\n",
+     "        return web.RequestHandler(self, loop=self._loop, **self._kwargs)\n"),
      "S uses aiohttp's _loop"),
-    ("from aiohttp import web\n"
+    (("from aiohttp import web\n"
      "class R(web.AppRunner):\n"
      "    async def _make_server(self):\n"
-     "        return await super()._make_server()\n",
+     "        return await super()._make_server()\n"),
      "R overrides aiohttp's _make_server"),
-    ("from aiohttp import web\n"
+    (("from aiohttp import web\n"
      "class H(web.RequestHandler):\n"
      "    def connection_lost(self, exc):\n"
-     "        task = self._task_handler\n",
+     "        task = self._task_handler\n"),
      "H uses aiohttp's _task_handler"),
     ("def cancel(request):\n    request._cancel(None)\n", "uses _cancel"),
     ("def swap(server, cls):\n    server.__class__ = cls\n", "assigns __class__"),
