@@ -156,26 +156,50 @@ class Lobby:
     def __init__(self, size: int) -> None:
         self.size = size
         self.waiting: dict[socket.socket, str] = {}  # insertion order is age
+        # Connections that had sent nothing when accepted (a client's head may be on its
+        # way): judged once when their first bytes come.
+        self._silent: set[socket.socket] = set()
 
     def add(self, conn: socket.socket) -> None:
         """An accepted connection waits, judged by what it has sent (a peek: the bytes stay
         for the server); one already closed by its client is closed and forgotten."""
         conn.setblocking(False)
+        self.waiting[conn] = UNSEEN
+        if not self._judge(conn):
+            self._silent.add(conn)
+            asyncio.get_running_loop().add_reader(conn.fileno(), self._spoke, conn)
+
+    def _judge(self, conn: socket.socket) -> bool:
+        """Judge `conn` by what it sent; False when it has sent nothing yet."""
         try:
             head = conn.recv(PEEK, socket.MSG_PEEK)
         except (BlockingIOError, InterruptedError):
-            self.waiting[conn] = UNSEEN  # nothing sent yet
-            return
+            return False
         except OSError:
             head = b""
-        if not head:  # gone before it said anything
+        if head:
+            self.waiting[conn] = head_kind(head)
+        else:  # gone before it said anything
+            del self.waiting[conn]
             conn.close()
-            return
-        self.waiting[conn] = head_kind(head)
+        return True
+
+    def _spoke(self, conn: socket.socket) -> None:
+        self._quiet(conn)
+        if conn in self.waiting and not self._judge(conn):
+            self._silent.add(conn)  # woken for nothing: wait for its bytes again
+            asyncio.get_running_loop().add_reader(conn.fileno(), self._spoke, conn)
+
+    def _quiet(self, conn: socket.socket) -> None:
+        """No more watching `conn` (before anything else reads it or it closes)."""
+        if conn in self._silent:
+            self._silent.discard(conn)
+            asyncio.get_running_loop().remove_reader(conn.fileno())
 
     def close(self) -> None:
         """Close every connection still waiting (the site stops)."""
         for conn in self.waiting:
+            self._quiet(conn)
             conn.close()
         self.waiting.clear()
 
@@ -195,6 +219,7 @@ class Lobby:
                 if self.waiting[conn] != OTHER:
                     taken.append(conn)
         for conn in taken:
+            self._quiet(conn)  # its server reads it now
             del self.waiting[conn]
         return taken
 

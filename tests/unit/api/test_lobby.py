@@ -11,6 +11,7 @@ import pytest
 
 from llamon_playground.api.connections import OTHER, STREAM, UNSEEN, Lobby, head_kind
 from llamon_playground.common.contract import API_PREFIX
+from tests.support.waiting import eventually
 
 P = API_PREFIX
 
@@ -46,7 +47,7 @@ def test_heads_are_told_apart_by_the_route_declaration() -> None:
     assert head_kind(b"GET /health HTTP/1.1\r\nHost: x\r\n") == UNSEEN  # not whole yet
 
 
-def test_a_request_that_is_no_stream_goes_first(
+async def test_a_request_that_is_no_stream_goes_first(
         pairs: list[tuple[socket.socket, socket.socket]]) -> None:
     lobby = Lobby(16)
     streams = [connected(pairs, get(f"{P}/events")) for _ in range(3)]
@@ -61,7 +62,7 @@ def test_a_request_that_is_no_stream_goes_first(
     assert lobby.take(1) == []
 
 
-def test_a_connection_gone_before_it_said_anything_is_closed(
+async def test_a_connection_gone_before_it_said_anything_is_closed(
         pairs: list[tuple[socket.socket, socket.socket]]) -> None:
     lobby = Lobby(16)
     ours = connected(pairs, b"")
@@ -71,9 +72,25 @@ def test_a_connection_gone_before_it_said_anything_is_closed(
     assert ours.fileno() == -1
 
 
-def test_close_closes_what_waits(pairs: list[tuple[socket.socket, socket.socket]]) -> None:
+async def test_close_closes_what_waits(pairs: list[tuple[socket.socket, socket.socket]]) -> None:
     lobby = Lobby(16)
     waiting = connected(pairs, get(f"{P}/events"))
     lobby.add(waiting)
     lobby.close()
     assert waiting.fileno() == -1 and lobby.take(1) == []
+
+
+async def test_a_head_that_comes_after_the_accept_is_judged_when_it_comes(
+        pairs: list[tuple[socket.socket, socket.socket]]) -> None:
+    lobby = Lobby(16)
+    stream = connected(pairs, get(f"{P}/events"))
+    late = connected(pairs, b"")  # accepted before its client's head arrived
+    lobby.add(stream)
+    lobby.add(late)
+    assert lobby.waiting[late] == UNSEEN
+    pairs[-1][1].sendall(get("/health"))
+    await eventually(lambda: lobby.waiting[late], lambda kind: kind == OTHER,
+                     "the late head judged")
+    assert lobby.take(1) == [late]
+    assert lobby.take(1) == [stream]
+
