@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
+from llamon_playground.api.aiohttp_adapter import choose_transport
 from llamon_playground.api.auth import TokenAuth
 from llamon_playground.api.connections import CappedSite, QuietAccept
 from llamon_playground.api.door import DOOR, Door, door_middleware
@@ -18,7 +19,7 @@ from llamon_playground.api.guard import bind_address, check_bind_address, url_na
 from llamon_playground.api.page import add_page_routes
 from llamon_playground.api.plain import PLAIN_UPSTREAM, plain_relay, plain_session
 from llamon_playground.api.relay import UPSTREAM, relay
-from llamon_playground.api.slots import SLOTS, FrontRunner, Slots, end_on_rotation
+from llamon_playground.api.slots import SLOTS, Slots, end_on_rotation
 from llamon_playground.api.token_store import TokenLease, acquire_token
 from llamon_playground.api.upstream import Pool
 from llamon_playground.common.config import Settings, project_key
@@ -46,7 +47,8 @@ class FrontOptions:
     lifeline: bool = False  # stdin is a pipe from the `up` it serves: its EOF ends the front
 
 
-def make_front_app(settings: Settings, door: Door) -> web.Application:
+def make_front_app(settings: Settings, door: Door, transport: str) -> web.Application:
+    """The front's app: the door, the page, and every API request relayed on `transport`."""
     app = web.Application(middlewares=[door_middleware], client_max_size=settings.max_request_bytes)
     app[DOOR] = door
     app[SLOTS] = Slots(settings.front.head_timeout,
@@ -56,7 +58,7 @@ def make_front_app(settings: Settings, door: Door) -> web.Application:
 
     # Kept-alive connections to the daemon; when it restarts, they reconnect. The transport
     # is a setting (docs/front-transport.md): the door above is the same either way.
-    plain = settings.front.transport == "plain"
+    plain = transport == "plain"
     handler = plain_relay if plain else relay
 
     async def upstream_ctx(app: web.Application) -> AsyncIterator[None]:
@@ -128,16 +130,16 @@ async def _serve(settings: Settings, options: FrontOptions, door: Door,
     # keepalive_timeout: aiohttp's timer runs from a connection's start, so it bounds both a
     # client that never finishes its headers and one idle between requests; one the door
     # has not admitted yet gets the shorter head timeout (api/slots.py).
-    runner = FrontRunner(make_front_app(settings, door), handle_signals=False,
-                         access_log=None, handler_cancellation=True, shutdown_timeout=1.0,
-                         auto_decompress=False,
-                         keepalive_timeout=settings.front.idle_timeout)
+    transport = await choose_transport(settings.front.transport)  # warns if it falls back
+    runner = web.AppRunner(make_front_app(settings, door, transport), handle_signals=False,
+                           handler_cancellation=True, shutdown_timeout=1.0)
     await runner.setup()
     loop = asyncio.get_running_loop()
     loop.set_exception_handler(QuietAccept(loop))
+    site = CappedSite(runner, bind_address(options.host), options.port, runner.app[SLOTS],
+                      access_log=None, auto_decompress=False,
+                      keepalive_timeout=settings.front.idle_timeout)
     try:
-        site = CappedSite(runner, bind_address(options.host), options.port,
-                          runner.app[SLOTS])
         await site.start()
         door.port = site.port
 
@@ -146,7 +148,7 @@ async def _serve(settings: Settings, options: FrontOptions, door: Door,
             # Tools parse this line: keep its shape (the URL never carries the token).
             print(f"llamon Playground front: {url}  (project {settings.project_dir})",
                   flush=True)
-            if settings.front.transport != "fast":
+            if settings.front.transport != "fast":  # asked for (a fallback said so already)
                 log.warning("front transport: %s (LLAMON_PLAYGROUND_FRONT_TRANSPORT)",
                             settings.front.transport)
             _announce_auth(settings, door, url, options)
@@ -161,6 +163,7 @@ async def _serve(settings: Settings, options: FrontOptions, door: Door,
             if options.lifeline:
                 loop.remove_reader(LIFELINE_FD)
     finally:
+        await site.stop()
         await runner.cleanup()
 
 

@@ -6,11 +6,12 @@ and asyncio logs a traceback for every retry, while nobody gets an answer. So:
 - a connection with no request in progress is closed after `idle_timeout` seconds, a new one
   still sending its headers included (aiohttp's keep-alive timer runs from the connection's
   start: `keepalive_timeout`); a running request (an SSE stream) is never cut;
-- at most `cap` connections are open at once, fewer than the open-files limit allows (each
-  relayed request holds a second descriptor, to the daemon): one more is accepted only to
+- at most `cap` connections are served at once, fewer than the open-files limit allows (each
+  relayed request holds a second descriptor, to the daemon): one more is served only to
   take the place of the oldest connection the door has not admitted yet and whose grace
-  is over (api/slots.py), and waits in the kernel's queue until there is one; when the door
-  admitted every one, it is answered `503 too_many_connections` and closed at once;
+  is over (api/slots.py), and waits in the kernel's queue or the Lobby until there is one
+  (one that asks for no stream first); when the door admitted every one, it is answered
+  `503 too_many_connections` and closed at once;
 - the kernel queues up to BACKLOG connections not yet accepted: past that it drops a new
   client's SYN, which that client sends again only a second later, so a flood of a few
   hundred sockets must not fill the queue;
@@ -22,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import logging
+import resource
 import socket
 import time
 from collections.abc import Callable
@@ -29,7 +31,10 @@ from typing import Any
 
 from aiohttp import web
 
-from llamon_playground.api.slots import DoorRequestHandler, Slots
+from llamon_playground.api.slots import BURST, DoorRequestHandler, Slots
+from llamon_playground.common.fd_budget import RESERVED_FDS
+from llamon_playground.common.front_routes import front_routes
+from llamon_playground.common.parser_errors import connection_factory
 
 log = logging.getLogger(__name__)
 
@@ -42,63 +47,181 @@ BACKLOG = 1024
 ACCEPT_RETRY = 1.0  # seconds before accept() is tried again when descriptors ran out
 
 
-class CappedSite(web.TCPSite):
-    """TCPSite that accepts a connection only when the front's Slots have room for it
-    (api/slots.py): a free slot, one a ripe pending connection gives up, or, when every
-    slot is admitted, to refuse it (503). While pending ones are still in their grace, new
-    ones wait in the kernel's queue, in order: the flood behind them waits too, and the
-    front's work stays bounded by what ripens."""
+class CappedSite:
+    """The front's listening site: it serves a connection only when the front's Slots have
+    room for it (api/slots.py): a free slot, one a ripe pending connection gives up, or,
+    when every slot is admitted, to refuse it (503). While pending ones are still in their
+    grace, new ones wait in the kernel's queue or, accepted, in the Lobby, where a request
+    that asks for no stream goes first: the flood behind them waits too, and the front's
+    work stays bounded by what ripens.
 
-    def __init__(self, runner: web.BaseRunner, host: str, port: int, slots: Slots) -> None:
-        super().__init__(runner, host, port, reuse_address=True, backlog=BACKLOG)
-        self.slots = slots
+    aiohttp's sites accept whatever comes, so this one listens and accepts itself, on
+    aiohttp's public parts only: each connection a DoorRequestHandler made for the
+    runner's `server` (common/parser_errors.py, `connection_factory`). Stop it before the
+    runner's cleanup, which ends the open connections."""
+
+    def __init__(self, runner: web.BaseRunner, host: str, port: int, slots: Slots,
+                 **options: Any) -> None:
+        self.runner, self.host, self.slots = runner, host, slots
+        self.port = port  # the bound one once started (0 asks the kernel for one)
+        self._options = options  # RequestHandler's keyword arguments
+        self._listeners: list[socket.socket] = []
         self._accepting: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
-        await web.BaseSite.start(self)  # registers the site with its runner
-        server = self._runner.server
-        assert server is not None
+        make = connection_factory(self.runner, DoorRequestHandler, **self._options)
 
         def protocol() -> asyncio.Protocol:
-            handler = server()
-            assert isinstance(handler, DoorRequestHandler)
+            handler = make()
             handler.slots = self.slots
             return handler
 
-        assert self._host is not None  # the front always names its loopback address
-        listeners = listen(self._host, self._port, self._backlog)
-        self._server = Listening(listeners)
-        self._bound_port = listeners[0].getsockname()[1]
+        self._listeners = listen(self.host, self.port, BACKLOG)
+        self.port = self._listeners[0].getsockname()[1]
         self._accepting = [asyncio.create_task(self._accept(sock, protocol))
-                           for sock in listeners]
+                           for sock in self._listeners]
 
     async def stop(self) -> None:
         for task in self._accepting:
             task.cancel()
         await asyncio.gather(*self._accepting, return_exceptions=True)
         self._accepting = []
-        await super().stop()  # closes the listening sockets
+        for sock in self._listeners:
+            sock.close()
+        self._listeners = []
 
     async def _accept(self, listener: socket.socket,
                       protocol: Callable[[], asyncio.Protocol]) -> None:
         loop = asyncio.get_running_loop()
-        while True:
-            room = await self.slots.room()
-            conns: list[socket.socket] = []
-            try:
-                conns.append((await loop.sock_accept(listener))[0])
-                while len(conns) < room:  # the rest of a burst, without a wait
-                    conns.append(listener.accept()[0])
-            except (BlockingIOError, InterruptedError):
-                pass
-            except OSError as exc:
-                if exc.errno in RESOURCE_ERRNOS:
-                    loop.call_exception_handler({"message": "accept failed", "exception": exc})
-                    if not conns:
-                        await asyncio.sleep(ACCEPT_RETRY)  # descriptors free slowly
-                else:  # one connection's trouble (ECONNABORTED...): the next is accepted
-                    log.debug("accept failed: %s", exc)
-            await asyncio.gather(*(_serve(loop, conn, protocol) for conn in conns))
+        lobby = Lobby(lobby_size(self.slots.cap))
+        try:
+            while True:
+                room = await self.slots.room()
+                try:
+                    if not lobby.waiting:
+                        lobby.add((await loop.sock_accept(listener))[0])
+                    lobby.fill(listener)  # the rest of a burst, without a wait
+                except (BlockingIOError, InterruptedError):
+                    pass
+                except OSError as exc:
+                    if exc.errno in RESOURCE_ERRNOS:
+                        loop.call_exception_handler({"message": "accept failed",
+                                                     "exception": exc})
+                        if not lobby.waiting:
+                            await asyncio.sleep(ACCEPT_RETRY)  # descriptors free slowly
+                    else:  # one connection's trouble (ECONNABORTED...): the next is accepted
+                        log.debug("accept failed: %s", exc)
+                conns = lobby.take(room)
+                await asyncio.gather(*(_serve(loop, conn, protocol) for conn in conns))
+        finally:
+            lobby.close()
+
+
+OTHER, STREAM, UNSEEN = "other", "stream", "unseen"
+LOBBY = BACKLOG  # connections waiting for a slot in the lobby at most (open files permitting)
+PEEK = 4096  # bytes of a head looked at; a longer one is not judged (it waits its turn)
+
+
+def lobby_size(cap: int) -> int:
+    """How many connections may wait in the lobby: what the open-files limit leaves once
+    every slot holds its two descriptors."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return LOBBY
+    return max(BURST, min(LOBBY, soft - RESERVED_FDS - 2 * cap))
+
+
+def head_kind(head: bytes) -> str:
+    """What a request head asks for, as far as the slots care: a stream (api/handover.py),
+    anything else, or UNSEEN when no whole head has come yet."""
+    if b"\r\n\r\n" not in head:
+        return UNSEEN
+    method, _, rest = head.partition(b" ")
+    target = rest.partition(b" ")[0].decode("latin-1")
+    path, _, query = target.partition("?")
+    names = frozenset(item.partition("=")[0] for item in query.split("&") if item)
+    stream = front_routes().is_stream(method.decode("latin-1"), path, names)
+    return STREAM if stream else OTHER
+
+
+class Lobby:
+    """Accepted connections waiting for a slot, each judged once by the head it had sent
+    when accepted: a slot goes first to a connection whose whole head asks for no stream
+    (the token holder's REST calls and probes), then to the others, oldest first.
+
+    Without it, a burst of streams (a page opening many, or a client in a loop) queues in
+    the kernel ahead of everything else, and each must be served (and past the stream cap,
+    refused) before a request behind it is even read."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.waiting: dict[socket.socket, str] = {}  # insertion order is age
+        # Connections that had sent nothing when accepted (a client's head may be on its
+        # way): judged once when their first bytes come.
+        self._silent: set[socket.socket] = set()
+
+    def add(self, conn: socket.socket) -> None:
+        """An accepted connection waits, judged by what it has sent (a peek: the bytes stay
+        for the server); one already closed by its client is closed and forgotten."""
+        conn.setblocking(False)
+        self.waiting[conn] = UNSEEN
+        if not self._judge(conn):
+            self._silent.add(conn)
+            asyncio.get_running_loop().add_reader(conn.fileno(), self._spoke, conn)
+
+    def _judge(self, conn: socket.socket) -> bool:
+        """Judge `conn` by what it sent; False when it has sent nothing yet."""
+        try:
+            head = conn.recv(PEEK, socket.MSG_PEEK)
+        except (BlockingIOError, InterruptedError):
+            return False
+        except OSError:
+            head = b""
+        if head:
+            self.waiting[conn] = head_kind(head)
+        else:  # gone before it said anything
+            del self.waiting[conn]
+            conn.close()
+        return True
+
+    def _spoke(self, conn: socket.socket) -> None:
+        self._quiet(conn)
+        if conn in self.waiting and not self._judge(conn):
+            self._silent.add(conn)  # woken for nothing: wait for its bytes again
+            asyncio.get_running_loop().add_reader(conn.fileno(), self._spoke, conn)
+
+    def _quiet(self, conn: socket.socket) -> None:
+        """No more watching `conn` (before anything else reads it or it closes)."""
+        if conn in self._silent:
+            self._silent.discard(conn)
+            asyncio.get_running_loop().remove_reader(conn.fileno())
+
+    def close(self) -> None:
+        """Close every connection still waiting (the site stops)."""
+        for conn in self.waiting:
+            self._quiet(conn)
+            conn.close()
+        self.waiting.clear()
+
+    def fill(self, listener: socket.socket) -> None:
+        """Accept what the kernel holds, up to the lobby's size (BlockingIOError when it
+        holds no more)."""
+        while len(self.waiting) < self.size:
+            self.add(listener.accept()[0])
+
+    def take(self, count: int) -> list[socket.socket]:
+        """Up to `count` connections to serve now: the ones asking for no stream first."""
+        taken = [conn for conn, kind in self.waiting.items() if kind == OTHER][:count]
+        if len(taken) < count:
+            for conn in self.waiting:
+                if len(taken) == count:
+                    break
+                if self.waiting[conn] != OTHER:
+                    taken.append(conn)
+        for conn in taken:
+            self._quiet(conn)  # its server reads it now
+            del self.waiting[conn]
+        return taken
 
 
 async def _serve(loop: asyncio.AbstractEventLoop, conn: socket.socket,
@@ -132,39 +255,6 @@ def listen(host: str, port: int, backlog: int) -> list[socket.socket]:
             sock.close()
         raise
     return socks
-
-
-class Listening(asyncio.AbstractServer):
-    """The site's listening sockets, as the runner sees a server: it lists and closes them
-    (CappedSite accepts on them itself)."""
-
-    def __init__(self, socks: list[socket.socket]) -> None:
-        self._socks = socks
-        self._loop = asyncio.get_running_loop()
-
-    def get_loop(self) -> asyncio.AbstractEventLoop:
-        return self._loop
-
-    @property
-    def sockets(self) -> tuple[socket.socket, ...]:
-        return tuple(self._socks)
-
-    def close(self) -> None:
-        for sock in self._socks:
-            sock.close()
-        self._socks = []
-
-    def is_serving(self) -> bool:
-        return bool(self._socks)
-
-    async def wait_closed(self) -> None:
-        return None
-
-    async def start_serving(self) -> None:
-        return None  # CappedSite accepts
-
-    async def serve_forever(self) -> None:
-        raise NotImplementedError("CappedSite accepts on these sockets itself")
 
 
 class QuietAccept:

@@ -12,44 +12,19 @@ relayed as before.
 from __future__ import annotations
 
 import logging
-import re
 
 from aiohttp import web
-from aiohttp.abc import AbstractStreamWriter
-from aiohttp.web_request import BaseRequest
 
-from llamon_playground.common.contract import API_PREFIX
+from llamon_playground.api.aiohttp_adapter import AnsweredElsewhere
+from llamon_playground.common.front_routes import front_routes
 from llamon_playground.common.handover import CUT, TCP_FAMILIES, End, Loan, Outcome
 
 log = logging.getLogger(__name__)
 
-STREAM_PATH = re.compile(rf"{API_PREFIX}/(?:runs/[^/]+/events|events|host/logs)")
-HOST_LOGS = f"{API_PREFIX}/host/logs"
-
-
 def wants_handover(request: web.Request) -> bool:
-    return (request.method == "GET" and not request.body_exists
-            and STREAM_PATH.fullmatch(request.path) is not None
-            and (request.path != HOST_LOGS or "follow" in request.query))
-
-
-class AnsweredByDaemon(web.StreamResponse):
-    """The daemon wrote this request's answer on the connection: aiohttp writes nothing,
-    and keeps the connection only if the daemon's answer allowed it and came whole."""
-
-    def __init__(self, end: End) -> None:
-        super().__init__(status=end.status or 503)
-        self._end = end
-
-    async def prepare(self, request: BaseRequest) -> AbstractStreamWriter | None:
-        return None
-
-    async def write_eof(self, data: bytes = b"") -> None:
-        return None
-
-    @property
-    def keep_alive(self) -> bool:
-        return self._end.keep_alive
+    """A stream the daemon's route declaration names (common/front_routes.py)."""
+    return not request.body_exists and front_routes().is_stream(
+        request.method, request.path, frozenset(request.query))
 
 
 async def hand_over(request: web.Request, path: str, head: bytes) -> web.StreamResponse | None:
@@ -69,7 +44,9 @@ async def hand_over(request: web.Request, path: str, head: bytes) -> web.StreamR
                  request.path)
     elif not request.keep_alive:
         end = End(end.status, False)  # the client asked to close (so was the daemon told)
-    return AnsweredByDaemon(end)
+    # aiohttp writes nothing more, and keeps the connection only if the daemon's answer
+    # allowed it and came whole.
+    return AnsweredElsewhere(end.status or 503, end.keep_alive)
 
 
 async def _until_given_back(loan: Loan) -> End:

@@ -1,28 +1,24 @@
 """Request body limits per route, enforced by the front before anything is parsed.
 
 Most routes take a small JSON body. A run may carry inline files (10 MB each, as base64),
-and a bundle import carries every blob of the bundle, so those two get more. A declared
-Content-Length over the limit is refused at once; a chunked body is counted while it is
-relayed and cut off at the limit.
+and a bundle import carries every blob of the bundle, so those get more: which routes is
+declared once, with the daemon's other facts about its routes (common/front_routes.py).
+A declared Content-Length over the limit is refused at once; a chunked body is counted
+while it is relayed and cut off at the limit.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import AsyncIterator
 
 from aiohttp import StreamReader
 
 from llamon_playground.common.config import Settings
-from llamon_playground.common.contract import API_PREFIX
-from llamon_playground.common.wire.routes import IMPORT_BODY_BYTES
+from llamon_playground.common.front_routes import IMPORT_BODY_BYTES, Body, front_routes
 
 MIB = 1024 * 1024
 SMALL_BODY = 1 * MIB
-IMPORT_BODY = IMPORT_BODY_BYTES  # the route declaration's, as the daemon's
-P = API_PREFIX
-_RUN_BODY = re.compile(rf"{P}/(sessions/[^/]+/runs|runs/[^/]+/resume)")
-_IMPORT = f"{P}/bundles/import"
+IMPORT_BODY = IMPORT_BODY_BYTES
 
 
 class BodyTooLarge(Exception):
@@ -34,11 +30,12 @@ class BodyTooLarge(Exception):
 
 
 def body_limit(settings: Settings, method: str, path: str) -> int:
-    if method == "POST":
-        if path == _IMPORT:
-            return IMPORT_BODY
-        if _RUN_BODY.fullmatch(path):
-            return settings.max_request_bytes
+    """The largest body `method path` takes (the routes' declaration says which are large)."""
+    kind = front_routes().body(method, path)
+    if kind is Body.IMPORT:
+        return IMPORT_BODY
+    if kind is Body.RUN:
+        return settings.max_request_bytes
     return SMALL_BODY
 
 

@@ -20,8 +20,8 @@ import logging
 from collections.abc import AsyncIterator
 
 from aiohttp import web
-from aiohttp.http_writer import StreamWriter
 
+from llamon_playground.api.aiohttp_adapter import pass_chunks_through
 from llamon_playground.api.crossing import (
     WHOLE_BODY_LIMIT,
     daemon_unavailable,
@@ -151,9 +151,7 @@ async def _answer(request: web.Request, conn: Connection, head: Head) -> web.Str
         # The daemon's chunks go out as they came, framing included: nothing is decoded and
         # encoded again. (The client speaks HTTP/1.1 here: an HTTP/1.0 one was relayed as
         # HTTP/1.0, and the daemon answered it unchunked.)
-        if not isinstance(writer, StreamWriter) or not writer.chunked:
-            raise RuntimeError("a chunked answer for a client that takes no chunks")
-        writer.chunked = False
+        pass_chunks_through(writer)
     try:
         while data := await conn.read():
             await response.write(data)

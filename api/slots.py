@@ -29,10 +29,10 @@ import logging
 import socket
 
 from aiohttp import web
-from aiohttp.web_protocol import RequestHandler
+from aiohttp.web import RequestHandler
 
 from llamon_playground.api.auth import TokenAuth
-from llamon_playground.common.parser_errors import PlainRequestHandler, PlainRunner, PlainServer
+from llamon_playground.common.parser_errors import PlainRequestHandler
 
 log = logging.getLogger(__name__)
 
@@ -235,18 +235,6 @@ class DoorRequestHandler(PlainRequestHandler):
         if self.slots is not None:
             self.slots.lost(self)
         super().connection_lost(exc)
-
-
-class FrontServer(PlainServer):
-    """A `web.Server` whose connections are DoorRequestHandlers."""
-
-    handler_class = DoorRequestHandler
-
-
-class FrontRunner(PlainRunner):
-    """The front's `AppRunner`: parser errors answered plainly, connections in Slots."""
-
-    server_class = FrontServer
 
 
 SLOTS = web.AppKey("slots", Slots)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from collections.abc import Callable
 from contextlib import AsyncExitStack, suppress
 from dataclasses import dataclass
 
@@ -38,7 +39,7 @@ from llamon_playground.daemon.http.openapi import add_openapi_routes
 from llamon_playground.daemon.http.peercred import peer_cred_middleware
 from llamon_playground.daemon.http.routes import add_routes, errors_middleware
 from llamon_playground.daemon.http.search import add_search_routes
-from llamon_playground.daemon.http.sse import DaemonRunner
+from llamon_playground.daemon.http.sse import serve_unix
 from llamon_playground.daemon.http.suites import add_suite_routes
 from llamon_playground.daemon.introspect.host_checks import (
     default_command_note,
@@ -308,10 +309,10 @@ async def serve(settings: Settings, environ: dict[str, str]) -> None:
         services.host.note_reaped(left)
         set_context_fallback(lambda: _log_context(services))
         # Parser-level errors answered plainly too: our Server header, nothing echoed.
-        runner = DaemonRunner(make_app(services), handle_signals=False, access_log=None,
-                             shutdown_timeout=1.0)
+        runner = web.AppRunner(make_app(services), handle_signals=False, shutdown_timeout=1.0)
         await runner.setup()
-        stack.push_async_callback(runner.cleanup)
+        listening: list[asyncio.Server] = []  # _listen's; closed before the runner's cleanup
+        stack.push_async_callback(_cleanup, runner, listening)
         try:
             await recover(services)
         except Exception as exc:
@@ -324,10 +325,9 @@ async def serve(settings: Settings, environ: dict[str, str]) -> None:
         stack.push_async_callback(_stop_services, services, lifeline)
         services.compactor.start()
         services.trimmer.start()
-        await _listen(settings, runner)
+        connections = await _listen(settings, runner, listening)
         # Connections a front lends are served by this same server, one answer each.
-        assert runner.server is not None
-        handover = HandoverListener(settings.handover_path, runner.server,
+        handover = HandoverListener(settings.handover_path, connections,
                                     connection_cap(settings.front.max_connections))
         handover.listen()
         write_discovery(settings)
@@ -357,16 +357,29 @@ async def serve(settings: Settings, environ: dict[str, str]) -> None:
                     task.cancel()
 
 
-async def _listen(settings: Settings, runner: web.AppRunner) -> None:
-    """The daemon's socket: 0600 from its first moment (umask), a stale one replaced."""
+async def _listen(settings: Settings, runner: web.AppRunner,
+                  listening: list[asyncio.Server]) -> Callable[[], asyncio.Protocol]:
+    """The daemon's socket: 0600 from its first moment (umask), a stale one replaced.
+    Returns the factory of its connections (parser errors answered plainly, streams ended
+    with their connections: daemon/http/sse.py)."""
     with suppress(FileNotFoundError):
         settings.socket_path.unlink()  # stale socket of a dead daemon (we hold the lock)
     old_umask = os.umask(0o077)
     try:
-        await web.UnixSite(runner, str(settings.socket_path)).start()
+        server, connections = await serve_unix(runner, str(settings.socket_path),
+                                               access_log=None)
+        listening.append(server)
     finally:
         os.umask(old_umask)
     os.chmod(settings.socket_path, 0o600)
+    return connections
+
+
+async def _cleanup(runner: web.AppRunner, listening: list[asyncio.Server]) -> None:
+    """No new connection, then the open ones shut down (as a site's runner does)."""
+    for server in listening:
+        server.close()
+    await runner.cleanup()
 
 
 async def _stop_services(services: Daemon, lifeline: Lifeline) -> None:

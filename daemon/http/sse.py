@@ -8,19 +8,22 @@ The daemon does not cancel a handler whose client left (aiohttp's handler_cancel
 off): a run's creation whose client went away must still start the run it committed. A
 stream only writes, though, and left running it would learn of its lost connection at its
 next write, an event or a keep-alive up to 15 s later, and a daemon stopping meanwhile
-would wait out its shutdown timeout for it. So `prepare_stream` marks its request, and the
-daemon's connection handler (`DaemonRunner`) cancels a marked request's handler the moment
-its connection is lost: a client that hangs up, or a front that lets a lent one go.
+would wait out its shutdown timeout for it. So `prepare_stream` tells the daemon's
+connection handler (`StreamEndingHandler`, served by `serve_unix`) which task streams on
+it, and the handler cancels that task the moment its connection is lost: a client that
+hangs up, or a front that lets a lent one go.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from typing import Any
 
 from aiohttp import web
 
 from llamon_playground.common.http_json import decimal_digits
-from llamon_playground.common.parser_errors import PlainRequestHandler, PlainRunner, PlainServer
+from llamon_playground.common.parser_errors import PlainRequestHandler, connection_factory
 from llamon_playground.daemon.errors import BadRequest
 from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.event_log import EventHub, RunLog
@@ -32,7 +35,6 @@ KEEPALIVE = b": keep-alive\n\n"
 # the reconnection time: no event is dispatched for it.
 RECONNECT = b"retry: 500\n\n"
 REPLAY_PAGE = 2000
-ENDS_WITH_CONNECTION = web.RequestKey("ends_with_connection", bool)  # set by prepare_stream
 
 
 def cursor_value(name: str, raw: str | None) -> int | None:
@@ -57,7 +59,9 @@ def parse_cursor(request: web.Request) -> int:
 
 
 async def prepare_stream(request: web.Request) -> web.StreamResponse:
-    request[ENDS_WITH_CONNECTION] = True
+    connection = request.protocol
+    if isinstance(connection, StreamEndingHandler):
+        connection.stream = asyncio.current_task()
     response = web.StreamResponse(headers={
         "Content-Type": "text/event-stream",
         "Cache-Control": "no-cache",
@@ -122,19 +126,23 @@ async def stream_run(response: web.StreamResponse, store: Store, hub: EventHub, 
 class StreamEndingHandler(PlainRequestHandler):
     """The daemon's connection handler: a stream's handler is cancelled with its connection."""
 
+    # The task of the stream running on this connection (prepare_stream); once that stream
+    # is over it is done, and cancelling it does nothing.
+    stream: asyncio.Task[object] | None = None
+
     def connection_lost(self, exc: BaseException | None) -> None:
-        request, task = self._current_request, self._task_handler
         super().connection_lost(exc)
-        if request is not None and task is not None and request.get(ENDS_WITH_CONNECTION):
-            task.cancel()
+        if self.stream is not None:
+            self.stream.cancel()
+            self.stream = None
 
 
-class _DaemonServer(PlainServer):
-    handler_class = StreamEndingHandler
-
-
-class DaemonRunner(PlainRunner):
-    """The daemon's `web.AppRunner`: parser errors answered plainly, streams ended with
-    their connections."""
-
-    server_class = _DaemonServer
+async def serve_unix(runner: web.AppRunner, path: str,
+                     **options: Any) -> tuple[asyncio.Server, Callable[[], StreamEndingHandler]]:
+    """Serve `runner`'s app on the Unix socket `path`, each connection a
+    `StreamEndingHandler` made with `options` (RequestHandler's keyword arguments). Returns
+    the listening server (close it before `runner.cleanup()`) and the connection factory,
+    which serves lent connections too (daemon/http/adopt.py)."""
+    factory = connection_factory(runner, StreamEndingHandler, **options)
+    server = await asyncio.get_running_loop().create_unix_server(factory, path)
+    return server, factory

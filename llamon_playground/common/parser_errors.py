@@ -3,18 +3,24 @@ header, 20,000 headers, a method `FOO`): our own `Server` header and a fixed JSO
 
 aiohttp answers those itself, before any middleware or signal runs: `Server: Python/x.y
 aiohttp/x.y.z` and a text body that echoes what it could not parse (the request line, the
-header). `PlainRunner` is an `AppRunner` whose connections answer them as every other
-error is answered (`{"detail": {"error", "message"}}`), saying only the status's phrase.
+header). A `PlainRequestHandler` answers them as every other error is answered
+(`{"detail": {"error", "message"}}`), saying only the status's phrase.
+
+aiohttp's runner has no public way to name its connections' class, so the servers that use
+one (the daemon's sockets, the front's site) make their connections themselves with
+`connection_factory`: aiohttp's public `RequestHandler`, made for the runner's public
+`server`, with the options the runner would have passed it.
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from http import HTTPStatus
+from typing import Any, TypeVar
 
 import orjson
 from aiohttp import web
-from aiohttp.web_protocol import RequestHandler
-from aiohttp.web_request import BaseRequest
 
 from llamon_playground.common.http_json import SERVER
 
@@ -35,10 +41,10 @@ def plain_error(status: int) -> web.Response:
     return response
 
 
-class PlainRequestHandler(RequestHandler):
+class PlainRequestHandler(web.RequestHandler):
     """aiohttp's connection handler, answering its own errors plainly (still logged)."""
 
-    def handle_error(self, request: BaseRequest, status: int = 500,
+    def handle_error(self, request: web.BaseRequest, status: int = 500,
                      exc: BaseException | None = None,
                      message: str | None = None) -> web.StreamResponse:
         """aiohttp's handling (it logs; it raises when the answer had begun), then the house's
@@ -47,21 +53,16 @@ class PlainRequestHandler(RequestHandler):
         return plain_error(status)
 
 
-class PlainServer(web.Server):
-    """A `web.Server` whose connections are `handler_class`es (a subclass names its own)."""
-
-    handler_class: type[PlainRequestHandler] = PlainRequestHandler
-
-    def __call__(self) -> RequestHandler:
-        return self.handler_class(self, loop=self._loop, **self._kwargs)
+H = TypeVar("H", bound=PlainRequestHandler)
 
 
-class PlainRunner(web.AppRunner):
-    """`web.AppRunner` serving with a `server_class` (a subclass names its own)."""
-
-    server_class: type[PlainServer] = PlainServer
-
-    async def _make_server(self) -> web.Server:
-        server = await super()._make_server()
-        server.__class__ = self.server_class  # the same object, its connections ours
-        return server
+def connection_factory(runner: web.BaseRunner, handler_class: type[H],
+                       **options: Any) -> Callable[[], H]:
+    """The protocol factory of a server serving `runner`'s app: each connection a
+    `handler_class`, made with `options` (RequestHandler's keyword arguments: keep-alive
+    timeout, access log, decompression). Call it once `runner.setup()` is done."""
+    server = runner.server
+    if server is None:
+        raise RuntimeError("connection_factory needs a runner that is set up")
+    loop = asyncio.get_running_loop()
+    return lambda: handler_class(server, loop=loop, **options)

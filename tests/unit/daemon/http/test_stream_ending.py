@@ -1,4 +1,4 @@
-"""The daemon's connection handler (daemon/http/sse.py, DaemonRunner) over a real Unix socket:
+"""The daemon's connection handler (daemon/http/sse.py, StreamEndingHandler) over a real Unix socket:
 a stream's handler is cancelled the moment its client hangs up; any other handler runs to its
 end though its client left (a create must still start the run it committed)."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from llamon_playground.daemon.http.sse import DaemonRunner, prepare_stream
+from llamon_playground.daemon.http.sse import prepare_stream, serve_unix
 from tests.support.waiting import eventually
 
 
@@ -45,12 +45,15 @@ async def served(folder: Path, probe: Probe) -> AsyncIterator[str]:
     app = web.Application()
     app.router.add_get("/stream", probe.stream)
     app.router.add_post("/work", probe.work)
-    runner = DaemonRunner(app, access_log=None, shutdown_timeout=1.0)
+    runner = web.AppRunner(app, shutdown_timeout=1.0)
     await runner.setup()
     path = str(folder / "d.sock")
     try:
-        await web.UnixSite(runner, path).start()
-        yield path
+        server, _ = await serve_unix(runner, path, access_log=None)
+        try:
+            yield path
+        finally:
+            server.close()
     finally:
         await runner.cleanup()
 
