@@ -33,8 +33,8 @@ from aiohttp import web
 
 from llamon_playground.api.slots import BURST, DoorRequestHandler, Slots
 from llamon_playground.common.fd_budget import RESERVED_FDS
-from llamon_playground.common.front_routes import front_routes
 from llamon_playground.common.parser_errors import connection_factory
+from llamon_playground.common.wire.routes import front_routes
 
 log = logging.getLogger(__name__)
 

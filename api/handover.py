@@ -16,13 +16,13 @@ import logging
 from aiohttp import web
 
 from llamon_playground.api.aiohttp_adapter import AnsweredElsewhere
-from llamon_playground.common.front_routes import front_routes
 from llamon_playground.common.handover import CUT, TCP_FAMILIES, End, Loan, Outcome
+from llamon_playground.common.wire.routes import front_routes
 
 log = logging.getLogger(__name__)
 
 def wants_handover(request: web.Request) -> bool:
-    """A stream the daemon's route declaration names (common/front_routes.py)."""
+    """A stream the daemon's route declaration names (common/wire/routes.py)."""
     return not request.body_exists and front_routes().is_stream(
         request.method, request.path, frozenset(request.query))
 

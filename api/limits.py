@@ -2,7 +2,7 @@
 
 Most routes take a small JSON body. A run may carry inline files (10 MB each, as base64),
 and a bundle import carries every blob of the bundle, so those get more: which routes is
-declared once, with the daemon's other facts about its routes (common/front_routes.py).
+declared once, with the daemon's other facts about its routes (common/wire/routes.py).
 A declared Content-Length over the limit is refused at once; a chunked body is counted
 while it is relayed and cut off at the limit.
 """
@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from aiohttp import StreamReader
 
 from llamon_playground.common.config import Settings
-from llamon_playground.common.front_routes import IMPORT_BODY_BYTES, Body, front_routes
+from llamon_playground.common.wire.routes import IMPORT_BODY_BYTES, Body, front_routes
 
 MIB = 1024 * 1024
 SMALL_BODY = 1 * MIB

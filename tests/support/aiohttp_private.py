@@ -86,7 +86,7 @@ def _class_private_names(cls: type) -> frozenset[str]:
 
 
 def _module_name(path: Path, root: Path) -> str | None:
-    """The import name of a product file (api/x.py is llamon_playground.api.x)."""
+    """The import name of a product file (api/relay.py is llamon_playground.api.relay)."""
     parts = path.relative_to(root).with_suffix("").parts
     if parts[-1] == "__init__":
         parts = parts[:-1]

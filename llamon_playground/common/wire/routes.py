@@ -11,6 +11,7 @@ let through larger. A route the daemon adds is one line here.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import Enum
 from functools import cache
@@ -19,7 +20,8 @@ from llamon_playground.common.contract import API_PREFIX
 from llamon_playground.common.limits import MIB
 
 __all__ = ["CAPTURE_PATH", "IMPORT_BODY_BYTES", "ROUTES", "Body", "Route", "StreamRoute",
-           "by_handler", "large_bodies", "served_by", "stream_paths", "stream_routes"]
+           "FrontRoutes", "by_handler", "front_routes", "large_bodies", "served_by", "stream_paths",
+           "stream_routes"]
 
 IMPORT_BODY_BYTES = 256 * MIB  # a bundle import carries every blob of the bundle
 CAPTURE_PATH = "/capture/v1/events"  # the Host's capture hook: daemon socket only
@@ -160,3 +162,42 @@ def stream_paths() -> tuple[str, ...]:
 def large_bodies() -> dict[tuple[str, str], Body]:
     """(method, path under the prefix) of each route whose body may be larger than SMALL."""
     return {(r.method, r.path): r.body for r in ROUTES if r.body is not Body.SMALL}
+
+
+# The front's view of these routes, as matchers over a request's path.
+
+def _pattern(path: str) -> re.Pattern[str]:
+    """A declared path as a regular expression over a request's path (one segment a
+    parameter)."""
+    parts = re.split(r"(\{[^}]+\})", API_PREFIX + path)
+    return re.compile("".join("[^/]+" if p.startswith("{") else re.escape(p) for p in parts))
+
+
+@dataclass(frozen=True)
+class FrontRoutes:
+    """The front's tables, made from the declarations above."""
+
+    streams: tuple[tuple[re.Pattern[str], str | None], ...]
+    bodies: tuple[tuple[str, re.Pattern[str], Body], ...]
+
+    def is_stream(self, method: str, path: str, query: frozenset[str]) -> bool:
+        """Whether `method path` with these query parameter names answers a stream."""
+        return method == "GET" and any(
+            pattern.fullmatch(path) is not None and (when is None or when in query)
+            for pattern, when in self.streams)
+
+    def body(self, method: str, path: str) -> Body:
+        """How large `method path`'s body may be."""
+        for declared, pattern, kind in self.bodies:
+            if declared == method and pattern.fullmatch(path) is not None:
+                return kind
+        return Body.SMALL
+
+
+@cache
+def front_routes() -> FrontRoutes:
+    """The front's view of the daemon's routes: streams to lend, bodies' limits."""
+    return FrontRoutes(
+        streams=tuple((_pattern(r.path), r.when) for r in stream_routes()),
+        bodies=tuple((method, _pattern(path), kind)
+                     for (method, path), kind in large_bodies().items()))

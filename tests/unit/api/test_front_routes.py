@@ -1,4 +1,4 @@
-"""The front learns the daemon's routes from their one declaration (common/front_routes.py):
+"""The front learns the daemon's routes from their one declaration (common/wire/routes.py):
 every stream the daemon's OpenAPI document declares is lent, the suite run's events among
 them, and a route's body limit comes from the same place."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 from llamon_playground.api.limits import IMPORT_BODY, SMALL_BODY, body_limit
 from llamon_playground.common.config import Settings
 from llamon_playground.common.contract import API_PREFIX
-from llamon_playground.common.front_routes import STREAM_ROUTES, front_routes
+from llamon_playground.common.wire.routes import front_routes, stream_routes
 from llamon_playground.daemon.http.openapi import OPERATIONS, SSE
 
 P = API_PREFIX
@@ -42,7 +42,7 @@ def test_the_host_log_is_a_stream_only_when_followed() -> None:
 
 def test_each_declared_stream_is_a_route_of_the_daemon() -> None:
     declared = {(op.method, op.path) for op in OPERATIONS}
-    for route in STREAM_ROUTES:
+    for route in stream_routes():
         assert ("GET", route.path) in declared, route
 
 
