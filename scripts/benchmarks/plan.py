@@ -30,6 +30,7 @@ from scripts.benchmarks.sections import (
     load_history,
     load_slow,
     page,
+    run_path,
     search,
     suite,
 )
@@ -56,6 +57,7 @@ LIVE: tuple[tuple[str, Callable[[CoreConfig, core_live.Live], Awaitable[list[Fig
     ("request_relay", core_live.bench_request_relay),
 )
 AFTER_LIVE = (
+    Section("run_path", run_path.bench_run_path, ("run_path",)),
     Section("host_restart", host_restart.bench_host_restart, ("host_restart",)),
     Section("host_restart_warm", host_restart_warm.bench_host_restart_warm,
             ("host_restart_warm",)),
