@@ -29,9 +29,10 @@ from scripts.benchmarks.figures import Figure, Target, log, pct
 from scripts.benchmarks.live_run import LiveRun, open_live
 from scripts.benchmarks.owned import Owned
 from scripts.benchmarks.raw_http import open_sse
-from scripts.benchmarks.sections.core_live import server_timeline
 
-ONE_TOKEN = "stream x"
+# `tokens 1`, not `stream x`: the latter first reports a trace over the capture channel and
+# waits for its answer (a durable commit) before its token, which a bare client never pays.
+ONE_TOKEN = "tokens 1"
 LONG_TOKENS = 10_000
 LONG = f"tokens {LONG_TOKENS}"
 
@@ -100,27 +101,34 @@ async def through_front(live: LiveRun, front: aiohttp.ClientSession,
         raise RuntimeError("the previous run never released the run lock")
     t202 = time.perf_counter()
     run_id = orjson.loads(raw)["run_id"]
-    reader = await open_sse(live.target, run_id, timed=True)
-    await asyncio.wait_for(reader.closed, 120)
-    if reader.status != 200 or not reader.frames.ended_terminal:
-        raise RuntimeError(f"run {run_id}: status {reader.status}, "
-                           f"last {reader.frames.last_frame[:200]!r}")
-    frames = reader.frames.timed_frames()
+    # The same stream on the daemon's socket, opened beside it: what the front adds.
+    readers = await asyncio.gather(open_sse(live.target, run_id, timed=True),
+                                   open_sse(live.observer, run_id, timed=True))
+    await asyncio.wait_for(asyncio.gather(*(r.closed for r in readers)), 120)
+    for reader in readers:
+        if reader.status != 200 or not reader.frames.ended_terminal:
+            raise RuntimeError(f"run {run_id}: status {reader.status}, "
+                               f"last {reader.frames.last_frame[:200]!r}")
+    frames, direct = (r.frames.timed_frames() for r in readers)
     first = min(t for _, kind, t, _ in frames if kind == "output.delta")
-    done = frames[-1][2]
+    first_direct = min(t for _, kind, t, _ in direct if kind == "output.delta")
     return {"run_id": run_id, "created": (t202 - t0) * 1000, "first": (first - t0) * 1000,
-            "done": (done - t0) * 1000}
+            "done": (frames[-1][2] - t0) * 1000,
+            "front_added_first": (first - first_direct) * 1000,
+            "direct_frames": [(f"{i:02d} {kind}", (t - t0) * 1000)
+                              for i, (_, kind, t, _) in enumerate(direct)
+                              if kind != "output.delta" or i == 0 or direct[i - 1][1] != kind]}
 
 
-def hop_breakdown(live: LiveRun, runs: list[dict[str, Any]]) -> dict[str, float]:
-    """Median ms after the run row's creation of each event's commit (the daemon's own clock,
-    ms resolution), over the runs given: where between create and done the time goes."""
-    by_event: dict[str, list[float]] = {}
+def hop_breakdown(runs: list[dict[str, Any]]) -> dict[str, float]:
+    """Median ms after the POST of each frame's arrival on the daemon's socket (the first of
+    a run of deltas only), over the runs given: where between create and done the time goes.
+    A frame arrives when its batch is committed and published, so each step is a commit."""
+    by_frame: dict[str, list[float]] = {}
     for run in runs:
-        timeline = server_timeline(live.stack.settings.db_path, run["run_id"])
-        for event in timeline["events"]:
-            by_event.setdefault(event["event"], []).append(event["ms_after_created"])
-    return {name: pct(xs, 50) for name, xs in by_event.items()}
+        for label, ms in run["direct_frames"]:
+            by_frame.setdefault(label, []).append(ms)
+    return {label: round(pct(xs, 50), 2) for label, xs in sorted(by_frame.items())}
 
 
 async def bench_run_path(quick: bool, owned: Owned) -> list[Figure]:
@@ -154,11 +162,14 @@ async def bench_run_path(quick: bool, owned: Owned) -> list[Figure]:
             else:
                 long_floor.append((await bare.send(LONG))[0])
                 long_ours.append((await through_front(live, front, LONG))["first"])
-        breakdown = hop_breakdown(live, ours)
     finally:
         await bare.close()
         await front.close()
         await live.close(owned)
+    breakdown = {"post_to_202": pct([r["created"] for r in ours], 50),
+                 **hop_breakdown(ours),
+                 "front_added_to_first_delta": pct([r["front_added_first"] for r in ours], 50),
+                 "floor_first_artifact": pct([f for f, _ in floor], 50)}
     first = [r["first"] for r in ours]
     done = [r["done"] for r in ours]
     created = [r["created"] for r in ours]
@@ -166,7 +177,7 @@ async def bench_run_path(quick: bool, owned: Owned) -> list[Figure]:
     f_done = [d for _, d in floor]
     notes = {"samples": samples, "long_samples": long_samples, "via": live.via,
              "post_202_ms": {"p50": pct(created, 50), "p99": pct(created, 99)},
-             "breakdown_ms_after_created_p50": breakdown,
+             "breakdown_ms_after_post_p50": breakdown,
              "floor_ms": {"first_p50": pct(f_first, 50), "first_p99": pct(f_first, 99),
                           "done_p50": pct(f_done, 50),
                           "long_first_p50": pct(long_floor, 50)}}
