@@ -18,7 +18,6 @@ from scripts.benchmarks.sections import (
     compare,
     core,
     core_live,
-    first_run,
     host_idle,
     host_restart,
     host_restart_warm,
@@ -59,7 +58,7 @@ LIVE: tuple[tuple[str, Callable[[CoreConfig, core_live.Live], Awaitable[list[Fig
 )
 AFTER_LIVE = (
     Section("run_path", run_path.bench_run_path, ("run_path",)),
-    Section("first_run", first_run.bench_first_run, ("first_run",)),
+    Section("first_run", run_path.bench_first_run, ("first_run",)),
     Section("host_restart", host_restart.bench_host_restart, ("host_restart",)),
     Section("host_restart_warm", host_restart_warm.bench_host_restart_warm,
             ("host_restart_warm",)),

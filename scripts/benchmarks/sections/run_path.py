@@ -4,6 +4,9 @@
              token of a 10,000-token answer, through the front  vs  the same request sent
              straight to the same Host by a bare A2A client (aiohttp, HTTP + SSE, no daemon),
              interleaved in the same run; with a breakdown by hop
+  first_run  create -> done of a daemon's first run (a one-token answer), the Host started
+             with the daemon (prewarm, the default)  vs  the same first run with the Host
+             started on demand (LLAMON_PLAYGROUND_PREWARM=0), daemons started alternately
 
 A figure through the front is the client's whole view: the POST, its 202, the stream opened
 on the run's events, the first `output.delta` (or the terminal `run.status`) read. The floor
@@ -12,6 +15,9 @@ is what no Playground can beat: one POST to the Host's A2A endpoint and its SSE 
 Playground's: two HTTP hops to create, the phases and their commits, the A2A request built
 and sent, the Host's event parsed, committed, published and written on the stream twice
 (daemon, front).
+
+The prewarmed daemon's first run is sent once its /health says the Host is Ready (a developer
+opens the page and types first); /health opens no history, so a daemon never used has none.
 """
 
 from __future__ import annotations
@@ -24,7 +30,14 @@ import aiohttp
 import orjson
 
 from llamon_playground.daemon.a2a.wire import build_message, choose_interface, parts_to_wire
-from scripts.benchmarks.client import P, call
+from scripts.benchmarks.client import (
+    COMPLETED,
+    P,
+    call,
+    count_sse,
+    direct_session,
+    start_run,
+)
 from scripts.benchmarks.figures import Figure, Target, log, pct
 from scripts.benchmarks.live_run import LiveRun, open_live
 from scripts.benchmarks.owned import Owned
@@ -35,6 +48,7 @@ from scripts.benchmarks.raw_http import open_sse
 ONE_TOKEN = "tokens 1"
 LONG_TOKENS = 10_000
 LONG = f"tokens {LONG_TOKENS}"
+READY_WAIT_S = 30.0
 
 
 class BareA2A:
@@ -198,3 +212,50 @@ async def bench_run_path(quick: bool, owned: Owned) -> list[Figure]:
                pct(long_floor, 50), what + f" ({LONG_TOKENS:,} tokens)",
                Target("margin", "<=", 5.0)),
     ]
+
+
+async def _first_run(owned: Owned, prewarm: bool) -> float:
+    stack = owned.start(owned.project("lpfr"),
+                        extra_env={"LLAMON_PLAYGROUND_PREWARM": "1" if prewarm else "0"})
+    try:
+        async with direct_session(stack) as http:
+            deadline = time.monotonic() + READY_WAIT_S
+            while prewarm:
+                health = await call(http, "GET", "/health")
+                if health["database"] != "not_opened":
+                    raise RuntimeError(f"a prewarm opened history: {health['database']}")
+                if health["host"]["state"] == "ready":
+                    break
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the prewarmed Host is not Ready: {health['host']}")
+                await _pause()
+            session = await call(http, "POST", "sessions", {"title": "first"}, want=201)
+            t0 = time.perf_counter()
+            run_id = await start_run(http, session["id"], ONE_TOKEN)
+            _, last, _ = await count_sse(http, run_id)
+            elapsed = (time.perf_counter() - t0) * 1000
+            if COMPLETED not in last:
+                raise RuntimeError(f"the first run did not complete: {last[-200:]!r}")
+            return elapsed
+    finally:
+        owned.close_stack(stack)
+
+
+async def _pause() -> None:
+    await asyncio.sleep(0.02)  # a poll of /health, the way a page would find the Host Ready
+
+
+async def bench_first_run(quick: bool, owned: Owned) -> list[Figure]:
+    """See the module docstring."""
+    reps = 3 if quick else 5
+    warm: list[float] = []
+    cold: list[float] = []
+    for i in range(reps):
+        for prewarm in ((True, False) if i % 2 == 0 else (False, True)):
+            (warm if prewarm else cold).append(await _first_run(owned, prewarm))
+    log(f"first_run: prewarmed p50 {pct(warm, 50):.0f} ms, on demand p50 {pct(cold, 50):.0f} "
+        f"ms ({reps} daemons each)")
+    return [Figure("first_run.create_to_done_p50", pct(warm, 50), "ms", pct(cold, 50),
+                   "the same first run, the Host started on demand (prewarm off), same run",
+                   Target("value", "<=", 150.0),
+                   {"prewarmed_ms": warm, "on_demand_ms": cold})]
