@@ -276,6 +276,15 @@ def make_app(services: Daemon) -> web.Application:
     return app
 
 
+async def _prewarm(host: HostSupervisor) -> None:
+    """Start the Host now, so the first Send finds it Ready rather than waiting for a spawn.
+    A Host that cannot start is not the daemon's failure: the first run says why."""
+    try:
+        await host.ensure_ready()
+    except HostUnavailable as exc:
+        log.warning("the Host did not start ahead of the first run: %s", exc.message)
+
+
 def _log_context(services: Daemon) -> dict[str, object]:
     """What a log line outside a request is about: the active run and Host generation."""
     active, gen = services.runs.active, services.host.generation
@@ -343,6 +352,8 @@ async def serve(settings: Settings, environ: dict[str, str]) -> None:
                     lambda: services.host.rules, services.reload.on_changes,
                     quiet=QuietPeriod(settings.watch_quiet, settings.watch_quiet_max)).run(),
                     name="watcher"))
+            if settings.prewarm:
+                background.append(tasks.create_task(_prewarm(services.host), name="prewarm"))
             if notifier.watchdog_interval is not None:
                 background.append(tasks.create_task(notifier.watchdog_loop(), name="watchdog"))
             try:

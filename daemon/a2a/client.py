@@ -26,7 +26,9 @@ CARD_PATH = "/.well-known/agent-card.json"
 # meanwhile waits in the socket buffer and is taken in one read. Reading every frame as it
 # came cost a wake-up, a recv, aiohttp's parsing and a round of the loop per token (about
 # a third of the daemon's CPU a delta). A frame after a quiet spell is read at once; one
-# in a fast stream waits at most this long, well under the store's commit interval.
+# in a fast stream waits at most this long, well under the store's commit interval. Until
+# the first output (an artifact) has come, reads are not paced: the task and status frames
+# that open a stream would otherwise each hold the first token back by a pace.
 READ_PACE = 0.005
 METHODS = {
     V1: {"stream": "SendStreamingMessage", "cancel": "CancelTask"},
@@ -160,6 +162,7 @@ async def _read_sse(resp: aiohttp.ClientResponse,
     connection = resp.connection
     transport = connection.transport if connection is not None else None
     streamed = 0  # the run's output so far: every event's data
+    paced = False  # from the first output on
     while True:
         chunk = await content.readany()
         if not chunk:
@@ -172,7 +175,9 @@ async def _read_sse(resp: aiohttp.ClientResponse,
                 break
             kept.append(frame)
         if kept:
-            yield [_event(frame) for frame in kept]
+            events = [_event(frame) for frame in kept]
+            paced = paced or any(event.type == "artifact" for event in events)
+            yield events
         if streamed > limits.run_output_bytes:
             raise HostOutputTooLarge("a run's output", limits.run_output_bytes,
                                      "run_output_bytes")
@@ -180,7 +185,7 @@ async def _read_sse(resp: aiohttp.ClientResponse,
             field = "host_line_bytes" if "line" in parser.overflow.what else "host_event_bytes"
             raise HostOutputTooLarge(parser.overflow.what.replace(" of the event stream", ""),
                                      parser.overflow.limit, field)
-        if resp.connection is not None and transport is not None \
+        if paced and resp.connection is not None and transport is not None \
                 and not transport.is_closing():
             # The kernel keeps what comes meanwhile (aiohttp's own flow control pauses the
             # parser too, which is not what is wanted here). A response already read to its

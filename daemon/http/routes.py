@@ -168,8 +168,14 @@ class RunRoutes:
     async def run_events(self, request: web.Request) -> web.StreamResponse:
         run_id = request.match_info["run_id"]
         cursor = parse_cursor(request)
-        run = await self._history.run(run_id)
-        terminal = run["status"] in TERMINAL_STATUSES
+        live = self._hub.get(run_id)
+        if live is not None and not live.closed:
+            # A live run (one just created): its log answers, no history read on the way
+            # to its first output.
+            terminal = False
+        else:
+            run = await self._history.run(run_id)
+            terminal = run["status"] in TERMINAL_STATUSES
         if terminal and not await self._store.events_after(run_id, cursor, 1):
             # A finished run with nothing after the cursor: 204 tells an EventSource to stop.
             return web.Response(status=204)

@@ -222,11 +222,13 @@ class RunExecutor:
             try:
                 self._host.note_serving()
                 trace = self._trace_context(run.run_id) if self._trace_context else None
+                waiting_for_output = True  # the run's first output commits at once
                 async for events in client.stream(interface, message, metadata, self._limits,
                                                   trace):
                     stall.touch()
                     for event in events:
-                        self._take(run, collected, event)
+                        if self._take(run, collected, event, urgent=waiting_for_output):
+                            waiting_for_output = False
             finally:
                 watchdog.cancel()
                 await asyncio.gather(watchdog, return_exceptions=True)
@@ -239,15 +241,21 @@ class RunExecutor:
         self._phase(run, "send", "completed", task_state=collected.state or "completed")
         await run.end()  # the Host's last task state decides
 
-    def _take(self, run: ActiveRun, collected: OutputCollector, event: A2AEvent) -> None:
-        """One streamed event: an error ends the run; text chunks become output.delta."""
+    def _take(self, run: ActiveRun, collected: OutputCollector, event: A2AEvent, *,
+              urgent: bool = False) -> bool:
+        """One streamed event: an error ends the run; text chunks become output.delta
+        (the first `urgent`). Whether it gave any output."""
         if event.type == "error":
             raise RunFailure(Reason.HOST_ERROR, event.error_message or "Host error",
                              code=str(event.error_code) if event.error_code else None)
         self._note_task(run, event.task_id)
+        given = False
         for text, append in collected.add(event):
-            self._event(run, "output.delta",
-                        {"text": text, "artifact_id": event.artifact_id, "append": append})
+            self._journal.event(run.run_id, "output.delta",
+                                {"text": text, "artifact_id": event.artifact_id,
+                                 "append": append}, urgent=urgent and not given)
+            given = True
+        return given
 
     def _note_task(self, run: ActiveRun, task_id: str | None) -> None:
         if run.note_task(task_id):

@@ -29,9 +29,11 @@ class RunJournal:
         # Per run, the phases that started and did not end yet (the ending closes them).
         self._open: dict[str, list[str]] = {}
 
-    def event(self, run_id: str, kind: str, payload: dict[str, Any]) -> None:
-        """Queue one event of the run (it commits in order with everything else the run writes)."""
-        self._store.append_event(run_id, kind, payload)
+    def event(self, run_id: str, kind: str, payload: dict[str, Any], *,
+              urgent: bool = False) -> None:
+        """Queue one event of the run (it commits in order with everything else the run
+        writes); `urgent` commits it without lingering."""
+        self._store.append_event(run_id, kind, payload, urgent=urgent)
 
     def phase(self, run_id: str, phase: str, state: str, **detail: Any) -> None:
         """Record a phase starting or ending; a phase left open is closed by the run's ending."""

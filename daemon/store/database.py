@@ -169,9 +169,14 @@ class Store:
 
     # -- writes -----------------------------------------------------------------------------
 
-    def append_event(self, run_id: str, kind: str, payload: dict[str, Any]) -> None:
-        """Queue an event; it commits with the next batch and is published after the commit."""
+    def append_event(self, run_id: str, kind: str, payload: dict[str, Any], *,
+                     urgent: bool = False) -> None:
+        """Queue an event; it commits with the next batch and is published after the commit.
+        `urgent`: that batch commits without lingering (a run's first output, which someone
+        watches for, must not wait out the commit interval the phases before it started)."""
         self._items.append((run_id, kind, compact_json(payload)))
+        if urgent:
+            self._urgent.set()
         self._wake.set()
 
     def submit(self, op: WriteOp) -> None:

@@ -182,6 +182,9 @@ class Settings:
     backoff_cap: float = 15.0
     db_busy_timeout_ms: int = 5000
     watch: bool = True
+    # Start the Host as the daemon starts, so the first run is not a cold start (no run and
+    # no history come of it: docs/host.md, "The first run after start").
+    prewarm: bool = True
     # systemd's notify protocol (daemon/sd_notify.py); unset outside a Type=notify unit.
     notify_socket: str | None = None
     watchdog_usec: int = 0
@@ -278,6 +281,7 @@ DAEMON_ENV = (
     EnvVar("backoff_cap", "LLAMON_PLAYGROUND_BACKOFF_CAP", float),
     EnvVar("db_busy_timeout_ms", "LLAMON_PLAYGROUND_DB_BUSY_TIMEOUT_MS", _whole),
     EnvVar("watch", "LLAMON_PLAYGROUND_WATCH", _switch),
+    EnvVar("prewarm", "LLAMON_PLAYGROUND_PREWARM", _switch),
     EnvVar("host_stall_timeout", "LLAMON_PLAYGROUND_HOST_STALL_TIMEOUT", float),
     EnvVar("history_max_bytes", "LLAMON_PLAYGROUND_HISTORY_MAX_BYTES", _whole),
     EnvVar("history_max_age_days", "LLAMON_PLAYGROUND_HISTORY_MAX_AGE_DAYS", float),

@@ -109,6 +109,8 @@ class Stack:
         self.token = secrets.token_urlsafe(32)
         self.env = {**os.environ, "LLAMON_PLAYGROUND_RUNTIME_DIR": str(runtime_base),
                     "LLAMON_PLAYGROUND_HOST_STOP_GRACE": "2",
+                    # A test or a bench starts the Host when it means to (one passes "1").
+                    "LLAMON_PLAYGROUND_PREWARM": "0",
                     ENV_TOKEN: self.token, **(extra_env or {})}
         self.settings: Settings = build_settings(project, self.env)
         self.daemon: Proc | None = None

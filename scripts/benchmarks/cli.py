@@ -9,6 +9,9 @@ right next to it (the machines have 2 noisy cores, so absolute numbers drift bet
   run_create_202        POST /sessions/{id}/runs latency through the front  vs  direct, and vs
                         the same create transaction in process (the floor)
   request_relay         GET / POST /sessions requests/s through the front  vs  direct
+  run_path              create -> first output, -> done, first token of 10,000  vs  the same
+                        request straight to the same Host by a bare A2A client (the floor)
+  first_run             a daemon's first run, the Host started with the daemon  vs  on demand
   host_restart          a new Host generation Ready (API, save+run, watcher)  vs  the Host
                         command spawned directly
   host_restart_warm     save -> Ready and -> first output.delta, generations forked from the

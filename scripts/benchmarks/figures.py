@@ -9,17 +9,23 @@ from typing import Any
 
 @dataclass
 class Target:
-    of: str  # "ratio" or "value"
+    of: str  # "ratio", "value", or "margin" (value minus the baseline measured beside it)
     op: str  # ">=" or "<="
     limit: float
 
     def text(self, unit: str) -> str:
         if self.of == "ratio":
             return f"ratio {self.op} {self.limit:g}"
+        if self.of == "margin":
+            return f"{self.op} baseline + {self.limit:g} {unit}"
         return f"{self.op} {self.limit:g} {unit}"
 
-    def met(self, value: float | None, ratio: float | None) -> bool | None:
-        x = ratio if self.of == "ratio" else value
+    def met(self, value: float | None, ratio: float | None,
+            baseline: float | None = None) -> bool | None:
+        if self.of == "margin":
+            x = None if value is None or baseline is None else value - baseline
+        else:
+            x = ratio if self.of == "ratio" else value
         if x is None:
             return None
         return x >= self.limit if self.op == ">=" else x <= self.limit
@@ -43,7 +49,8 @@ class Figure:
 
     @property
     def met(self) -> bool | None:
-        return self.target.met(self.value, self.ratio) if self.target else None
+        return (self.target.met(self.value, self.ratio, self.baseline) if self.target
+                else None)
 
     def as_json(self) -> dict[str, Any]:
         return {

@@ -30,6 +30,7 @@ from scripts.benchmarks.sections.streams import (
     live_stream,
     load_fanout,
     load_slow,
+    run_path,
     trace_export,
 )
 
@@ -55,6 +56,8 @@ LIVE: tuple[tuple[str, Callable[[CoreConfig, core_live.Live], Awaitable[list[Fig
     ("request_relay", core_live.bench_request_relay),
 )
 AFTER_LIVE = (
+    Section("run_path", run_path.bench_run_path, ("run_path",)),
+    Section("first_run", run_path.bench_first_run, ("first_run",)),
     Section("host_restart", host_restart.bench_host_restart, ("host_restart",)),
     Section("host_restart_warm", host_restart_warm.bench_host_restart_warm,
             ("host_restart_warm",)),

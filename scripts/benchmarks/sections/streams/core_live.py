@@ -251,11 +251,24 @@ async def _run_create(cfg: CoreConfig, live: Live,
              "bare_202_ms": {kind: {"p50": pct(xs, 50), "p99": pct(xs, 99)}
                              for kind, xs in bare_ms.items()}}
     floor_what = "the same create transaction in process (BEGIN to durable COMMIT)"
+    # The design's floor for a create, measured here: the front and the daemon are one
+    # aiohttp hop each (the bare aiohttp server's 202), plus one durable commit. What is over
+    # it is ours (six wake-ups and the writer thread's hand-off) and has a margin to meet.
+    hop = {p: pct(bare_ms["aiohttp"], p) for p in (50, 99)}
+    commit = {p: pct(ip, p) for p in (50, 99)}
+    front_floor = {p: 2 * hop[p] + commit[p] for p in (50, 99)}
+    direct_floor = {p: hop[p] + commit[p] for p in (50, 99)}
+    notes["floor_ms"] = {"front": front_floor, "direct": direct_floor,
+                         "bare_aiohttp_hop": hop, "durable_commit": commit}
+    front_what = "two bare aiohttp hops (front, daemon) + the durable commit, same run"
     return [
-        Figure("run_create_202.p50", pct(f, 50), "ms", pct(d, 50),
-               "same POST on the daemon socket", Target("value", "<=", 1.2), notes),
-        Figure("run_create_202.p99", pct(f, 99), "ms", pct(d, 99),
-               "same POST on the daemon socket", Target("value", "<=", 2.5)),
+        Figure("run_create_202.p50", pct(f, 50), "ms", front_floor[50], front_what,
+               Target("margin", "<=", 1.0), notes),
+        Figure("run_create_202.p99", pct(f, 99), "ms", front_floor[99], front_what,
+               Target("margin", "<=", 3.0)),
+        Figure("run_create_202.direct_p50", pct(d, 50), "ms", direct_floor[50],
+               "one bare aiohttp hop + the durable commit, same run",
+               Target("margin", "<=", 1.0)),
         Figure("run_create_202.front_vs_floor_p50", pct(f, 50), "ms", pct(ip, 50), floor_what,
                Target("ratio", "<=", 3.0)),
         Figure("run_create_202.front_vs_floor_p99", pct(f, 99), "ms", pct(ip, 99), floor_what,

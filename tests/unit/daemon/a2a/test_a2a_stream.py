@@ -119,3 +119,35 @@ async def test_an_error_frame_and_a_frame_that_is_not_json() -> None:
 
     with pytest.raises(A2AProtocolError):
         await read_all(not_json)
+
+
+async def test_the_first_output_is_read_at_once_after_the_frames_that_open_a_stream(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stream opens with task and status frames, each read on its own: none of them is
+    followed by a pace, so the first token is not held back. The pace is made an hour long
+    here: a read paced after the status frame would never see the artifact in time."""
+    from llamon_playground.daemon.a2a import client as a2a_client
+    monkeypatch.setattr(a2a_client, "READ_PACE", 3600.0)
+    status_read = asyncio.Event()
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        response = await sse_response(request)
+        await response.write(status_frame("TASK_STATE_WORKING"))
+        await status_read.wait()  # the client took it in a read of its own
+        await response.write(chunk_frame(0, append=False))
+        await response.write_eof()
+        return response
+
+    async def first_output() -> list[str]:
+        async for url in serve(handler):
+            async with aiohttp.ClientSession() as http:
+                client = A2AClient(http, url)
+                seen: list[str] = []
+                async for batch in client.stream(Interface(url, V1), {}, {}):
+                    seen.extend(event.type for event in batch)
+                    status_read.set()
+                    if "artifact" in seen:
+                        return seen
+        raise AssertionError("the stream ended without its output")
+
+    assert await asyncio.wait_for(first_output(), 20) == ["status", "artifact"]

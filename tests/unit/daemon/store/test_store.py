@@ -286,6 +286,24 @@ async def test_a_stream_of_events_commits_once_per_interval_and_a_waiter_at_once
         await store.close()
 
 
+async def test_an_urgent_event_commits_without_waiting_out_the_interval(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run's first output is appended urgent: right after a commit (the phases before it),
+    it still commits at once. The interval is made an hour long here, so an event that
+    lingered would never be published within the wait."""
+    from llamon_playground.daemon.store import database
+    monkeypatch.setattr(database, "COMMIT_INTERVAL", 3600.0)
+    published: list[EventRecord] = []
+    store = make_store(tmp_path, published)
+    await store.open()
+    try:
+        await store.flush()  # a commit just now: the next plain batch would linger
+        store.append_event("r", "output.delta", {"n": 1}, urgent=True)
+        await eventually(lambda: len(published), lambda n: n == 1, "the urgent event")
+    finally:
+        await store.close()
+
+
 async def test_the_project_stream_sends_a_run_status_as_its_stored_frame(
         tmp_path: Path) -> None:
     """The project-wide stream's run.status frame is the stored one: the same bytes it used
