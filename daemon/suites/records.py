@@ -13,6 +13,7 @@ from typing import Any
 
 import orjson
 
+from llamon_playground.common.wire.suites import SuiteRunStatus
 from llamon_playground.daemon.errors import Conflict
 from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.records import utcnow
@@ -20,7 +21,6 @@ from llamon_playground.daemon.store.search.run_line import input_line_sql
 from llamon_playground.daemon.suites.cases import Case
 
 JSON_COLUMNS = ("turns", "baseline", "run_ids", "result", "row")
-RUNNING = "running"
 
 
 def new_suite_id() -> str:
@@ -262,4 +262,4 @@ async def list_suite_runs(store: Store, suite_id: str, limit: int = 100) -> list
 
 async def unfinished_suite_runs(store: Store) -> list[dict[str, Any]]:
     return [_doc(r) for r in await store.fetch_all(
-        "SELECT * FROM suite_runs WHERE status = ?", (RUNNING,))]
+        "SELECT * FROM suite_runs WHERE status = ?", (SuiteRunStatus.RUNNING.value,))]

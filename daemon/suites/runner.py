@@ -6,9 +6,9 @@ turn that asked for input is answered with the stored answer (a resume). When a 
 its result and its report row are written at once, so a crash keeps every finished case and
 no case runs twice.
 
-It ends `completed` after the last case; `cancelled` when cancelled (its active run is
-cancelled, the rest `skipped`); `failed` / `runtime_restarted` when the Host restarted for a
-new revision (one report never mixes two revisions); `interrupted` at a daemon shutdown.
+How it ends is `ending.decide_suite_end`'s to say, from what stopped the loop: the last
+case ran, a cancel (its active run is cancelled, the rest `skipped`), the Host restarting on
+a new revision (one report never mixes two revisions), a daemon shutdown.
 """
 
 from __future__ import annotations
@@ -29,6 +29,13 @@ from llamon_playground.daemon.store.ids import new_context_id
 from llamon_playground.daemon.store.records import utcnow
 from llamon_playground.daemon.suites import records
 from llamon_playground.daemon.suites.cases import result_of
+from llamon_playground.daemon.suites.ending import (
+    Stop,
+    SuiteEnd,
+    SuiteRunStatus,
+    decide_suite_end,
+    skipped_for,
+)
 from llamon_playground.daemon.suites.report import case_row
 
 log = logging.getLogger(__name__)
@@ -70,7 +77,8 @@ class SuiteRunner:
     def start(self) -> asyncio.Task[None]:
         """Open its live log and start its task (the project is held already)."""
         self._hub.open_log(self.suite_run_id)
-        self._event(STATUS_EVENT, {"status": "running", "cases": len(self._cases)})
+        self._event(STATUS_EVENT, {"status": SuiteRunStatus.RUNNING.value,
+                                   "cases": len(self._cases)})
         self.task = asyncio.create_task(self._run(), name=f"suite-{self.suite_run_id}")
         return self.task
 
@@ -90,36 +98,34 @@ class SuiteRunner:
                 pass  # it ended on its own meanwhile
 
     async def _run(self) -> None:
-        status, reason = "completed", None
+        stop = Stop.FINISHED
         try:
             for case in self._cases:
                 if self._cancelled:
-                    status, reason = "cancelled", Reason.USER_CANCELLED
+                    stop = Stop.CANCELLED
                     break
                 try:
                     await self._case(case)
                 except RevisionChanged:
-                    status, reason = "failed", Reason.RUNTIME_RESTARTED
+                    stop = Stop.REVISION_CHANGED
                     break
-            if self._cancelled and status == "completed":
-                status, reason = "cancelled", Reason.USER_CANCELLED
         except asyncio.CancelledError:  # only a daemon shutdown cancels this task
-            await self._end("interrupted", Reason.STUDIO_SHUTDOWN)
+            await self._end(decide_suite_end(Stop.SHUTDOWN))
             raise
         except Exception as exc:
             log.exception("suite run %s crashed", self.suite_run_id)
-            await self._end("failed", Reason.INTERNAL_ERROR, str(exc))
+            await self._end(decide_suite_end(Stop.CRASHED, error=exc))
             return
-        await self._end(status, reason)
+        await self._end(decide_suite_end(stop, cancel_asked=self._cancelled))
 
-    async def _end(self, status: str, reason: str | None, message: str | None = None) -> None:
+    async def _end(self, end: SuiteEnd) -> None:
         try:
-            self._store.submit(records.skip_rest_op(self.suite_run_id, reason or status))
+            self._store.submit(records.skip_rest_op(self.suite_run_id, skipped_for(end)))
             await self._store.write(records.suite_run_update_op(self.suite_run_id, {
-                "status": status, "reason": reason, "ended_at": utcnow()}))
-            payload: dict[str, Any] = {"status": status, "reason": reason}
-            if message:
-                payload["message"] = message
+                "status": end.status.value, "reason": end.reason, "ended_at": utcnow()}))
+            payload: dict[str, Any] = {"status": end.status.value, "reason": end.reason}
+            if end.message:
+                payload["message"] = end.message
             self._event(STATUS_EVENT, payload)
         finally:
             self._runs.release_suite(self.suite_run_id)
@@ -186,8 +192,8 @@ class SuiteRunner:
             # Cut short by the suite's own cancel: not a result to compare.
             self._store.submit(records.result_update_op(
                 self.suite_run_id, case_id,
-                {"state": "skipped", "result": {**result, "skipped_for": "user_cancelled"}}))
-            self._case_event(case, {"state": "skipped", "reason": "user_cancelled"})
+                {"state": "skipped", "result": {**result, "skipped_for": Reason.USER_CANCELLED}}))
+            self._case_event(case, {"state": "skipped", "reason": Reason.USER_CANCELLED})
             return
         if self._revision is None and len(prints) == 1 and not restarted:
             self._revision = next(iter(prints))
@@ -196,8 +202,8 @@ class SuiteRunner:
         if restarted or (prints and prints != {self._revision}):
             self._store.submit(records.result_update_op(
                 self.suite_run_id, case_id,
-                {"state": "skipped", "result": {**result, "skipped_for": "runtime_restarted"}}))
-            self._case_event(case, {"state": "skipped", "reason": "runtime_restarted"})
+                {"state": "skipped", "result": {**result, "skipped_for": Reason.RUNTIME_RESTARTED}}))
+            self._case_event(case, {"state": "skipped", "reason": Reason.RUNTIME_RESTARTED})
             raise RevisionChanged(case_id)
         row = case_row(case["baseline"], result)
         self._store.submit(records.result_update_op(

@@ -19,7 +19,6 @@ import orjson
 
 from llamon_playground.daemon.errors import BadRequest, Conflict, NotFound
 from llamon_playground.daemon.runs.manager import RunManager
-from llamon_playground.daemon.runs.state import Reason
 from llamon_playground.daemon.store.blobs import BlobStore
 from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.event_log import EventHub
@@ -29,13 +28,18 @@ from llamon_playground.daemon.store.records import utcnow
 from llamon_playground.daemon.store.search.run_line import input_line, parts_line
 from llamon_playground.daemon.suites import records
 from llamon_playground.daemon.suites.cases import build_case, result_of
+from llamon_playground.daemon.suites.ending import (
+    TERMINAL,
+    Stop,
+    SuiteRunStatus,
+    decide_suite_end,
+    skipped_for,
+)
 from llamon_playground.daemon.suites.report import compare_case, summary
 from llamon_playground.daemon.suites.requests import parse_create, parse_patch
 from llamon_playground.daemon.suites.runner import STATUS_EVENT, SuiteRunner
 
 log = logging.getLogger(__name__)
-
-TERMINAL = ("completed", "cancelled", "failed", "interrupted")
 
 
 class SuiteService:
@@ -132,7 +136,8 @@ class SuiteService:
                        "context_id": new_context_id(), "created_at": now,
                        "metadata": orjson.dumps({"suite_id": suite_id}).decode()}
             row = {"id": suite_run_id, "suite_id": suite_id, "session_id": None,
-                   "status": "running", "trigger": trigger, "created_at": now}
+                   "status": SuiteRunStatus.RUNNING.value, "trigger": trigger,
+                   "created_at": now}
             await records.insert_suite_run(self._store, row, cases, session)
         except BaseException:
             self._runs.release_suite(suite_run_id)
@@ -140,7 +145,7 @@ class SuiteService:
         runner = SuiteRunner(self._store, self._hub, self._runs, row, cases)
         self._runners[suite_run_id] = runner
         runner.start().add_done_callback(lambda _: self._runners.pop(suite_run_id, None))
-        return {"suite_run_id": suite_run_id, "status": "running"}
+        return {"suite_run_id": suite_run_id, "status": SuiteRunStatus.RUNNING.value}
 
     async def cancel(self, suite_run_id: str) -> dict[str, Any]:
         runner = self._runners.get(suite_run_id)
@@ -264,13 +269,14 @@ class SuiteService:
                 rows = [row for i in r["run_ids"] if (row := await get_run(self._store, i))]
                 self._store.submit(records.result_update_op(run["id"], r["case_id"], {
                     "state": "skipped",
-                    "result": {**result_of(rows), "skipped_for": Reason.DAEMON_RESTARTED}}))
-            self._store.submit(records.skip_rest_op(run["id"], Reason.DAEMON_RESTARTED))
+                    "result": {**result_of(rows),
+                               "skipped_for": skipped_for(decide_suite_end(Stop.ORPHANED))}}))
+            end = decide_suite_end(Stop.ORPHANED)
+            self._store.submit(records.skip_rest_op(run["id"], skipped_for(end)))
             await self._store.write(records.suite_run_update_op(run["id"], {
-                "status": "interrupted", "reason": Reason.DAEMON_RESTARTED,
-                "ended_at": utcnow()}))
+                "status": end.status.value, "reason": end.reason, "ended_at": utcnow()}))
             self._store.append_event(run["id"], STATUS_EVENT, {
-                "status": "interrupted", "reason": Reason.DAEMON_RESTARTED})
+                "status": end.status.value, "reason": end.reason})
             log.warning("suite run %s was interrupted by a daemon restart", run["id"])
 
     async def shutdown(self) -> None:

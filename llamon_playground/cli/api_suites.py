@@ -108,7 +108,7 @@ class SuiteRunAccepted(TypedDict):
     """The answer to start and cancel."""
 
     suite_run_id: str
-    status: Literal["running", "completed", "cancelled", "failed", "interrupted"]
+    status: str  # a SuiteRunStatus value
 
 
 class ScoreMove(TypedDict):
@@ -188,7 +188,7 @@ class SuiteRunRow(TypedDict):
     id: str
     suite_id: str
     session_id: str | None
-    status: Literal["running", "completed", "cancelled", "failed", "interrupted"]
+    status: str  # a SuiteRunStatus value
     reason: str | None
     trigger: Literal["manual", "save"]
     created_at: str
@@ -202,7 +202,7 @@ class SuiteRun(TypedDict):
     id: str
     suite_id: str
     session_id: str | None
-    status: Literal["running", "completed", "cancelled", "failed", "interrupted"]
+    status: str  # a SuiteRunStatus value
     reason: str | None
     trigger: Literal["manual", "save"]
     created_at: str

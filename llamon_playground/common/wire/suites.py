@@ -1,5 +1,6 @@
 """Suites: named, ordered cases kept in history, their runs and the report (counts only)."""
 
+from enum import StrEnum
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 from llamon_playground.common.wire.rules import NONEMPTY, Doc, Json, JsonObject, closed
@@ -7,7 +8,19 @@ from llamon_playground.common.wire.rules import NONEMPTY, Doc, Json, JsonObject,
 MAX_SUITE_NAME = 200
 MAX_SUITE_CASES = 1000
 SuiteName = Annotated[str, Json(minLength=1, maxLength=MAX_SUITE_NAME, pattern="\\S")]
-SuiteRunStatus = Literal["running", "completed", "cancelled", "failed", "interrupted"]
+
+
+class SuiteRunStatus(StrEnum):
+    """A suite run's status: `running` until one pure decision ends it
+    (`daemon/suites/ending.py`)."""
+
+    RUNNING = "running"
+    COMPLETED = "completed"
+    CANCELLED = "cancelled"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+
+
 CaseState = Literal["pending", "running", "done", "skipped"]
 
 
