@@ -36,6 +36,7 @@ from llamon_playground.daemon.suites.ending import (
     decide_suite_end,
     skipped_for,
 )
+from llamon_playground.daemon.suites.repeats import CHANGED, repeat_fields
 from llamon_playground.daemon.suites.report import case_row
 
 log = logging.getLogger(__name__)
@@ -61,6 +62,7 @@ class SuiteRunner:
         self.suite_run_id: str = suite_run["id"]
         self.suite_id: str = suite_run["suite_id"]
         self._session_id: str = suite_run["session_id"]
+        self._repeat: int = int(suite_run.get("repeat") or 1)
         self._cases = cases
         self._revision: str | None = None
         self._cancelled = False
@@ -131,14 +133,26 @@ class SuiteRunner:
             self._runs.release_suite(self.suite_run_id)
 
     async def _case(self, case: dict[str, Any]) -> None:
+        """The case's turns, `repeat` times over (each repetition in a new context)."""
         case_id = case["id"]
-        tag = SuiteTag(self.suite_run_id, case_id)
         self._store.submit(records.result_update_op(self.suite_run_id, case_id,
                                                     {"state": "running"}))
         self._case_event(case, {"state": "running"})
+        attempts: list[tuple[list[dict[str, Any]], str | None]] = []
+        run_ids: list[str] = []
+        for _ in range(self._repeat):
+            if self._cancelled and attempts:
+                break
+            attempts.append(await self._attempt(case, run_ids))
+        self._finish(case, attempts)
+
+    async def _attempt(self, case: dict[str, Any],
+                       run_ids: list[str]) -> tuple[list[dict[str, Any]], str | None]:
+        """One repetition: its finished runs, and why it could not start a turn (or None)."""
+        case_id = case["id"]
+        tag = SuiteTag(self.suite_run_id, case_id)
         context = new_context_id()
         finished: list[dict[str, Any]] = []
-        error: str | None = None
         for turn in case["turns"]:
             if self._cancelled:
                 break
@@ -156,14 +170,13 @@ class SuiteRunner:
                     run = await self._runs.start_case(tag, self._session_id, context,
                                                       turn["input"])
             except ApiError as exc:
-                error = f"{exc.code}: {exc.message}"
-                break
+                return finished, f"{exc.code}: {exc.message}"
             self._current = run
             if self._cancelled:  # asked while this run was being started
                 await self._cancel_current()
+            run_ids.append(run.run_id)
             self._store.submit(records.result_update_op(
-                self.suite_run_id, case_id,
-                {"run_ids": [*[r["id"] for r in finished], run.run_id]}))
+                self.suite_run_id, case_id, {"run_ids": list(run_ids)}))
             self._case_event(case, {"state": "running", "case_run_id": run.run_id})
             try:
                 await self._wait(run)
@@ -172,7 +185,7 @@ class SuiteRunner:
             row = await get_run(self._store, run.run_id)
             if row is not None:
                 finished.append(row)
-        self._finish(case, finished, error)
+        return finished, None
 
     async def _wait(self, run: ActiveRun) -> None:
         """Until the run's task is over (a hung Host's restart comes before the next case)."""
@@ -180,19 +193,28 @@ class SuiteRunner:
         if task is not None:
             await asyncio.wait({task})
 
-    def _finish(self, case: dict[str, Any], finished: list[dict[str, Any]],
-                error: str | None) -> None:
+    def _finish(self, case: dict[str, Any],
+                attempts: list[tuple[list[dict[str, Any]], str | None]]) -> None:
         case_id = case["id"]
-        result = result_of(finished)
-        if error is not None and not finished:
-            result.update(status=RunStatus.FAILED.value, reason="not_started", message=error)
-        prints = {r.get("code_fingerprint") for r in finished} - {None}
-        restarted = any(r.get("reason") == Reason.RUNTIME_RESTARTED for r in finished)
-        if self._cancelled and any(r.get("reason") == Reason.USER_CANCELLED for r in finished):
+        results = []
+        for finished, error in attempts:
+            result = result_of(finished)
+            if error is not None and not finished:
+                result.update(status=RunStatus.FAILED.value, reason="not_started",
+                              message=error)
+            results.append(result)
+        runs = [r for finished, _ in attempts for r in finished]
+        result = {**results[0], "run_ids": [r["id"] for r in runs]}
+        if len(results) > 1:
+            result["repetitions"] = results
+        prints = {r.get("code_fingerprint") for r in runs} - {None}
+        restarted = any(r.get("reason") == Reason.RUNTIME_RESTARTED for r in runs)
+        if self._cancelled and any(r.get("reason") == Reason.USER_CANCELLED for r in runs):
             # Cut short by the suite's own cancel: not a result to compare.
             self._store.submit(records.result_update_op(
                 self.suite_run_id, case_id,
-                {"state": "skipped", "result": {**result, "skipped_for": Reason.USER_CANCELLED}}))
+                {"state": "skipped", "result": {**result,
+                                                "skipped_for": Reason.USER_CANCELLED}}))
             self._case_event(case, {"state": "skipped", "reason": Reason.USER_CANCELLED})
             return
         if self._revision is None and len(prints) == 1 and not restarted:
@@ -202,10 +224,13 @@ class SuiteRunner:
         if restarted or (prints and prints != {self._revision}):
             self._store.submit(records.result_update_op(
                 self.suite_run_id, case_id,
-                {"state": "skipped", "result": {**result, "skipped_for": Reason.RUNTIME_RESTARTED}}))
+                {"state": "skipped", "result": {**result,
+                                                "skipped_for": Reason.RUNTIME_RESTARTED}}))
             self._case_event(case, {"state": "skipped", "reason": Reason.RUNTIME_RESTARTED})
             raise RevisionChanged(case_id)
-        row = case_row(case["baseline"], result)
+        row = case_row(case["baseline"], results[0])
+        row.update(repeat_fields(case["baseline"], results))
+        row["changed"] = row["mark"] == CHANGED
         self._store.submit(records.result_update_op(
             self.suite_run_id, case_id, {"state": "done", "result": result, "row": row}))
         self._case_event(case, {"state": "done", "run_ids": result["run_ids"], "row": row})

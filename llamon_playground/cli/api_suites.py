@@ -12,10 +12,11 @@ from __future__ import annotations
 from typing import Any, Literal, NotRequired, TypedDict
 
 __all__ = [
-    "CaseBaseline", "CaseRow", "EvaluatorMove", "RunCaseSpec", "ScoreMove", "SessionCaseSpec",
-    "StatusMove", "Suite", "SuiteCase", "SuiteCaseCompare", "SuiteCaseSpec", "SuiteCreate",
-    "SuiteDeleted", "SuiteList", "SuitePatch", "SuiteRun", "SuiteRunAccepted", "SuiteRunList",
-    "SuiteRunRow", "SuiteSummary",
+    "CaseBaseline", "CaseRow", "EvaluatorMove", "RunCaseSpec", "ScoreMove", "ScoreSpread",
+    "SessionCaseSpec", "Spread", "StatusMove", "Suite", "SuiteCase", "SuiteCaseCompare",
+    "SuiteCaseSpec", "SuiteCreate", "SuiteDeleted", "SuiteFileProblem", "SuiteFileSaved",
+    "SuiteList", "SuitePatch", "SuiteRun", "SuiteRunAccepted", "SuiteRunList", "SuiteRunRow",
+    "SuiteSave", "SuiteStart", "SuiteSummary",
 ]
 
 
@@ -49,6 +50,37 @@ class SuitePatch(TypedDict):
     name: NotRequired[str]
     run_on_save: NotRequired[bool]
     baseline_suite_run_id: NotRequired[str]
+
+
+class SuiteStart(TypedDict):
+    """`POST /suites/{id}/runs`: how many times each case runs (default: the suite's)."""
+
+    repeat: NotRequired[int]
+
+
+class SuiteSave(TypedDict):
+    """`POST /suites/{id}/file`: where in the project (default playground/suites/NAME.json)."""
+
+    path: NotRequired[str]
+
+
+class SuiteFileSaved(TypedDict):
+    """The suite's file, written."""
+
+    suite_id: str
+    path: str  # relative to the project
+    bytes: int
+    files: int  # input blobs beside it, in playground/suites/files/
+
+
+class SuiteFileProblem(TypedDict):
+    """A suite file that could not be read (nothing else is affected)."""
+
+    error: str
+    path: str
+    line: int
+    message: str
+    where: str  # `path:line`
 
 
 class CaseBaseline(TypedDict):
@@ -87,6 +119,9 @@ class Suite(TypedDict):
     last_revision: str | None  # the revision run on save ran last
     case_count: int
     last_suite_run_id: str | None
+    repeat: int  # how many times a suite run runs each case by default
+    file_path: str | None  # the file it is kept in, relative to the project (null: in history only)
+    file_digest: str | None  # sha256 of the file as last read or written
     cases: NotRequired[list[SuiteCase]]
 
 
@@ -95,6 +130,7 @@ class SuiteList(TypedDict):
 
     suites: list[Suite]
     runs_on_save: int  # suite runs run on save started by this daemon
+    file_errors: list[SuiteFileProblem]  # suite files that could not be read
 
 
 class SuiteDeleted(TypedDict):
@@ -102,6 +138,7 @@ class SuiteDeleted(TypedDict):
 
     deleted: str
     blobs_removed: int
+    file_removed: bool  # its suite file was deleted too
 
 
 class SuiteRunAccepted(TypedDict):
@@ -122,6 +159,23 @@ class ScoreMove(TypedDict):
     delta: float | None
     pass_before: Any
     pass_after: Any
+
+
+class Spread(TypedDict):
+    """Min, median and max over a case's repetitions."""
+
+    min: float
+    median: float
+    max: float
+
+
+class ScoreSpread(TypedDict):
+    """One evaluator's score over a case's repetitions."""
+
+    evaluator: str
+    min: NotRequired[float]
+    median: NotRequired[float]
+    max: NotRequired[float]
 
 
 class CaseRow(TypedDict):
@@ -149,6 +203,15 @@ class CaseRow(TypedDict):
     data_changes: NotRequired[list[str]]  # JSON pointers
     files_changed: NotRequired[int]
     scores: NotRequired[list[ScoreMove]]
+    repeat: NotRequired[int]  # how many times it ran
+    # `flaky`: its repetitions disagree; `changed`: they agree with each other and not with the
+    # baseline; `same`
+    mark: NotRequired[Literal["same", "changed", "flaky"]]
+    # the share of its repetitions that ended with the baseline's status
+    baseline_status_share: NotRequired[float | None]
+    statuses: NotRequired[list[str]]
+    score_spread: NotRequired[list[ScoreSpread]]
+    duration_spread: NotRequired[Spread | None]
 
 
 class StatusMove(TypedDict):
@@ -176,7 +239,8 @@ class SuiteSummary(TypedDict):
     done: int
     skipped: int
     pending: int
-    changed: int
+    changed: int  # cases marked `changed`
+    flaky: int  # cases marked `flaky` (their repetitions disagreed)
     status_moved_cases: int
     statuses_moved: list[StatusMove]
     evaluators: list[EvaluatorMove]
@@ -194,6 +258,7 @@ class SuiteRunRow(TypedDict):
     created_at: str
     ended_at: str | None
     code_fingerprint: str | None  # the revision every case ran against
+    repeat: int  # how many times each case ran
 
 
 class SuiteRun(TypedDict):
@@ -208,6 +273,7 @@ class SuiteRun(TypedDict):
     created_at: str
     ended_at: str | None
     code_fingerprint: str | None  # the revision every case ran against
+    repeat: int  # how many times each case ran
     suite_name: str | None
     cases: list[CaseRow]
     summary: SuiteSummary
