@@ -162,3 +162,11 @@ def test_repetitions_tell_a_flaky_case_from_a_changed_one(watched: Stack,
     assert (suite.tests, suite.failures, suite.errors) == (3, 1, 1)
     outcomes = [type(c.result[0]) if c.result else None for c in suite]
     assert outcomes == [Failure, Error, None]
+
+
+def test_the_docs_ci_jobs_run_the_tested_command_line() -> None:
+    docs = (Path(__file__).parents[2] / "docs" / "suites.md").read_text()
+    github = docs.split("GitHub Actions (`.github/workflows/suites.yml`):")[1].split("```")[1]
+    gitlab = docs.split("GitLab CI (`.gitlab-ci.yml`):")[1].split("```")[1]
+    line = " ".join(CI_COMMAND)
+    assert f"- run: {line}\n" in github and f"    - {line}\n" in gitlab
