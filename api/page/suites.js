@@ -36,12 +36,12 @@ function spread(s) {
 }
 
 // The mark of a case run several times (or a changed one): what a reader looks at first.
-const MARK_WORDS = { flaky: 'flaky: its runs disagree', changed: 'changed', same: 'same' };
+const MARK_WORDS = { flaky: 'flaky', changed: 'changed', same: 'same' };
 
 function mark(row) {
   const name = row.mark || (row.changed ? 'changed' : 'same');
   return el('span', { class: 'case-mark', dataset: { mark: name },
-    title: name === 'flaky' ? 'Its own repetitions ended differently: the suite cannot tell a change here.'
+    title: name === 'flaky' ? 'Its own runs disagree: the suite cannot tell a change here.'
       : name === 'changed' ? 'Every repetition agrees, and not with the baseline.' : null },
   MARK_WORDS[name] || name);
 }
@@ -247,6 +247,8 @@ export class Suites {
       `${s.changed} of ${s.cases} cases changed · ${s.status_moved_cases} moved status`,
       moved.length ? ` (${moved.join(', ')})` : '',
       doc.repeat > 1 ? ` · ${s.flaky || 0} flaky · each case run ${doc.repeat}×` : ''),
+    doc.repeat > 1 ? el('p', { class: 'hint suite-marks' },
+      'flaky: a case\'s own runs disagree · changed: they agree, and not with the baseline') : null,
     evaluators.length ? el('table', { class: 'scores suite-evaluators' },
       el('caption', {}, 'Evaluators: mean score before → after'),
       el('thead', {}, el('tr', {}, el('th', { scope: 'col' }, 'evaluator'), el('th', { scope: 'col' }, 'mean'),
@@ -286,7 +288,7 @@ export class Suites {
   caseTable(cases) {
     const repeated = cases.some((row) => (row.repeat || 1) > 1);
     const head = ['#', 'case', 'state', 'mark', 'status', repeated ? 'duration (median)' : 'duration',
-      'answer', 'data', 'files', 'scores', '']
+      'answer', 'scores', '']
       .map((name) => el('th', { scope: 'col' }, name));
     const rows = cases.map((row) => {
       const done = row.state === 'done';
@@ -303,8 +305,13 @@ export class Suites {
             ? ` (${sc.pass_before} → ${sc.pass_after})` : ''}`);
       const share = typeof row.baseline_status_share === 'number'
         ? `${Math.round(row.baseline_status_share * 100)}%` : '–';
-      const runs = many && done ? el('span', { class: 'hint case-repeat' },
-        ` ${row.repeat} runs, ${share} ended ${row.status_before || '–'}`) : null;
+      const runs = many && done ? el('span', { class: 'hint case-repeat',
+        title: `${share} of its ${row.repeat} runs ended with the baseline's status` },
+      `${row.repeat} runs, ${share} as baseline`) : null;
+      const data = (row.data_changes || []).length;
+      const moves = [row.text_changed ? `${row.text_diff_lines} lines differ` : 'same',
+        data ? `data ${data}` : '', row.files_changed ? `files ${row.files_changed}` : '']
+        .filter(Boolean).join(', ');
       const duration = !many ? signed(row.duration_delta_ms, 'ms')
         : row.duration_spread ? ms(row.duration_spread.median) : '';
       const comparable = done && base.run_id && !base.deleted && newest;
@@ -315,12 +322,10 @@ export class Suites {
       el('td', { class: 'case-name' }, caseName(row),
         base.deleted ? el('span', { class: 'hint' }, ' (baseline deleted)') : null),
       el('td', {}, row.state),
-      el('td', {}, done ? mark(row) : ''),
-      el('td', { class: row.status_moved ? 'moved' : null }, shown, runs),
+      el('td', {}, done ? mark(row) : '', runs),
+      el('td', { class: row.status_moved ? 'moved' : null }, shown),
       el('td', {}, done ? duration : ''),
-      el('td', {}, done ? (row.text_changed ? `${row.text_diff_lines} lines differ` : 'same') : ''),
-      el('td', {}, done ? String((row.data_changes || []).length) : ''),
-      el('td', {}, done ? String(row.files_changed || 0) : ''),
+      el('td', {}, done ? moves : ''),
       el('td', {}, done ? (scores.join('; ') || 'same') : ''),
       el('td', {}, comparable ? button('Compare', () => this.hooks.compare(base.run_id, newest),
         { 'aria-label': `Compare case ${row.position + 1} with its baseline` }) : null));
