@@ -36,8 +36,8 @@ from llamon_playground.daemon.suites.ending import (
     decide_suite_end,
     skipped_for,
 )
-from llamon_playground.daemon.suites.report import compare_case, summary
 from llamon_playground.daemon.suites.file_sync import SuiteFiles, checked_path, default_path
+from llamon_playground.daemon.suites.report import compare_case, summary
 from llamon_playground.daemon.suites.requests import (
     parse_create,
     parse_patch,

@@ -21,7 +21,7 @@ DICE = ('            elif command == "dice":\n'
         '            elif command == "tokens":')
 
 
-def EDIT_PROJECT(project: Path) -> None:  # noqa: N802 (the conftest's hook name)
+def EDIT_PROJECT(project: Path) -> None:
     agent = project / "app" / "agent.py"
     agent.write_text(agent.read_text().replace('            elif command == "tokens":', DICE))
 

@@ -7,7 +7,6 @@ from collections.abc import Callable
 from typing import Any
 
 from llamon_playground.cli.terminal import suite_commands as suites
-from llamon_playground.cli.terminal.suite_ci import run_ci
 from llamon_playground.cli.terminal.control import (
     EXIT_USAGE,
     Command,
@@ -26,6 +25,7 @@ from llamon_playground.cli.terminal.control import (
     send,
     stop_daemon,
 )
+from llamon_playground.cli.terminal.suite_ci import run_ci
 
 PROJECT_HELP = ("the project folder (default: the current folder when it is a llamon "
                 "project, else the bundled example)")

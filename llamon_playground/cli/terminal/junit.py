@@ -42,9 +42,9 @@ def message(row: dict[str, Any]) -> str:
             f"{row.get('status_after')}"]
     if row.get("repeat", 1) > 1:
         share = row.get("baseline_status_share")
+        said = f", {share:.0%} with the baseline's status" if share is not None else ""
         bits.append(f"{row['repeat']} runs, statuses {', '.join(row.get('statuses') or [])}"
-                    + (f", {share:.0%} with the baseline's status" if share is not None
-                       else ""))
+                    f"{said}")
     if row.get("text_changed"):
         bits.append(f"answer text: {row.get('text_diff_lines', 0)} lines differ")
     if row.get("data_changes"):
