@@ -136,6 +136,8 @@ class SuiteService:
             else suite.get("file_path") or default_path(suite["name"])
         written = await self.files.write(suite, await records.get_cases(self._store, suite_id),
                                          rel)
+        if suite.get("file_path") and suite["file_path"] != rel:
+            await self.files.remove(suite["file_path"])  # moved: one file a suite
         return {"suite_id": suite_id, **written}
 
     async def delete(self, suite_id: str) -> dict[str, Any]:

@@ -15,6 +15,7 @@ import orjson
 import pytest
 
 from tests.e2e.test_suite_cli import edit_and_wait, run, sent
+from tests.support.door import cli
 from tests.support.procs import Stack, short_tmpdir, stack_for
 
 SUITE_FILE = Path("playground/suites/smoke.json")
@@ -140,3 +141,39 @@ def test_a_broken_file_is_named_with_its_line_and_nothing_else_is_affected(
     listed = orjson.loads(run(watched, "suite", "list", "--project", project, "--json"))
     assert sorted(s["name"] for s in listed["suites"]) == ["smoke", "with-file"]
     assert [p["path"] for p in listed["file_errors"]] == ["playground/suites/broken.json"]
+
+
+def test_a_file_input_is_kept_beside_by_hash_and_runs_from_another_checkout(
+        watched: Stack, tmp_path: Path) -> None:
+    project = str(watched.project)
+    blob = b"pinned bytes\n"
+    sha = hashlib.sha256(blob).hexdigest()
+    attached = tmp_path / "pin.txt"
+    attached.write_bytes(blob)
+    session = run(watched, "new-session", project).strip()
+    out = cli(watched, "send", session, "stream hello file", project, "--file", str(attached),
+              "--follow")
+    assert out.returncode == 0, out.stderr
+    run_id = out.stderr.strip().splitlines()[-1].split()[0]
+    run(watched, "suite", "create", "pinned", run_id, "--project", project)
+    saved = orjson.loads(run(watched, "suite", "save", "pinned", "--to",
+                             "playground/suites/team/pinned.json", "--project", project,
+                             "--json"))
+    assert (saved["path"], saved["files"]) == ("playground/suites/team/pinned.json", 1)
+    folder = watched.project / "playground" / "suites"
+    assert (folder / "files" / sha).read_bytes() == blob
+    assert sha in (folder / "team" / "pinned.json").read_text()
+
+    other = tmp_path / "other"
+    shutil.copytree(watched.project, other, ignore=shutil.ignore_patterns(".llamon"))
+    base = short_tmpdir("lq")
+    try:
+        with stack_for(other, base) as second:
+            second.start_daemon()
+            report = orjson.loads(run(second, "suite", "run", "pinned", "--follow", "--json",
+                                      "--project", str(other)))
+            assert report["status"] == "completed" and report["summary"]["changed"] == 0
+            # The blob came from playground/suites/files/ into this checkout's history.
+            assert (other / ".llamon" / "playground" / "files" / sha).read_bytes() == blob
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
