@@ -18,6 +18,7 @@ import logging
 from typing import Any
 
 from llamon_playground.common.contract import RunStatus
+from llamon_playground.common.wire.suites import SuiteRunStatus
 from llamon_playground.daemon.errors import ApiError
 from llamon_playground.daemon.runs.active import ActiveRun
 from llamon_playground.daemon.runs.manager import RunManager, SuiteTag
@@ -32,7 +33,6 @@ from llamon_playground.daemon.suites.cases import result_of
 from llamon_playground.daemon.suites.ending import (
     Stop,
     SuiteEnd,
-    SuiteRunStatus,
     decide_suite_end,
     skipped_for,
 )

@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from llamon_playground.common.wire.suites import SuiteRunStatus
 from llamon_playground.daemon.errors import BadRequest, Conflict, NotFound
 from llamon_playground.daemon.runs.manager import RunManager
 from llamon_playground.daemon.store.blobs import BlobStore
@@ -32,7 +33,6 @@ from llamon_playground.daemon.suites.cases import build_case, result_of
 from llamon_playground.daemon.suites.ending import (
     TERMINAL,
     Stop,
-    SuiteRunStatus,
     decide_suite_end,
     skipped_for,
 )

@@ -118,7 +118,8 @@ def _case_lines(text: str) -> list[int]:
     if match is None:
         return []
     decoder = json.JSONDecoder()
-    lines, i = [], match.end()
+    lines: list[int] = []
+    i = match.end()
     while True:
         while i < len(text) and text[i] in " \t\r\n,":
             i += 1

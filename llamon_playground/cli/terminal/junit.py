@@ -38,8 +38,8 @@ def _score_lines(row: dict[str, Any]) -> list[str]:
 
 def message(row: dict[str, Any]) -> str:
     """One line: what moved in the case (counts, no judgement)."""
-    bits = [f"{row.get('mark', 'changed')}: {row.get('status_before')} → "
-            f"{row.get('status_after')}"]
+    move = f"{row.get('status_before')} → {row.get('status_after')}"
+    bits = [f"{row.get('mark', 'changed')}: {move}"]
     if row.get("repeat", 1) > 1:
         share = row.get("baseline_status_share")
         said = f", {share:.0%} with the baseline's status" if share is not None else ""
@@ -108,4 +108,5 @@ def junit_xml(report: dict[str, Any], diffs: dict[str, str]) -> bytes:
     root = ET.Element("testsuites", {"name": f"llamon-playground suite {name}", **attrs})
     root.append(suite)
     ET.indent(root)
-    return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
+    data: bytes = ET.tostring(root, encoding="utf-8", xml_declaration=True)
+    return data + b"\n"

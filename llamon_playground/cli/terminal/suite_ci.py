@@ -19,7 +19,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from llamon_playground.cli.connect import DaemonNotRunning, health, wait_healthy
+from llamon_playground.cli.connect import health, wait_healthy
+from llamon_playground.cli.errors import DaemonNotRunning
 from llamon_playground.cli.terminal.control import EXIT_ERROR, Command, run_command
 from llamon_playground.common.config import ENV_RUNTIME_BASE, Settings, build_settings
 
