@@ -117,11 +117,12 @@ def parse_start(body: Any) -> dict[str, Any]:
     fields: dict[str, Any] = {}
     if "repeat" in doc:
         value = doc["repeat"]
-        if not isinstance(value, int) or isinstance(value, bool) \
-                or not 1 <= value <= MAX_SUITE_REPEAT:
+        # JSON has one number type: 3.0 is the whole number 3 (as JSON Schema's integer).
+        whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+        if not whole or isinstance(value, bool) or not 1 <= value <= MAX_SUITE_REPEAT:
             raise BadRequest(f"`repeat` must be a whole number from 1 to {MAX_SUITE_REPEAT}",
                              code="invalid_repeat", limit=MAX_SUITE_REPEAT)
-        fields["repeat"] = value
+        fields["repeat"] = int(value)
     return fields
 
 
