@@ -191,7 +191,8 @@ async def build_services(settings: Settings, environ: dict[str, str]) -> Daemon:
         gen = host.generation
         return digest(gen.fingerprint) if gen is not None else None
 
-    suites = SuiteService(store, blobs, hub, runs, revision=revision)
+    suites = SuiteService(store, blobs, hub, runs, revision=revision,
+                          project_dir=settings.project_dir)
     host.add_state_listener(suites.host_changed)
     services = Daemon(settings, store, blobs, hub, host, runs, history, http,
                       project_events, ReloadCoordinator(host, runs), compactor,

@@ -1,10 +1,11 @@
 """Screenshots of the Playground page (scripts/screenshots): the first-entry notice, the
 thread, the narrow panels, the run view, its trace timeline, a failed run, the Host logs
 panel, a comparison, a thread with Markdown answers,
-search, the suites, a suite run's report, a Flow's graph with a run's path, a Flow opened
+search, the suites, a suite run's report, suite files and a report of repetitions (group
+`suites`), a Flow's graph with a run's path, a Flow opened
 (its graph before any run), the Flow graph live (a slow node running) and a crashloop's Host
 panel, each in light and dark, at 1280x720 (and 800x700), into docs/screenshots/.
-`scripts/screenshots page flow crashloop` takes only the named groups (default: all).
+`scripts/screenshots page flow crashloop suites` takes only the named groups (default: all).
 
 The pictures show nothing of the machine they were taken on: everything runs in a temporary
 folder, and the failed run is one the agent fails itself with a message of its own
@@ -303,6 +304,59 @@ def shoot_crashloop(browser: Any, login: str, scheme: str) -> None:
     context.close()
 
 
+# A test Host behaviour whose answer is random (`dice`), for a case its repetitions disagree on.
+DICE = ('            elif command == "dice":\n'
+        '                await self._stream_text(updater, os.urandom(8).hex())\n'
+        '                await updater.complete()\n'
+        '            elif command == "tokens":')
+
+
+def file_case(text: str, answer: str) -> dict[str, Any]:
+    return {"baseline": {"output": [{"kind": "text", "text": answer}], "reason": None,
+                         "scores": [], "status": "completed"},
+            "kind": "run", "turns": [{"metadata": {}, "parts": [{"kind": "text", "text": text}],
+                                      "resume": False}]}
+
+
+def suite_files(project: Path) -> None:
+    """The dice behaviour, a suite file run three times (a case the same, one flaky, one
+    whose file baseline no longer matches), and a file with a syntax error."""
+    agent = project / "app" / "agent.py"
+    agent.write_text(agent.read_text().replace('            elif command == "tokens":', DICE))
+    folder = project / "playground" / "suites"
+    folder.mkdir(parents=True)
+    doc = {"cases": [file_case("say these words back", "say these words back"),
+                     file_case("dice", "0123456789abcdef"),
+                     file_case("stream hello there", "hello world")],
+           "format": "llamon-playground-suite/1", "name": "smoke", "repeat": 3,
+           "run_on_save": False}
+    (folder / "smoke.json").write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    (folder / "draft.json").write_text('{\n  "name": "draft",\n  "cases": [,]\n}\n')
+
+
+def shoot_suite_files(browser: Any, login: str, scheme: str) -> None:
+    """The Suites view with a file suite (its path) and a file that could not be read; the
+    report of its three repetitions a case: same, flaky, changed; at 1280 and 800 px."""
+    context = browser.new_context(viewport={"width": 1280, "height": 720}, color_scheme=scheme)
+    page = context.new_page()
+    page.goto(login)
+    page.get_by_role("button", name="Got it").click()
+    page.get_by_role("button", name="Suites", exact=True).click()
+    suites = page.get_by_role("article", name="Suites")
+    expect(suites.locator(".suite-file")).to_have_text("playground/suites/smoke.json")
+    page.screenshot(path=OUT / f"suite-files-{scheme}.png")
+    page.set_viewport_size({"width": 800, "height": 700})
+    page.screenshot(path=OUT / f"suite-files-narrow-{scheme}.png")
+    page.set_viewport_size({"width": 1280, "height": 720})
+    suites.get_by_role("button", name="Run smoke", exact=True).click()
+    report = page.get_by_role("article", name="Suite report")
+    expect(report).to_have_attribute("data-status", "completed")
+    page.screenshot(path=OUT / f"suite-repeat-{scheme}.png")
+    page.set_viewport_size({"width": 800, "height": 700})
+    page.screenshot(path=OUT / f"suite-repeat-narrow-{scheme}.png")
+    context.close()
+
+
 def with_up(browser: Any, workdir: Path, example: str, *shots: Callable[..., None],
             name: str | None = None, edit: Callable[[Path], None] | None = None,
             start_host: bool = False) -> None:
@@ -325,7 +379,7 @@ def with_up(browser: Any, workdir: Path, example: str, *shots: Callable[..., Non
 
 
 def main() -> None:
-    groups = set(sys.argv[1:]) or {"page", "flow", "crashloop"}
+    groups = set(sys.argv[1:]) or {"page", "flow", "crashloop", "suites"}
     expect.set_options(timeout=30_000)  # a Host's first start on a busy machine, not speed
     OUT.mkdir(parents=True, exist_ok=True)
     workdir = Path(tempfile.mkdtemp(prefix="lpshots", dir="/tmp"))
@@ -349,6 +403,9 @@ def main() -> None:
                 (workdir / "live").mkdir()
                 with_up(browser, workdir / "live", "flow_project", shoot_flow_open,
                         shoot_flow_live)
+            if "suites" in groups:
+                with_up(browser, workdir, "echo_agent", shoot_suite_files, name="suites",
+                        edit=suite_files)
             if "crashloop" in groups:
                 with_up(browser, workdir, "echo_agent", shoot_crashloop, name="crashloop",
                         edit=raise_at_import, start_host=True)

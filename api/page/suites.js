@@ -2,8 +2,11 @@
 // and its last report), and a suite run's report filling in live from its progress events
 // (`/suite-runs/{id}/events`): per case the status before → after, the duration delta, the
 // answer's diff size, data and file changes and the score deltas, each done row opening
-// Compare of its baseline and its new run. Counts only: the page gives no verdict, as the
-// API gives none.
+// Compare of its baseline and its new run. A suite kept as a file in the project shows its
+// path; a file that could not be read is listed with its line. A case run several times
+// shows its mark (flaky: its runs disagree; changed: they agree, not with the baseline),
+// the share of runs with the baseline's status and each score's spread. Counts only: the
+// page gives no verdict, as the API gives none.
 import { API, call } from './api.js';
 import { append, button, el, ms } from './dom.js';
 import { SUITE_RUN_OVER, SUITE_RUN_STATUS } from './wire.js';
@@ -25,6 +28,23 @@ function signed(value, unit = '') {
 // A code fingerprint's first characters (the whole one in the line's title).
 function short(fingerprint) {
   return fingerprint ? String(fingerprint).slice(0, 12) : '';
+}
+
+function spread(s) {
+  if (!s || typeof s.min !== 'number') return '';
+  const n = (v) => String(Math.round(v * 1000) / 1000);
+  return s.min === s.max ? n(s.min) : `${n(s.min)}–${n(s.max)} (median ${n(s.median)})`;
+}
+
+// The mark of a case run several times (or a changed one): what a reader looks at first.
+const MARK_WORDS = { flaky: 'flaky', changed: 'changed', same: 'same' };
+
+function mark(row) {
+  const name = row.mark || (row.changed ? 'changed' : 'same');
+  return el('span', { class: 'case-mark', dataset: { mark: name },
+    title: name === 'flaky' ? 'Its own runs disagree: the suite cannot tell a change here.'
+      : name === 'changed' ? 'Every repetition agrees, and not with the baseline.' : null },
+  MARK_WORDS[name] || name);
 }
 
 function mean(value) {
@@ -74,10 +94,13 @@ export class Suites {
 
   async list() {
     this.close();
-    const { suites } = await call('GET', '/suites');
+    const { suites, file_errors: problems = [] } = await call('GET', '/suites');
     const items = suites.map((suite) => this.item(suite));
     this.display(el('article', { class: 'suites-view', 'aria-label': 'Suites' },
       el('h2', {}, 'Suites'),
+      problems.length ? el('div', { class: 'suite-file-errors', role: 'alert' },
+        el('p', {}, `${problems.length} suite file${problems.length === 1 ? '' : 's'} could not be read (nothing else is affected):`),
+        el('ul', {}, problems.map((p) => el('li', {}, el('code', {}, p.where), ` ${p.message}`)))) : null,
       items.length ? el('ul', { class: 'suite-list' }, items)
         : el('p', { class: 'hint empty' },
           'No suites yet: tick runs in the thread, then "Save as suite". A suite reruns them all against the code on disk.')));
@@ -143,8 +166,11 @@ export class Suites {
     };
     plain();
     return el('li', { class: 'suite-item', dataset: { suiteId: suite.id } },
-      el('span', { class: 'suite-name' }, suite.name),
-      el('span', { class: 'hint' }, `${suite.case_count} case${suite.case_count === 1 ? '' : 's'}`),
+      el('span', { class: 'suite-name' }, suite.name,
+        suite.file_path ? el('code', { class: 'suite-file', title: 'kept in this file of the project: commit it, review its diff' },
+          suite.file_path) : null),
+      el('span', { class: 'hint' }, `${suite.case_count} case${suite.case_count === 1 ? '' : 's'}`,
+        suite.repeat > 1 ? `, each run ${suite.repeat}×` : ''),
       el('label', { class: 'suite-on-save' }, onSave, 'run on save'),
       actions);
   }
@@ -220,13 +246,18 @@ export class Suites {
       button('All suites', () => this.list().catch((e) => this.hooks.failed(e)))),
     el('p', { class: 'suite-summary' },
       `${s.changed} of ${s.cases} cases changed · ${s.status_moved_cases} moved status`,
-      moved.length ? ` (${moved.join(', ')})` : ''),
+      moved.length ? ` (${moved.join(', ')})` : '',
+      doc.repeat > 1 ? ` · ${s.flaky || 0} flaky · each case run ${doc.repeat}×` : ''),
+    doc.repeat > 1 ? el('p', { class: 'hint suite-marks' },
+      'flaky: a case\'s own runs disagree · changed: they agree, and not with the baseline') : null,
     evaluators.length ? el('table', { class: 'scores suite-evaluators' },
       el('caption', {}, 'Evaluators: mean score before → after'),
       el('thead', {}, el('tr', {}, el('th', { scope: 'col' }, 'evaluator'), el('th', { scope: 'col' }, 'mean'),
         el('th', { scope: 'col' }, 'pass → fail'), el('th', { scope: 'col' }, 'fail → pass'))),
       el('tbody', {}, evaluators)) : null,
-    el('div', { class: 'table-scroll' }, this.caseTable(doc.cases)),
+    // Focusable and named: a keyboard can scroll the table when it is wider than the pane.
+    el('div', { class: 'table-scroll', tabindex: '0', role: 'region', 'aria-label': 'Cases, scrollable' },
+      this.caseTable(doc.cases)),
     el('p', { class: 'hint run-id', title: [doc.code_fingerprint, ...(doc.baseline_fingerprints || [])]
       .filter(Boolean).join('\n') || null },
     `code ${short(doc.code_fingerprint) || 'not known yet'}`,
@@ -256,7 +287,9 @@ export class Suites {
   }
 
   caseTable(cases) {
-    const head = ['#', 'case', 'state', 'status', 'duration', 'answer', 'data', 'files', 'scores', '']
+    const repeated = cases.some((row) => (row.repeat || 1) > 1);
+    const head = ['#', 'case', 'state', 'mark', 'status', repeated ? 'duration (median)' : 'duration',
+      'answer', 'scores', '']
       .map((name) => el('th', { scope: 'col' }, name));
     const rows = cases.map((row) => {
       const done = row.state === 'done';
@@ -266,21 +299,34 @@ export class Suites {
         ? `${row.status_before || '–'} → ${row.status_after || '–'}` : `${row.status_after}, as before`;
       const shown = done ? status
         : row.state === 'skipped' ? `skipped${row.skipped_for ? ` (${row.skipped_for})` : ''}` : '';
-      const scores = (row.scores || []).filter((sc) => sc.delta || sc.pass_before !== sc.pass_after)
-        .map((sc) => `${sc.evaluator} ${signed(sc.delta)}${sc.pass_before !== sc.pass_after
-          ? ` (${sc.pass_before} → ${sc.pass_after})` : ''}`);
+      const many = (row.repeat || 1) > 1;
+      const scores = many ? (row.score_spread || []).map((sc) => `${sc.evaluator} ${spread(sc)}`)
+        : (row.scores || []).filter((sc) => sc.delta || sc.pass_before !== sc.pass_after)
+          .map((sc) => `${sc.evaluator} ${signed(sc.delta)}${sc.pass_before !== sc.pass_after
+            ? ` (${sc.pass_before} → ${sc.pass_after})` : ''}`);
+      const share = typeof row.baseline_status_share === 'number'
+        ? `${Math.round(row.baseline_status_share * 100)}%` : '–';
+      const runs = many && done ? el('span', { class: 'hint case-repeat',
+        title: `${share} of its ${row.repeat} runs ended with the baseline's status` },
+      `${row.repeat} runs, ${share} as baseline`) : null;
+      const data = (row.data_changes || []).length;
+      const moves = [row.text_changed ? `${row.text_diff_lines} lines differ` : 'same',
+        data ? `data ${data}` : '', row.files_changed ? `files ${row.files_changed}` : '']
+        .filter(Boolean).join(', ');
+      const duration = !many ? signed(row.duration_delta_ms, 'ms')
+        : row.duration_spread ? ms(row.duration_spread.median) : '';
       const comparable = done && base.run_id && !base.deleted && newest;
       return el('tr', { class: 'case-row', dataset: { caseId: row.case_id, state: row.state,
-        changed: row.changed ? 'true' : 'false', moved: row.status_moved ? 'true' : 'false' } },
+        changed: row.changed ? 'true' : 'false', moved: row.status_moved ? 'true' : 'false',
+        mark: done ? (row.mark || (row.changed ? 'changed' : 'same')) : '' } },
       el('td', {}, String(row.position + 1)),
       el('td', { class: 'case-name' }, caseName(row),
         base.deleted ? el('span', { class: 'hint' }, ' (baseline deleted)') : null),
       el('td', {}, row.state),
+      el('td', {}, done ? mark(row) : '', runs),
       el('td', { class: row.status_moved ? 'moved' : null }, shown),
-      el('td', {}, done ? signed(row.duration_delta_ms, 'ms') : ''),
-      el('td', {}, done ? (row.text_changed ? `${row.text_diff_lines} lines differ` : 'same') : ''),
-      el('td', {}, done ? String((row.data_changes || []).length) : ''),
-      el('td', {}, done ? String(row.files_changed || 0) : ''),
+      el('td', {}, done ? duration : ''),
+      el('td', {}, done ? moves : ''),
       el('td', {}, done ? (scores.join('; ') || 'same') : ''),
       el('td', {}, comparable ? button('Compare', () => this.hooks.compare(base.run_id, newest),
         { 'aria-label': `Compare case ${row.position + 1} with its baseline` }) : null));

@@ -5,7 +5,8 @@
     GET    /suites/{suite_id}          → suite with its cases
     PATCH  /suites/{suite_id}          {"name"?, "run_on_save"?, "baseline_suite_run_id"?}
     DELETE /suites/{suite_id}
-    POST   /suites/{suite_id}/runs     → 202 {"suite_run_id", "status"}
+    POST   /suites/{suite_id}/runs     {"repeat"?} → 202 {"suite_run_id", "status"}
+    POST   /suites/{suite_id}/file     {"path"?} → {"path", "bytes", "files"}: save as a file
     GET    /suites/{suite_id}/runs     → {"suite_runs"}
     GET    /suite-runs/{id}            → the report
     DELETE /suite-runs/{id}            cancel
@@ -58,7 +59,13 @@ class SuiteRoutes:
         return json_response(await self._suites.delete(request.match_info["suite_id"]))
 
     async def start(self, request: web.Request) -> web.Response:
-        return json_response(await self._suites.start(request.match_info["suite_id"]), 202)
+        body = await self._body(request)
+        return json_response(await self._suites.start(request.match_info["suite_id"],
+                                                      body=body), 202)
+
+    async def save(self, request: web.Request) -> web.Response:
+        body = await self._body(request)
+        return json_response(await self._suites.save(request.match_info["suite_id"], body))
 
     async def runs(self, request: web.Request) -> web.Response:
         return json_response(await self._suites.runs_of(request.match_info["suite_id"]))

@@ -283,6 +283,15 @@ MIGRATIONS: list[str] = [
     ALTER TABLE event_blocks ADD COLUMN codec TEXT NOT NULL DEFAULT 'zstd';
     CREATE INDEX event_blocks_zstd ON event_blocks(codec) WHERE codec = 'zstd';
     """,
+    # Suites as files in the project (the file a suite is kept in, relative to the project,
+    # and the sha256 of the bytes last read from it), and repetitions: a suite's default
+    # count, and the count a suite run ran each case with.
+    """
+    ALTER TABLE suites ADD COLUMN file_path TEXT;
+    ALTER TABLE suites ADD COLUMN file_digest TEXT;
+    ALTER TABLE suites ADD COLUMN repeat INTEGER NOT NULL DEFAULT 1;
+    ALTER TABLE suite_runs ADD COLUMN repeat INTEGER NOT NULL DEFAULT 1;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -13,6 +13,7 @@ from typing import Any
 
 import orjson
 
+from llamon_playground.common.wire.suites import SuiteRunStatus
 from llamon_playground.daemon.errors import Conflict
 from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.records import utcnow
@@ -20,7 +21,6 @@ from llamon_playground.daemon.store.search.run_line import input_line_sql
 from llamon_playground.daemon.suites.cases import Case
 
 JSON_COLUMNS = ("turns", "baseline", "run_ids", "result", "row")
-RUNNING = "running"
 
 
 def new_suite_id() -> str:
@@ -65,14 +65,17 @@ def insert_cases_op(conn: sqlite3.Connection, suite_id: str, cases: list[Case]) 
 
 
 async def insert_suite(store: Store, name: str, run_on_save: bool,
-                       cases: list[Case]) -> str:
+                       cases: list[Case], *, repeat: int = 1, file_path: str | None = None,
+                       file_digest: str | None = None) -> str:
     """The new suite's id; 409 `suite_name_taken` when another suite has the name."""
     suite_id = new_suite_id()
 
     def op(conn: sqlite3.Connection) -> None:
         try:
-            conn.execute("INSERT INTO suites (id, name, created_at, run_on_save) "
-                         "VALUES (?, ?, ?, ?)", (suite_id, name, utcnow(), int(run_on_save)))
+            conn.execute("INSERT INTO suites (id, name, created_at, run_on_save, repeat, "
+                         "file_path, file_digest) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                         (suite_id, name, utcnow(), int(run_on_save), repeat, file_path,
+                          file_digest))
         except sqlite3.IntegrityError as exc:
             raise Conflict(f"a suite named {name!r} exists", code="suite_name_taken") from exc
         insert_cases_op(conn, suite_id, cases)
@@ -129,6 +132,44 @@ async def update_suite(store: Store, suite_id: str, fields: dict[str, Any]) -> N
     await store.write(op)
 
 
+async def replace_cases(store: Store, suite_id: str, fields: dict[str, Any],
+                        cases: list[Case]) -> None:
+    """A file suite read again: its fields and its cases as the file now says. A case keeps
+    its id where its position stays (the reports of earlier suite runs still find it);
+    cases past the new end go."""
+    def op(conn: sqlite3.Connection) -> None:
+        if fields:
+            sets = ", ".join(f"{k} = :{k}" for k in fields)
+            try:
+                conn.execute(f"UPDATE suites SET {sets} WHERE id = :_id",
+                             {**fields, "_id": suite_id})
+            except sqlite3.IntegrityError as exc:
+                raise Conflict(f"a suite named {fields.get('name')!r} exists",
+                               code="suite_name_taken") from exc
+        old = [r[0] for r in conn.execute(
+            "SELECT id FROM suite_cases WHERE suite_id = ? ORDER BY position", (suite_id,))]
+        for case_id in old:
+            conn.execute("DELETE FROM suite_files WHERE case_id = ?", (case_id,))
+        for position, case in enumerate(cases):
+            if position < len(old):
+                conn.execute("UPDATE suite_cases SET kind = ?, source_run_id = NULL, "
+                             "source_session_id = NULL, turns = ?, baseline = ? WHERE id = ?",
+                             (case.kind, _dumps(case.turns), _dumps(case.baseline),
+                              old[position]))
+                case_id = old[position]
+            else:
+                case_id = new_case_id()
+                conn.execute(
+                    "INSERT INTO suite_cases (id, suite_id, position, kind, turns, baseline) "
+                    "VALUES (?, ?, ?, ?, ?, ?)", (case_id, suite_id, position, case.kind,
+                                                  _dumps(case.turns), _dumps(case.baseline)))
+            conn.executemany("INSERT OR IGNORE INTO suite_files (case_id, sha256) "
+                             "VALUES (?, ?)", [(case_id, sha) for sha in sorted(case.file_shas)])
+        conn.executemany("DELETE FROM suite_cases WHERE id = ?",
+                         [(i,) for i in old[len(cases):]])
+    await store.write(op)
+
+
 async def set_baselines(store: Store, baselines: dict[str, dict[str, Any]]) -> None:
     def op(conn: sqlite3.Connection) -> None:
         conn.executemany("UPDATE suite_cases SET baseline = ? WHERE id = ?",
@@ -178,8 +219,8 @@ async def insert_suite_run(store: Store, row: dict[str, Any], cases: list[dict[s
                          "VALUES (:id, :title, :context_id, :created_at, :metadata)", session)
         row["session_id"] = found[0] if found is not None else session["id"]
         conn.execute("INSERT INTO suite_runs (id, suite_id, session_id, status, trigger, "
-                     "created_at) VALUES (:id, :suite_id, :session_id, :status, :trigger, "
-                     ":created_at)", row)
+                     "created_at, repeat) VALUES (:id, :suite_id, :session_id, :status, "
+                     ":trigger, :created_at, :repeat)", row)
         conn.executemany(
             "INSERT INTO suite_results (suite_run_id, case_id, position, state) "
             "VALUES (?, ?, ?, 'pending')", [(row["id"], c["id"], c["position"]) for c in cases])
@@ -262,4 +303,4 @@ async def list_suite_runs(store: Store, suite_id: str, limit: int = 100) -> list
 
 async def unfinished_suite_runs(store: Store) -> list[dict[str, Any]]:
     return [_doc(r) for r in await store.fetch_all(
-        "SELECT * FROM suite_runs WHERE status = ?", (RUNNING,))]
+        "SELECT * FROM suite_runs WHERE status = ?", (SuiteRunStatus.RUNNING.value,))]

@@ -88,6 +88,7 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "skipped": states.get("skipped", 0),
         "pending": states.get("pending", 0) + states.get("running", 0),
         "changed": sum(1 for r in done if r["row"]["changed"]),
+        "flaky": sum(1 for r in done if r["row"].get("mark") == "flaky"),
         "statuses_moved": [{"before": a, "after": b, "count": n}
                            for (a, b), n in sorted(moved.items(), key=lambda i: str(i[0]))],
         "status_moved_cases": sum(moved.values()),

@@ -7,12 +7,15 @@ from typing import Any
 
 from llamon_playground.common.wire.suites import MAX_SUITE_CASES as MAX_CASES
 from llamon_playground.common.wire.suites import MAX_SUITE_NAME as MAX_NAME
+from llamon_playground.common.wire.suites import MAX_SUITE_REPEAT
 from llamon_playground.daemon.errors import BadRequest
 
 CREATE_KEYS = ("name", "cases", "run_on_save")
 PATCH_KEYS = ("name", "run_on_save", "baseline_suite_run_id")
 CASE_KEYS = ("run_id", "session_id", "kind")
 RUN_KINDS = ("run", "chain")
+START_KEYS = ("repeat",)
+SAVE_KEYS = ("path",)
 
 
 @dataclass(frozen=True)
@@ -104,3 +107,32 @@ def parse_patch(body: Any) -> dict[str, Any]:
                              code="invalid_baseline")
         fields["baseline_suite_run_id"] = value
     return fields
+
+
+def parse_start(body: Any) -> dict[str, Any]:
+    """`POST /suites/{id}/runs`: no body, or `{"repeat": N}` (each case N times)."""
+    if body is None:
+        return {}
+    doc = _object(body, START_KEYS)
+    fields: dict[str, Any] = {}
+    if "repeat" in doc:
+        value = doc["repeat"]
+        # JSON has one number type: 3.0 is the whole number 3 (as JSON Schema's integer).
+        whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+        if not whole or isinstance(value, bool) or not 1 <= value <= MAX_SUITE_REPEAT:
+            raise BadRequest(f"`repeat` must be a whole number from 1 to {MAX_SUITE_REPEAT}",
+                             code="invalid_repeat", limit=MAX_SUITE_REPEAT)
+        fields["repeat"] = int(value)
+    return fields
+
+
+def parse_save(body: Any) -> dict[str, Any]:
+    """`POST /suites/{id}/file`: no body, or `{"path"}` (a .json file under
+    playground/suites/)."""
+    if body is None:
+        return {}
+    doc = _object(body, SAVE_KEYS)
+    if "path" in doc and (not isinstance(doc["path"], str) or not doc["path"]):
+        raise BadRequest("`path` must be a path under playground/suites/",
+                         code="invalid_suite_path")
+    return dict(doc)

@@ -13,13 +13,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import orjson
 
+from llamon_playground.common.wire.suites import SuiteRunStatus
 from llamon_playground.daemon.errors import BadRequest, Conflict, NotFound
 from llamon_playground.daemon.runs.manager import RunManager
-from llamon_playground.daemon.runs.state import Reason
 from llamon_playground.daemon.store.blobs import BlobStore
 from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.event_log import EventHub
@@ -29,21 +30,32 @@ from llamon_playground.daemon.store.records import utcnow
 from llamon_playground.daemon.store.search.run_line import input_line, parts_line
 from llamon_playground.daemon.suites import records
 from llamon_playground.daemon.suites.cases import build_case, result_of
+from llamon_playground.daemon.suites.ending import (
+    TERMINAL,
+    Stop,
+    decide_suite_end,
+    skipped_for,
+)
+from llamon_playground.daemon.suites.file_sync import SuiteFiles, checked_path, default_path
 from llamon_playground.daemon.suites.report import compare_case, summary
-from llamon_playground.daemon.suites.requests import parse_create, parse_patch
+from llamon_playground.daemon.suites.requests import (
+    parse_create,
+    parse_patch,
+    parse_save,
+    parse_start,
+)
 from llamon_playground.daemon.suites.runner import STATUS_EVENT, SuiteRunner
 
 log = logging.getLogger(__name__)
-
-TERMINAL = ("completed", "cancelled", "failed", "interrupted")
 
 
 class SuiteService:
     """The project's suites and suite runs (one suite run at a time, as for runs)."""
 
     def __init__(self, store: Store, blobs: BlobStore, hub: EventHub, runs: RunManager, *,
-                 revision: Callable[[], str | None]) -> None:
+                 revision: Callable[[], str | None], project_dir: Path) -> None:
         self._store = store
+        self.files = SuiteFiles(project_dir, store, blobs)
         self._blobs = blobs
         self._hub = hub
         self._runs = runs
@@ -62,10 +74,16 @@ class SuiteService:
         suite_id = await records.insert_suite(self._store, spec.name, spec.run_on_save, cases)
         return await self.suite(suite_id)
 
+    async def sync_files(self) -> None:
+        """Read the project's suite files into history (those of running suites wait)."""
+        await self.files.sync({r.suite_id for r in self._runners.values()})
+
     async def list_suites(self) -> dict[str, Any]:
-        """Every suite, and whether suites run on save."""
+        """Every suite (file suites with their `file_path`), and the suite files that could
+        not be read (`file_errors`: path, line, message)."""
+        await self.sync_files()
         return {"suites": await records.list_suites(self._store),
-                "runs_on_save": self.saves_started}
+                "runs_on_save": self.saves_started, "file_errors": self.files.errors}
 
     async def _row(self, suite_id: str) -> dict[str, Any]:
         suite = await records.get_suite(self._store, suite_id)
@@ -104,7 +122,25 @@ class SuiteService:
         await records.update_suite(self._store, suite_id, fields)
         if baselines:
             await records.set_baselines(self._store, baselines)
+        suite = await self._row(suite_id)
+        if suite.get("file_path") and (fields or baselines):
+            # A file suite's file says what history says: the change shows in `git diff`.
+            await self.files.write(suite, await records.get_cases(self._store, suite_id),
+                                   suite["file_path"])
         return await self.suite(suite_id)
+
+    async def save(self, suite_id: str, body: Any) -> dict[str, Any]:
+        """Write the suite as a file in the project (`path`, default
+        playground/suites/NAME.json); from then on it is a file suite."""
+        doc = parse_save(body)
+        suite = await self._row(suite_id)
+        rel = checked_path(self.files.project_dir, doc["path"]) if doc.get("path") \
+            else suite.get("file_path") or default_path(suite["name"])
+        written = await self.files.write(suite, await records.get_cases(self._store, suite_id),
+                                         rel)
+        if suite.get("file_path") and suite["file_path"] != rel:
+            await self.files.remove(suite["file_path"])  # moved: one file a suite
+        return {"suite_id": suite_id, **written}
 
     async def delete(self, suite_id: str) -> dict[str, Any]:
         """Delete a suite that is not running, and the files only it used."""
@@ -112,18 +148,25 @@ class SuiteService:
         if any(r.suite_id == suite_id for r in self._runners.values()):
             raise Conflict("the suite is running; cancel its run first",
                            code="suite_run_active")
+        suite = await self._row(suite_id)
+        file_removed = await self.files.remove(suite.get("file_path"))
         shas = await records.delete_suite(self._store, suite_id)
         removed = 0
         for sha in await unreferenced(self._store, shas):
             self._blobs.unlink(sha)
             removed += 1
-        return {"deleted": suite_id, "blobs_removed": removed}
+        return {"deleted": suite_id, "blobs_removed": removed, "file_removed": file_removed}
 
     # -- suite runs ---------------------------------------------------------------------------
 
-    async def start(self, suite_id: str, trigger: str = "manual") -> dict[str, Any]:
-        """A suite run in the background: 202 at once, its progress on its events."""
+    async def start(self, suite_id: str, trigger: str = "manual",
+                    body: Any = None) -> dict[str, Any]:
+        """A suite run in the background: 202 at once, its progress on its events. `repeat`
+        (in the body; default the suite's) runs each case that many times."""
+        asked = parse_start(body)
+        await self.sync_files()
         suite = await self._row(suite_id)
+        repeat = asked.get("repeat") or int(suite.get("repeat") or 1)
         cases = await records.get_cases(self._store, suite_id)
         if not cases:
             raise BadRequest("the suite has no cases", code="empty_suite")
@@ -136,7 +179,8 @@ class SuiteService:
                        "context_id": new_context_id(), "created_at": now,
                        "metadata": orjson.dumps({"suite_id": suite_id}).decode()}
             row = {"id": suite_run_id, "suite_id": suite_id, "session_id": None,
-                   "status": "running", "trigger": trigger, "created_at": now}
+                   "status": SuiteRunStatus.RUNNING.value, "trigger": trigger,
+                   "created_at": now, "repeat": repeat}
             await records.insert_suite_run(self._store, row, cases, session)
         except BaseException:
             self._runs.release_suite(suite_run_id)
@@ -144,7 +188,7 @@ class SuiteService:
         runner = SuiteRunner(self._store, self._hub, self._runs, row, cases)
         self._runners[suite_run_id] = runner
         runner.start().add_done_callback(lambda _: self._runners.pop(suite_run_id, None))
-        return {"suite_run_id": suite_run_id, "status": "running"}
+        return {"suite_run_id": suite_run_id, "status": SuiteRunStatus.RUNNING.value}
 
     async def cancel(self, suite_run_id: str) -> dict[str, Any]:
         """Cancel a running suite run and wait (30 s at most) for it to end; Conflict when it is
@@ -272,14 +316,19 @@ class SuiteService:
                 rows = [row for i in r["run_ids"] if (row := await get_run(self._store, i))]
                 self._store.submit(records.result_update_op(run["id"], r["case_id"], {
                     "state": "skipped",
-                    "result": {**result_of(rows), "skipped_for": Reason.DAEMON_RESTARTED}}))
-            self._store.submit(records.skip_rest_op(run["id"], Reason.DAEMON_RESTARTED))
+                    "result": {**result_of(rows),
+                               "skipped_for": skipped_for(decide_suite_end(Stop.ORPHANED))}}))
+            end = decide_suite_end(Stop.ORPHANED)
+            self._store.submit(records.skip_rest_op(run["id"], skipped_for(end)))
             await self._store.write(records.suite_run_update_op(run["id"], {
-                "status": "interrupted", "reason": Reason.DAEMON_RESTARTED,
-                "ended_at": utcnow()}))
+                "status": end.status.value, "reason": end.reason, "ended_at": utcnow()}))
             self._store.append_event(run["id"], STATUS_EVENT, {
-                "status": "interrupted", "reason": Reason.DAEMON_RESTARTED})
+                "status": end.status.value, "reason": end.reason})
             log.warning("suite run %s was interrupted by a daemon restart", run["id"])
+        try:
+            await self.sync_files()
+        except Exception:  # a suite file is never a reason not to start
+            log.exception("reading the project's suite files failed")
 
     async def shutdown(self) -> None:
         """Before the runs stop: each suite run ends `interrupted`, never starting another

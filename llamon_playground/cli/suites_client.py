@@ -19,10 +19,13 @@ from llamon_playground.cli.api_suites import (
     SuiteCaseSpec,
     SuiteCreate,
     SuiteDeleted,
+    SuiteFileSaved,
     SuiteList,
     SuiteRun,
     SuiteRunAccepted,
     SuiteRunList,
+    SuiteSave,
+    SuiteStart,
 )
 from llamon_playground.cli.errors import ApiError
 from llamon_playground.cli.events import Event
@@ -80,10 +83,19 @@ class SuiteClient:
     async def delete(self, suite_id: str) -> SuiteDeleted:
         return cast(SuiteDeleted, await self._client.call("DELETE", f"/suites/{suite_id}"))
 
-    async def start(self, suite_id: str) -> SuiteRunAccepted:
-        """Run every case in the background; 409 `active_run_conflict` when busy."""
+    async def start(self, suite_id: str, *, repeat: int | None = None) -> SuiteRunAccepted:
+        """Run every case in the background (`repeat` times each; default the suite's);
+        409 `active_run_conflict` when busy."""
+        body: SuiteStart | None = {"repeat": repeat} if repeat is not None else None
         return cast(SuiteRunAccepted,
-                    await self._client.call("POST", f"/suites/{suite_id}/runs"))
+                    await self._client.call("POST", f"/suites/{suite_id}/runs", body))
+
+    async def save(self, suite_id: str, path: str | None = None) -> SuiteFileSaved:
+        """Write the suite as a file in the project (default playground/suites/NAME.json);
+        from then on its baselines are kept there."""
+        body: SuiteSave = {"path": path} if path else {}
+        return cast(SuiteFileSaved,
+                    await self._client.call("POST", f"/suites/{suite_id}/file", body))
 
     async def runs(self, suite_id: str) -> SuiteRunList:
         return cast(SuiteRunList, await self._client.call("GET", f"/suites/{suite_id}/runs"))

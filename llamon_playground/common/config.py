@@ -194,6 +194,9 @@ class Settings:
     # (bytes) and by age (days); 0 is off, the default.
     history_max_bytes: int = 0
     history_max_age_days: float = 0.0
+    # History somewhere else than the project's .llamon/playground: `suite run --ci`'s
+    # private daemon keeps a temporary one, leaving the project's own untouched.
+    history_dir: Path | None = None
     # Built with the rest (one builder per process); the front reads it, and the daemon its
     # max_connections (the cap on the streams it writes on lent connections).
     front: FrontSettings = field(default_factory=FrontSettings)
@@ -254,8 +257,8 @@ class Settings:
 
     @property
     def state_dir(self) -> Path:
-        """Where history lives, inside the project."""
-        return self.project_dir / ".llamon" / "playground"
+        """Where history lives: inside the project (or `history_dir` when one is given)."""
+        return self.history_dir or self.project_dir / ".llamon" / "playground"
 
     @property
     def db_path(self) -> Path:
@@ -285,6 +288,7 @@ DAEMON_ENV = (
     EnvVar("host_stall_timeout", "LLAMON_PLAYGROUND_HOST_STALL_TIMEOUT", float),
     EnvVar("history_max_bytes", "LLAMON_PLAYGROUND_HISTORY_MAX_BYTES", _whole),
     EnvVar("history_max_age_days", "LLAMON_PLAYGROUND_HISTORY_MAX_AGE_DAYS", float),
+    EnvVar("history_dir", "LLAMON_PLAYGROUND_HISTORY_DIR", Path),
 )
 # One variable a limit (the names live beside the limits, common/limits.py).
 LIMITS_ENV = tuple(EnvVar(name, env, _whole) for name, env in LIMIT_ENV_NAMES.items())

@@ -52,7 +52,8 @@ def page_stack(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
                ) -> Iterator[tuple[Stack, str]]:
     """The stack of the module's example project (`EXAMPLE` in the module; echo_agent),
     with the module's `PYPROJECT_EXTRA` lines (if any) added to its `[tool.llamon]` and
-    its `EXTRA_ENV` (if any) in the daemon's and the front's environment."""
+    its `EXTRA_ENV` (if any) in the daemon's and the front's environment; `EDIT_PROJECT(path)`
+    (if any) changes the copy before it starts."""
     require_browser()
     runtime = short_tmpdir("lpb")
     example = getattr(request.module, "EXAMPLE", "echo_agent")
@@ -61,6 +62,9 @@ def page_stack(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
                                    ignore=shutil.ignore_patterns(".llamon", "__pycache__")))
     pyproject = project / "pyproject.toml"
     pyproject.write_text(pyproject.read_text() + getattr(request.module, "PYPROJECT_EXTRA", ""))
+    edit = getattr(request.module, "EDIT_PROJECT", None)
+    if edit is not None:  # the module's own change to the copy (a test behaviour)
+        edit(project)
     try:
         with stack_for(project, runtime, extra_env=getattr(request.module, "EXTRA_ENV", None)) as stack:
             _, url = stack.start_daemon_and_front()

@@ -373,6 +373,16 @@ async def test_bad_suites_are_refused_and_nothing_is_written(api: Api) -> None:
     assert (status, doc["detail"]["error"]) == (404, "suite_not_found")
     status, doc = await api.call("GET", "suite-runs/srun_nope")
     assert (status, doc["detail"]["error"]) == (404, "suite_run_not_found")
+    # A repeat out of range and a file path outside playground/suites/ change nothing.
+    for body in ({"repeat": 0}, {"repeat": 101}, {"repeat": "3"}, {"repeat": True}):
+        status, doc = await api.call("POST", f"suites/{suite['id']}/runs", body)
+        assert (status, doc["detail"]["error"]) == (400, "invalid_repeat"), body
+    for path in ("../x.json", "playground/suites/files/a.json", "playground/x.json",
+                 "playground/suites/a.txt", "/etc/passwd"):
+        status, doc = await api.call("POST", f"suites/{suite['id']}/file", {"path": path})
+        assert (status, doc["detail"]["error"]) == (400, "invalid_suite_path"), path
+    assert (await api.ok("GET", f"suites/{suite['id']}/runs"))["suite_runs"] == []
+    assert (await api.ok("GET", f"suites/{suite['id']}"))["file_path"] is None
     # Delete-all removes suites with the rest of history.
     deleted = await api.ok("DELETE", "sessions")
     assert deleted["deleted"]["suites"] == 1

@@ -25,6 +25,7 @@ from llamon_playground.cli.terminal.control import (
     send,
     stop_daemon,
 )
+from llamon_playground.cli.terminal.suite_ci import run_ci
 
 PROJECT_HELP = ("the project folder (default: the current folder when it is a llamon "
                 "project, else the bundled example)")
@@ -185,15 +186,20 @@ def add_control_commands(sub: Any, project_of: Callable[[str | None], Any]) -> N
 
 
 def add_suite_commands(sub: Any, project_of: Callable[[str | None], Any]) -> None:
-    """`suite create|list|run|report|cancel|baseline|delete` (their code: suite_commands.py);
+    """`suite create|list|run|save|report|cancel|baseline|delete` (their code: suite_commands.py);
     `--project` names the project (the positional words are run ids and names here)."""
     suite = sub.add_parser("suite", help="suites: pinned inputs rerun against the code on disk")
     suite_sub = suite.add_subparsers(dest="action", required=True)
 
-    def command(name: str, help_text: str, func: Command) -> argparse.ArgumentParser:
+    def command(name: str, help_text: str, func: Command,
+                json_file: bool = False) -> argparse.ArgumentParser:
         p: argparse.ArgumentParser = suite_sub.add_parser(name, help=help_text)
         p.add_argument("--project", help=PROJECT_HELP)
-        json_arg(p)
+        if json_file:
+            p.add_argument("--json", nargs="?", const="-", metavar="FILE",
+                           help="the report as one JSON document: on stdout, or into FILE")
+        else:
+            json_arg(p)
         p.set_defaults(func=lambda args: run_command(project_of(args.project), args, func))
         return p
 
@@ -204,10 +210,27 @@ def add_suite_commands(sub: Any, project_of: Callable[[str | None], Any]) -> Non
     p.add_argument("--run-on-save", action="store_true",
                    help="run it once for each new revision the Host restarts on")
     command("list", "the suites", suites.list_suites)
-    p = command("run", "run a suite's cases against the code on disk", suites.run)
+    p = command("run", "run a suite's cases against the code on disk", suites.run,
+                json_file=True)
     p.add_argument("name", help="the suite to run")
     p.add_argument("--follow", action="store_true",
-                   help="a line per case, then the summary; exit 5 when a status moved")
+                   help="a line per case, then the summary; exit 5 when a status moved, "
+                        "6 when a case was flaky")
+    p.add_argument("--repeat", type=int, metavar="N",
+                   help="run each case N times (default: the suite's own, 1 unless its "
+                        "file says)")
+    p.add_argument("--ci", action="store_true",
+                   help="one command in CI: the running daemon, else a private one with a "
+                        "temporary history (stopped at the end); follows; exit 5 when a "
+                        "case changed, 6 when one was flaky")
+    p.add_argument("--junit", metavar="FILE", help="also write the report as JUnit XML")
+    p.set_defaults(func=lambda args: (run_ci if args.ci else run_command)(
+        project_of(args.project), args, suites.run))
+    p = command("save", "write a suite as a reviewable file in the project", suites.save)
+    p.add_argument("name", help="the suite to save")
+    p.add_argument("--to", metavar="PATH",
+                   help="a .json path under playground/suites/ (default "
+                        "playground/suites/NAME.json)")
     p = command("report", "a suite run's report (a suite's name: its latest)", suites.report)
     p.add_argument("suite_run_id", metavar="NAME_OR_ID",
                    help="a suite's name (its latest suite run) or a suite-run id "

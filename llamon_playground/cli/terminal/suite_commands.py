@@ -1,20 +1,32 @@
-"""`llamon-playground suite ...`: make suites from stored runs or sessions, run them, read
-their reports (docs/suites.md); the parser is in commands.py. In CI: `suite run NAME --follow` exits 0 when every case
-ended with its baseline's status, EXIT_STATUS_MOVED when a status moved (scores never decide
-an exit code: the Playground gives no verdict), 1 when the suite run did not complete."""
+"""`llamon-playground suite ...`: make suites from stored runs or sessions, save them as files,
+run them, read their reports (docs/suites.md); the parser is in commands.py.
+
+Exit codes (`exit_code`): `suite run --follow` exits 0 when every case ended with its
+baseline's status, EXIT_CHANGED when a status moved, EXIT_FLAKY when none moved but a case's
+repetitions disagreed, 1 when the suite run did not complete. `--ci` counts any case marked
+`changed` (status, answer, data, files or scores) for EXIT_CHANGED: in CI the file's
+baselines are the expectation, and a change to any of them is what a reviewer looks at."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import sys
+from pathlib import Path
 from typing import Any
 
-from llamon_playground.cli.api_suites import CaseRow, SuiteCaseSpec, SuiteRun
+import orjson
+
+from llamon_playground.cli.api_suites import CaseRow, Suite, SuiteCaseSpec, SuiteRun
 from llamon_playground.cli.client import ApiError, PlaygroundClient
 from llamon_playground.cli.suites_client import suite_finished
 from llamon_playground.cli.terminal.control import EXIT_ERROR, EXIT_OK, emit
 from llamon_playground.cli.terminal.hints import suggest
+from llamon_playground.cli.terminal.junit import junit_xml
 
-EXIT_STATUS_MOVED = 5
+EXIT_CHANGED = 5
+EXIT_STATUS_MOVED = EXIT_CHANGED
+EXIT_FLAKY = 6
 
 
 def _moves(row: CaseRow) -> str:
@@ -51,8 +63,15 @@ def case_name(row: CaseRow) -> str:
 def case_line(row: CaseRow, total: int) -> str:
     status = f"{row.get('status_before') or '-'} → {row.get('status_after') or '-'}"
     moved = "  STATUS MOVED" if row.get("status_moved") else ""
+    mark = row.get("mark")
+    marked = f"  {mark.upper()}" if mark in ("flaky", "changed") else ""
+    reps = ""
+    if (row.get("repeat") or 1) > 1:
+        share = row.get("baseline_status_share")
+        reps = f"  ×{row['repeat']} ({share:.0%} baseline status)" if share is not None \
+            else f"  ×{row['repeat']}"
     return (f"[{row['position'] + 1}/{total}] {case_name(row):<{CASE_NAME_CHARS}} "
-            f"{status:<26} {_moves(row)}{moved}")
+            f"{status:<26} {_moves(row)}{reps}{moved}{marked}")
 
 
 def summary_table(report: SuiteRun) -> list[str]:
@@ -60,7 +79,9 @@ def summary_table(report: SuiteRun) -> list[str]:
     reason = f" ({report['reason']})" if report.get("reason") else ""
     lines = [f"suite {report.get('suite_name')}: {report['status']}{reason}",
              (f"  cases {s['cases']}  done {s['done']}  skipped {s['skipped']}  "
-              f"changed {s['changed']}  status moved {s['status_moved_cases']}")]
+              f"changed {s['changed']}  status moved {s['status_moved_cases']}"
+              + (f"  flaky {s.get('flaky', 0)}  repeat {report.get('repeat')}"
+                 if (report.get("repeat") or 1) > 1 else ""))]
     for move in s["statuses_moved"]:
         lines.append(f"  status {move['before']} → {move['after']}: {move['count']}")
     if s["evaluators"]:
@@ -83,13 +104,17 @@ def _short(fingerprint: str | None) -> str:
     return fingerprint[:12] if fingerprint else "-"
 
 
-def exit_code(report: SuiteRun) -> int:
-    """0: every case ended as its baseline did; EXIT_STATUS_MOVED: a status moved; 1: the
-    suite run did not complete (cancelled, failed, interrupted)."""
+def exit_code(report: SuiteRun, ci: bool = False) -> int:
+    """1: the suite run did not complete (cancelled, failed, interrupted); EXIT_CHANGED: a
+    case's status moved (with `ci`: a case is marked changed); EXIT_FLAKY: none did, but a
+    case's repetitions disagreed; 0: neither."""
     if report["status"] != "completed":
         return EXIT_ERROR
-    if report["summary"]["status_moved_cases"]:
-        return EXIT_STATUS_MOVED
+    summary = report["summary"]
+    if summary["changed"] if ci else summary["status_moved_cases"]:
+        return EXIT_CHANGED
+    if summary.get("flaky"):
+        return EXIT_FLAKY
     return EXIT_OK
 
 
@@ -113,16 +138,45 @@ async def list_suites(client: PlaygroundClient, args: argparse.Namespace) -> int
         return EXIT_OK
     for suite in listed["suites"]:
         flag = "  run on save" if suite["run_on_save"] else ""
-        print(f"{suite['id']} {suite['name']} ({suite['case_count']} cases){flag}")
+        where = f"  file {suite['file_path']}" if suite.get("file_path") else ""
+        print(f"{suite['id']} {suite['name']} ({suite['case_count']} cases){flag}{where}")
+    for problem in listed.get("file_errors") or []:
+        print(f"{problem['where']}: {problem['message']}", file=sys.stderr)
     return EXIT_OK
 
 
-async def run(client: PlaygroundClient, args: argparse.Namespace) -> int:
+async def save(client: PlaygroundClient, args: argparse.Namespace) -> int:
     suite = await client.suites.by_name(args.name)
-    started = await client.suites.start(suite["id"])
+    doc = await client.suites.save(suite["id"], args.to)
+    if args.json:
+        emit(doc)
+    else:
+        print(f"{suite['name']}: {doc['path']} ({doc['bytes']} bytes, "
+              f"{doc['files']} input files beside)")
+    return EXIT_OK
+
+
+async def _suite(client: PlaygroundClient, name: str) -> Suite:
+    """The suite named so; a 404 that names the suite files that could not be read."""
+    try:
+        return await client.suites.by_name(name)
+    except ApiError as exc:
+        problems = (await client.suites.list()).get("file_errors") or []
+        if exc.code != "suite_not_found" or not problems:
+            raise
+        said = "; ".join(f"{p['where']}: {p['message']}" for p in problems)
+        raise ApiError(404, {"error": "suite_not_found", "message":
+                             f"no suite named {name!r}; suite files not read: {said}"}) from None
+
+
+async def run(client: PlaygroundClient, args: argparse.Namespace) -> int:
+    suite = await _suite(client, args.name)
+    started = await client.suites.start(suite["id"], repeat=args.repeat)
     suite_run_id = started["suite_run_id"]
-    if not args.follow:
-        if args.json:
+    ci = bool(getattr(args, "ci", False))
+    to_stdout = args.json == "-"
+    if not (args.follow or ci):
+        if to_stdout:
             emit(started)
         else:
             print(f"{suite_run_id} {started['status']}")
@@ -132,16 +186,27 @@ async def run(client: PlaygroundClient, args: argparse.Namespace) -> int:
     cases = {c["id"]: c for c in (await client.suites.get(suite["id"]))["cases"]}
     async for event in client.suites.progress(suite_run_id):
         if event.kind == "suite.case" and event.data.get("state") in ("done", "skipped") \
-                and not args.json:
+                and not to_stdout:
             print(case_line(_row(event.data, cases), total), flush=True)
         if suite_finished(event):
             break
     report = await client.suites.report(suite_run_id)
-    if args.json:
+    if to_stdout:
         emit(report)
     else:
         print("\n".join(summary_table(report)))
-    return exit_code(report)
+    if args.json and not to_stdout:
+        await asyncio.to_thread(Path(args.json).write_bytes,
+                                orjson.dumps(report, option=orjson.OPT_SORT_KEYS))
+    if getattr(args, "junit", None):
+        diffs = {}
+        for row in report["cases"]:
+            if row.get("mark") in ("changed", "flaky") and row["state"] == "done":
+                opened = await client.suites.case(suite_run_id, row["case_id"])
+                diffs[row["case_id"]] = str(opened["compare"].get("text", {})
+                                            .get("unified_diff") or "")
+        await asyncio.to_thread(Path(args.junit).write_bytes, junit_xml(dict(report), diffs))
+    return exit_code(report, ci=ci)
 
 
 def _row(data: dict[str, Any], cases: dict[str, Any]) -> CaseRow:
@@ -181,6 +246,7 @@ async def report(client: PlaygroundClient, args: argparse.Namespace) -> int:
     if args.json:
         emit(doc)
         return exit_code(doc)
+
     for row in doc["cases"]:
         print(case_line(row, len(doc["cases"])))
     print("\n".join(summary_table(doc)))

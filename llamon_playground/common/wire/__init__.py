@@ -71,11 +71,14 @@ from llamon_playground.common.wire.suites import (
     SuiteCaseSpec,
     SuiteCreate,
     SuiteDeleted,
+    SuiteFileSaved,
     SuiteList,
     SuitePatch,
     SuiteRun,
     SuiteRunAccepted,
     SuiteRunList,
+    SuiteSave,
+    SuiteStart,
 )
 from llamon_playground.common.wire.upkeep import HistoryReport, HistoryTrimmed
 
@@ -88,7 +91,8 @@ __all__ = ["COMPONENTS", "EXTRAS", "Bundle", "BundleImported", "Compare", "Compo
            "Snippets", "SourceTarget"]
 __all__ += ["SearchExcerpt", "SearchHit", "SearchResults"]
 __all__ += ["Suite", "SuiteCaseCompare", "SuiteCaseSpec", "SuiteCreate", "SuiteDeleted",
-            "SuiteList", "SuitePatch", "SuiteRun", "SuiteRunAccepted", "SuiteRunList"]
+            "SuiteList", "SuitePatch", "SuiteRun", "SuiteRunAccepted", "SuiteRunList",
+            "SuiteFileSaved", "SuiteSave", "SuiteStart"]
 
 # The shapes `openapi.json` names under `components.schemas`, in its order. A tuple is a
 # tagged union (`X | Y`) of inline variants.
@@ -130,6 +134,9 @@ COMPONENTS: dict[str, Any] = {
     "SuiteCaseSpec": SuiteCaseSpec,
     "SuiteCreate": SuiteCreate,
     "SuitePatch": SuitePatch,
+    "SuiteStart": SuiteStart,
+    "SuiteSave": SuiteSave,
+    "SuiteFileSaved": SuiteFileSaved,
     "Suite": Suite,
     "SuiteList": SuiteList,
     "SuiteDeleted": SuiteDeleted,

@@ -116,6 +116,7 @@ ROUTES: tuple[Route, ...] = (
     R("PATCH", "/suites/{suite_id}", "suites.patch"),
     R("DELETE", "/suites/{suite_id}", "suites.delete"),
     R("POST", "/suites/{suite_id}/runs", "suites.start"),
+    R("POST", "/suites/{suite_id}/file", "suites.save"),
     R("GET", "/suites/{suite_id}/runs", "suites.runs"),
     R("GET", "/suite-runs/{suite_run_id}", "suites.report"),
     R("DELETE", "/suite-runs/{suite_run_id}", "suites.cancel"),

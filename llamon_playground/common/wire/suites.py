@@ -1,14 +1,29 @@
 """Suites: named, ordered cases kept in history, their runs and the report (counts only)."""
 
+from enum import StrEnum
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 from llamon_playground.common.wire.rules import NONEMPTY, Doc, Json, JsonObject, closed
 
 MAX_SUITE_NAME = 200
 MAX_SUITE_CASES = 1000
+MAX_SUITE_REPEAT = 100
 SuiteName = Annotated[str, Json(minLength=1, maxLength=MAX_SUITE_NAME, pattern="\\S")]
-SuiteRunStatus = Literal["running", "completed", "cancelled", "failed", "interrupted"]
+
+
+class SuiteRunStatus(StrEnum):
+    """A suite run's status: `running` until one pure decision ends it
+    (`daemon/suites/ending.py`)."""
+
+    RUNNING = "running"
+    COMPLETED = "completed"
+    CANCELLED = "cancelled"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+
+
 CaseState = Literal["pending", "running", "done", "skipped"]
+CaseMark = Literal["same", "changed", "flaky"]
 
 
 @closed
@@ -47,6 +62,39 @@ class SuitePatch(TypedDict):
     baseline_suite_run_id: NotRequired[Annotated[str, NONEMPTY]]
 
 
+@closed
+class SuiteStart(TypedDict):
+    """`POST /suites/{id}/runs`: how many times each case runs (default: the suite's)."""
+
+    repeat: NotRequired[Annotated[int, Json(minimum=1, maximum=MAX_SUITE_REPEAT)]]
+
+
+@closed
+class SuiteSave(TypedDict):
+    """`POST /suites/{id}/file`: where in the project (default playground/suites/NAME.json)."""
+
+    path: NotRequired[Annotated[str, NONEMPTY]]
+
+
+class SuiteFileSaved(TypedDict):
+    """The suite's file, written."""
+
+    suite_id: str
+    path: Annotated[str, Doc("relative to the project")]
+    bytes: int
+    files: Annotated[int, Doc("input blobs beside it, in playground/suites/files/")]
+
+
+class SuiteFileProblem(TypedDict):
+    """A suite file that could not be read (nothing else is affected)."""
+
+    error: str
+    path: str
+    line: int
+    message: str
+    where: Annotated[str, Doc("`path:line`")]
+
+
 class CaseBaseline(TypedDict):
     """What a case is compared with: a stored run's result, or a suite run's."""
 
@@ -83,6 +131,10 @@ class Suite(TypedDict):
     last_revision: Annotated[str | None, Doc("the revision run on save ran last")]
     case_count: int
     last_suite_run_id: str | None
+    repeat: Annotated[int, Doc("how many times a suite run runs each case by default")]
+    file_path: Annotated[str | None, Doc("the file it is kept in, relative to the project "
+                                         "(null: in history only)")]
+    file_digest: Annotated[str | None, Doc("sha256 of the file as last read or written")]
     cases: NotRequired[list[SuiteCase]]
 
 
@@ -91,6 +143,7 @@ class SuiteList(TypedDict):
 
     suites: list[Suite]
     runs_on_save: Annotated[int, Doc("suite runs run on save started by this daemon")]
+    file_errors: Annotated[list[SuiteFileProblem], Doc("suite files that could not be read")]
 
 
 class SuiteDeleted(TypedDict):
@@ -98,6 +151,7 @@ class SuiteDeleted(TypedDict):
 
     deleted: str
     blobs_removed: int
+    file_removed: Annotated[bool, Doc("its suite file was deleted too")]
 
 
 class SuiteRunAccepted(TypedDict):
@@ -118,6 +172,23 @@ class ScoreMove(TypedDict):
     delta: float | None
     pass_before: Any
     pass_after: Any
+
+
+class Spread(TypedDict):
+    """Min, median and max over a case's repetitions."""
+
+    min: float
+    median: float
+    max: float
+
+
+class ScoreSpread(TypedDict):
+    """One evaluator's score over a case's repetitions."""
+
+    evaluator: str
+    min: NotRequired[float]
+    median: NotRequired[float]
+    max: NotRequired[float]
 
 
 class CaseRow(TypedDict):
@@ -146,6 +217,15 @@ class CaseRow(TypedDict):
     data_changes: NotRequired[Annotated[list[str], Doc("JSON pointers")]]
     files_changed: NotRequired[int]
     scores: NotRequired[list[ScoreMove]]
+    repeat: NotRequired[Annotated[int, Doc("how many times it ran")]]
+    mark: NotRequired[Annotated[CaseMark, Doc(
+        "`flaky`: its repetitions disagree; `changed`: they agree with each other and not "
+        "with the baseline; `same`")]]
+    baseline_status_share: NotRequired[Annotated[float | None, Doc(
+        "the share of its repetitions that ended with the baseline's status")]]
+    statuses: NotRequired[list[str]]
+    score_spread: NotRequired[list[ScoreSpread]]
+    duration_spread: NotRequired[Spread | None]
 
 
 class StatusMove(TypedDict):
@@ -173,7 +253,8 @@ class SuiteSummary(TypedDict):
     done: int
     skipped: int
     pending: int
-    changed: int
+    changed: Annotated[int, Doc("cases marked `changed`")]
+    flaky: Annotated[int, Doc("cases marked `flaky` (their repetitions disagreed)")]
     status_moved_cases: int
     statuses_moved: list[StatusMove]
     evaluators: list[EvaluatorMove]
@@ -191,6 +272,7 @@ class SuiteRunRow(TypedDict):
     created_at: str
     ended_at: str | None
     code_fingerprint: Annotated[str | None, Doc("the revision every case ran against")]
+    repeat: Annotated[int, Doc("how many times each case ran")]
 
 
 class SuiteRun(SuiteRunRow):

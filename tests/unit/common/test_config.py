@@ -38,6 +38,7 @@ SAMPLES: dict[str, tuple[str, object]] = {
     "LLAMON_PLAYGROUND_HOST_STALL_TIMEOUT": ("4", 4.0),
     "LLAMON_PLAYGROUND_HISTORY_MAX_BYTES": ("1e9", 1_000_000_000),
     "LLAMON_PLAYGROUND_HISTORY_MAX_AGE_DAYS": ("90", 90.0),
+    "LLAMON_PLAYGROUND_HISTORY_DIR": ("/tmp/h", Path("/tmp/h")),
     "NOTIFY_SOCKET": ("@sd", "@sd"),
     "WATCHDOG_USEC": ("2000000", 2000000),
     "WATCHDOG_PID": ("42", 42),
