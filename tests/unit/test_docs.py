@@ -41,7 +41,8 @@ def doc_files() -> list[Path]:
 
 def repo_files(suffixes: tuple[str, ...] = SCANNED_SUFFIXES) -> Iterator[Path]:
     for root, dirs, files in os.walk(REPO):
-        dirs[:] = [d for d in dirs if d not in SKIP_DIRS and not d.endswith(".egg-info")]
+        dirs[:] = [d for d in dirs if d not in SKIP_DIRS and not d.endswith(".egg-info")
+                   and not d.startswith(".venv-")]  # the second venvs CI makes
         for name in files:
             if name.endswith(suffixes):
                 yield Path(root, name)
