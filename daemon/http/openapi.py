@@ -310,6 +310,9 @@ def _operation(op: Op, ops: tuple[Op, ...]) -> dict[str, Any]:
         success["content"] = {op.media: {"schema": op.answer}}
     elif op.media == SSE:  # the schema of one event, as a client parses it
         success["content"] = {SSE: {"schema": SSE_EVENT}}
+    elif op.media == "*/*":  # a part or a file as stored: a data part's JSON is any JSON
+        success["content"] = {"application/json": {"schema": {}},
+                              "*/*": {"schema": {"type": "string", "format": "binary"}}}
     elif op.media != JSON:
         success["content"] = {op.media: {"schema": {"type": "string"}}}
     responses: dict[str, Any] = {str(op.status): success}
