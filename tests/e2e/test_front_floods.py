@@ -19,7 +19,7 @@ from tests.support.waiting import wait_for
 
 pytestmark = both_transports  # every test on each of the front's transports
 
-FLOOD_SCRIPT = REPO / "scripts" / "benchmarks" / "reconnect_flood.py"
+FLOOD_SCRIPT = REPO / "scripts" / "benchmarks" / "children" / "reconnect_flood.py"
 FLOOD = 100  # sockets: three times the cap (each one past it waits for a slot to ripen)
 CAP = 32  # the front's connection cap here: the flood is always past it
 PROBES = 40

@@ -21,7 +21,7 @@ from tests.support.endings import folded_text
 from tests.support.procs import REPO, copy_example, stack_for
 from tests.support.waiting import eventually
 
-HOSTILE_HOST = REPO / "scripts" / "benchmarks" / "hostile_host.py"
+HOSTILE_HOST = REPO / "scripts" / "benchmarks" / "children" / "hostile_host.py"
 MB = 1_000_000
 MIB = 1024 * 1024
 KILL_AT = 48_000  # stored deltas of 1 KiB: a 48 MiB answer when the daemon dies
