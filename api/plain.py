@@ -134,6 +134,12 @@ async def _answer(request: web.Request,
             return response
         if not data:
             break
-        await response.write(data)
-    await response.write_eof()
+        try:
+            await response.write(data)
+        except ConnectionResetError:  # the client left mid-answer: nobody to answer
+            return response
+    try:
+        await response.write_eof()
+    except ConnectionResetError:
+        pass  # the client left as the answer ended
     return response
