@@ -83,9 +83,10 @@ AFTER_LIVE = (
 
 
 def all_names() -> tuple[str, ...]:
-    """Every --only name, in running order."""
-    return (tuple(n for s in BEFORE_LIVE for n in s.picks) + tuple(name for name, _ in LIVE)
-            + tuple(n for s in AFTER_LIVE for n in s.picks))
+    """Every --only name, once each, in running order (a name may pick several sections)."""
+    return tuple(dict.fromkeys(
+        [n for s in BEFORE_LIVE for n in s.picks] + [name for name, _ in LIVE]
+        + [n for s in AFTER_LIVE for n in s.picks]))
 
 
 async def run_all(quick: bool, only: set[str], owned: Owned,
