@@ -40,3 +40,24 @@ def test_a_gone_systemd_is_logged_not_raised(caplog: pytest.LogCaptureFixture) -
     with caplog.at_level(logging.WARNING):
         assert Notifier("/nonexistent/notify.sock").ready("x") is False
     assert "sd_notify" in caplog.text
+
+
+def test_a_full_queue_drops_pings_instead_of_blocking(caplog: pytest.LogCaptureFixture) -> None:
+    # A systemd that does not read: a datagram socket's queue holds a few datagrams (ten by
+    # default), after which a blocking sendto would wait for as long as nobody reads.
+    name = "llamon-test-" + secrets.token_hex(6)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
+        sock.bind("\0" + name)
+        notifier = Notifier("@" + name)
+        with caplog.at_level(logging.WARNING):
+            sent = [notifier.send("WATCHDOG=1", wait=0) for _ in range(2_000)]
+            assert notifier.stopping() is False  # waited its bounded second, then gave up
+        assert sent[0] is True and sent[-1] is False
+        assert caplog.text.count("systemd is not reading") == 1  # once a spell, not a ping
+        while True:  # systemd reads again: the next ping goes through
+            sock.setblocking(False)
+            try:
+                sock.recv(100)
+            except BlockingIOError:
+                break
+        assert notifier.send("WATCHDOG=1", wait=0) is True
