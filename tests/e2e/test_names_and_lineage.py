@@ -4,6 +4,8 @@ and example Host."""
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -133,6 +135,24 @@ async def test_sessions_made_and_deleted_elsewhere_are_announced(api: Api) -> No
     assert len(answer["sessions"]) == 3
     assert [data for kind, data in imported.result() if kind == "session.created"] == \
         [{"session_id": None, "session": None}]
+
+
+async def test_an_edited_rerun_takes_what_a_new_run_may_carry(api: Api) -> None:
+    # A rerun that replaces the parts carries a run's input, inline files included: the
+    # front lets it through up to the same limit as a new run's (not a small JSON body's).
+    session = await api.session()
+    first = await api.start_run(session, "stream one")
+    await api.wait_status(first)
+    payload = bytes(range(256)) * (6 * 1024)  # 1.5 MiB: 2 MiB of base64, over 1 MiB
+    parts = [text("stream two"), {"kind": "file", "name": "in.bin",
+                                  "mime": "application/octet-stream",
+                                  "bytes_base64": base64.b64encode(payload).decode()}]
+    second = (await api.ok("POST", f"runs/{first}/rerun", {"parts": parts}, 202))["run_id"]
+    rerun = await api.wait_status(second)
+    assert rerun["status"] == "completed", rerun
+    stored = rerun["input"]["parts"][1]
+    assert stored["size"] == len(payload)
+    assert stored["sha256"] == hashlib.sha256(payload).hexdigest()
 
 
 async def test_rerun_with_a_body_replaces_what_it_gives(api: Api) -> None:

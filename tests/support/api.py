@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import io
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +20,7 @@ TERMINAL = {status.value for status in TERMINAL_STATUSES}
 # The front asks for a token. Stack.start_front records each front's token here
 # by URL, so Api.for_url(url) authenticates without every test passing the token along.
 FRONT_TOKENS: dict[str, str] = {}
+LARGE_BODY = 1024 * 1024  # larger bodies go as a file object (aiohttp warns on bytes)
 
 
 @dataclass
@@ -49,7 +51,10 @@ class Api:
     async def call(self, method: str, path: str, body: Any = None,
                    raw: bytes | None = None, headers: dict[str, str] | None = None
                    ) -> tuple[int, Any]:
-        data = raw if raw is not None else (orjson.dumps(body) if body is not None else None)
+        data: bytes | io.BytesIO | None = (
+            raw if raw is not None else (orjson.dumps(body) if body is not None else None))
+        if data is not None and len(data) > LARGE_BODY:  # aiohttp warns on large bytes
+            data = io.BytesIO(data)
         hdrs = {"Content-Type": "application/json", **(headers or {})}
         async with self.http.request(method, path if path.startswith("/") else P + "/" + path,
                                      data=data, headers=hdrs) as resp:

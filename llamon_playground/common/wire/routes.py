@@ -86,7 +86,7 @@ ROUTES: tuple[Route, ...] = (
     R("GET", "/runs/{run_id}/lineage", "edits.get_lineage"),
     R("DELETE", "/runs/{run_id}", "runs.cancel_run"),
     R("POST", "/runs/{run_id}/resume", "runs.resume_run", body=Body.RUN),
-    R("POST", "/runs/{run_id}/rerun", "runs.rerun_run"),
+    R("POST", "/runs/{run_id}/rerun", "runs.rerun_run", body=Body.RUN),  # may replace parts
     R("GET", "/runs/{run_id}/events", "runs.run_events", stream=True),
     R("GET", "/runs/{run_id}/{side}/{index}/content", "runs.part_content"),
     R("GET", "/runs/{run_id}/snippets", "introspect.run_snippets"),

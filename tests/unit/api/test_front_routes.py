@@ -51,5 +51,6 @@ def test_body_limits_follow_the_declaration(tmp_path: Path) -> None:
     assert body_limit(settings, "POST", f"{P}/bundles/import") == IMPORT_BODY
     assert body_limit(settings, "POST", f"{P}/sessions/s_1/runs") == settings.max_request_bytes
     assert body_limit(settings, "POST", f"{P}/runs/r_1/resume") == settings.max_request_bytes
+    assert body_limit(settings, "POST", f"{P}/runs/r_1/rerun") == settings.max_request_bytes
     assert body_limit(settings, "POST", f"{P}/sessions") == SMALL_BODY
     assert body_limit(settings, "GET", f"{P}/bundles/import") == SMALL_BODY
