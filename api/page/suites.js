@@ -288,8 +288,10 @@ export class Suites {
 
   caseTable(cases) {
     const repeated = cases.some((row) => (row.repeat || 1) > 1);
-    const head = ['#', 'case', 'state', 'mark', 'status', repeated ? 'duration (median)' : 'duration',
-      'answer', 'scores', '']
+    // Seven columns, so the table fits the report's column at 1280 px: a case's result is its
+    // mark once done and its state before; its changes are the answer's and the scores'.
+    const head = ['#', 'case', 'result', 'status', repeated ? 'duration (median)' : 'duration',
+      'changes', '']
       .map((name) => el('th', { scope: 'col' }, name));
     const rows = cases.map((row) => {
       const done = row.state === 'done';
@@ -297,8 +299,8 @@ export class Suites {
       const newest = row.run_ids[row.run_ids.length - 1];
       const status = !done ? '' : row.status_moved
         ? `${row.status_before || '–'} → ${row.status_after || '–'}` : `${row.status_after}, as before`;
-      const shown = done ? status
-        : row.state === 'skipped' ? `skipped${row.skipped_for ? ` (${row.skipped_for})` : ''}` : '';
+      const state = row.state === 'skipped'
+        ? `skipped${row.skipped_for ? ` (${row.skipped_for})` : ''}` : row.state;
       const many = (row.repeat || 1) > 1;
       const scores = many ? (row.score_spread || []).map((sc) => `${sc.evaluator} ${spread(sc)}`)
         : (row.scores || []).filter((sc) => sc.delta || sc.pass_before !== sc.pass_after)
@@ -322,12 +324,13 @@ export class Suites {
       el('td', {}, String(row.position + 1)),
       el('td', { class: 'case-name' }, caseName(row),
         base.deleted ? el('span', { class: 'hint' }, ' (baseline deleted)') : null),
-      el('td', {}, row.state),
-      el('td', {}, done ? mark(row) : '', runs),
-      el('td', { class: row.status_moved ? 'moved' : null }, shown),
+      el('td', { class: 'case-result' }, done ? mark(row) : state, runs),
+      el('td', { class: row.status_moved ? 'moved' : null }, done ? status : ''),
       el('td', {}, done ? duration : ''),
-      el('td', {}, done ? moves : ''),
-      el('td', {}, done ? (scores.join('; ') || 'same') : ''),
+      el('td', { class: 'case-changes' }, done ? [
+        el('span', {}, `answer: ${moves}`),
+        scores.length ? scores.map((line) => el('span', {}, line)) : el('span', {}, 'scores: same')]
+        : ''),
       el('td', {}, comparable ? button('Compare', () => this.hooks.compare(base.run_id, newest),
         { 'aria-label': `Compare case ${row.position + 1} with its baseline` }) : null));
     });

@@ -73,6 +73,14 @@ def test_a_file_suite_run_three_times_marks_flaky_and_changed(
     expect(report.locator(".suite-summary")).to_contain_text("1 flaky · each case run 3×")
     found = blocking_violations(page)
     assert not found, f"report: {found}"
+    assert fits(report), "the cases table scrolls sideways at 1280 px"
     page.set_viewport_size({"width": 800, "height": 700})
     found = blocking_violations(page)
     assert not found, f"narrow report: {found}"
+    assert fits(report), "the cases table scrolls sideways at 800 px"
+
+
+def fits(report: Any) -> bool:
+    """Whether the cases table fits its pane (its scroller has nothing to scroll)."""
+    return bool(report.locator(".table-scroll").evaluate(
+        "(node) => node.scrollWidth <= node.clientWidth + 1"))
