@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import watchfiles
 
 from llamon_playground.host_manager.watch.fingerprint import IGNORED_DIRS, WatchRules
+from llamon_playground.host_manager.watch.pending import PendingEdits
 
 log = logging.getLogger(__name__)
 
@@ -47,13 +48,16 @@ class ProjectWatcher:
     """Reports each quiet-ended burst of changes to watched files to `on_changes` once.
 
     `rules` gives the current WatchRules: they change when pyproject.toml renames the env
-    file, and every decision reads the latest."""
+    file, and every decision reads the latest. `pending` is open from a burst's first
+    watched change until `on_changes` has reacted to it (a run waits for it to settle)."""
 
     def __init__(self, rules: Callable[[], WatchRules],
-                 on_changes: Callable[[set[str]], Awaitable[None]], quiet: QuietPeriod) -> None:
+                 on_changes: Callable[[set[str]], Awaitable[None]], quiet: QuietPeriod,
+                 pending: PendingEdits | None = None) -> None:
         self._rules = rules
         self._on_changes = on_changes
         self._quiet = quiet
+        self._pending = pending or PendingEdits()
         self._root = str(rules().project_dir)
         # (loop time it arrived, relative paths)
         self._queue: asyncio.Queue[tuple[float, set[str]]] = asyncio.Queue()
@@ -174,20 +178,31 @@ class ProjectWatcher:
             last = arrived
             if not batch:
                 continue  # activity without a watched change opens no burst
-            while True:  # group until quiet
-                try:
-                    last, more = await asyncio.wait_for(self._queue.get(),
-                                                         self._quiet.after(last - began))
-                except TimeoutError:
-                    break
-                batch |= more
-            log.debug("burst of %d paths decided: %.0f ms long, %.0f ms after its last change",
-                     len(batch), (last - began) * 1000,
-                     (asyncio.get_running_loop().time() - last) * 1000)
+            self._pending.open(batch)
             try:
-                await self._on_changes(batch)
-            except Exception:  # a failed reaction must not end the watching
-                log.exception("reacting to changes in %s failed", sorted(batch)[:5])
+                last = await self._decide(batch, began, last)
+            finally:
+                self._pending.settle()
+
+    async def _decide(self, batch: set[str], began: float, last: float) -> float:
+        """Group the burst until it is quiet, then react to it once; when its last change
+        arrived."""
+        while True:  # group until quiet
+            try:
+                last, more = await asyncio.wait_for(self._queue.get(),
+                                                     self._quiet.after(last - began))
+            except TimeoutError:
+                break
+            batch |= more
+            self._pending.open(more)
+        log.debug("burst of %d paths decided: %.0f ms long, %.0f ms after its last change",
+                  len(batch), (last - began) * 1000,
+                  (asyncio.get_running_loop().time() - last) * 1000)
+        try:
+            await self._on_changes(batch)
+        except Exception:  # a failed reaction must not end the watching
+            log.exception("reacting to changes in %s failed", sorted(batch)[:5])
+        return last
 
 
 __all__ = ["ProjectWatcher", "QuietPeriod"]
