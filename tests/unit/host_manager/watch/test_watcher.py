@@ -10,7 +10,7 @@ import pytest
 
 from llamon_playground.host_manager.watch.fingerprint import WatchRules
 from llamon_playground.host_manager.watch.pending import PendingEdits
-from llamon_playground.host_manager.watch.watcher import ProjectWatcher, QuietPeriod
+from llamon_playground.host_manager.watch.watcher import ProjectWatcher, QuietPeriod, last_change
 from tests.support.waiting import eventually
 
 
@@ -23,6 +23,22 @@ def test_the_quiet_period_grows_with_the_burst_up_to_the_longest(elapsed: float,
 
 def test_the_longest_never_undercuts_the_shortest() -> None:
     assert QuietPeriod(0.3, 0.1).after(5.0) == pytest.approx(0.3)
+
+
+def test_a_change_is_dated_by_the_file_or_what_it_left_in_its_folder(tmp_path: Path) -> None:
+    folder, other = tmp_path / "app", tmp_path / "lib"
+    folder.mkdir()
+    other.mkdir()
+    kept = folder / "a.py"
+    kept.write_text("a = 1\n")
+    os.utime(folder, (1_000, 1_000))  # the folder's last entry change: long ago
+    os.chmod(kept, 0o600)  # a chmod (or a rename onto the file) dates it by its ctime
+    assert last_change([str(kept)]) == os.stat(kept).st_ctime
+    gone = other / "tmp.swp"
+    gone.write_text("x")
+    gone.unlink()  # a deleted file leaves only its folder's mtime
+    assert last_change([str(gone)]) == os.stat(other).st_mtime
+    assert last_change([str(tmp_path / "nowhere" / "x.py")]) is None
 
 
 class Batches:
