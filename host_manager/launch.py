@@ -113,10 +113,10 @@ async def start_generation(config: HostConfig, logs: HostLogs, changes: ChangePo
         process, gen = await spawn_generation(config, logs, number, port, new_token())
         spawned(process, gen)
         try:
-            await wait_ready(process, gen.url, config.start_timeout,
-                             lambda: logs.tail(LOG_TAIL, number))
+            card = await wait_ready(process, gen.url, config.start_timeout,
+                                    lambda: logs.tail(LOG_TAIL, number))
             gen.fingerprint = await scan
-            return process, gen, await exposure_warnings(gen)
+            return process, gen, await exposure_warnings(gen, card)
         except HostUnavailable:
             await reaper.stop(process, gen)
             raise
@@ -161,9 +161,10 @@ async def spawn_generation(config: HostConfig, logs: HostLogs, number: int, port
     return process, gen
 
 
-async def exposure_warnings(gen: Generation) -> list[dict[str, str]]:
-    """Try the new generation as a web page would; a `host_exposed` warning when it answers."""
-    found = await exposure(gen.url)
+async def exposure_warnings(gen: Generation, card: bytes) -> list[dict[str, str]]:
+    """Try the new generation as a web page would; a `host_exposed` warning when it answers.
+    `card`: the agent card it served when it got Ready."""
+    found = await exposure(gen.url, card)
     if not found:
         return []
     warning = exposed_warning(gen.url, found)
