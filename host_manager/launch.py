@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 
 LOG_TAIL = 20  # log lines a HostUnavailable carries
 REAPED_KEPT = 20  # reaped processes GET /host lists (the latest)
+CARD_KEPT = 256 * 1024  # a generation keeps its agent card up to this size (Generation.card)
 
 
 @dataclass(frozen=True)
@@ -115,6 +116,7 @@ async def start_generation(config: HostConfig, logs: HostLogs, changes: ChangePo
         try:
             card = await wait_ready(process, gen.url, config.start_timeout,
                                     lambda: logs.tail(LOG_TAIL, number))
+            gen.card = card if len(card) <= CARD_KEPT else None
             gen.fingerprint = await scan
             return process, gen, await exposure_warnings(gen, card)
         except HostUnavailable:

@@ -228,7 +228,7 @@ class RunExecutor:
             interface = self._interfaces.get(gen.number)
             if interface is None:
                 # One card fetch per Host generation: its interfaces don't change while it runs.
-                interface = await client.interface()
+                interface = await client.interface(gen.card)
                 self._interfaces = {gen.number: interface}
             run.reached_host(HostLink(client, interface))
             self._journal.update(run.run_id, {"a2a_version": interface.version})
