@@ -351,7 +351,8 @@ async def serve(settings: Settings, environ: dict[str, str]) -> None:
             if settings.watch:
                 background.append(tasks.create_task(ProjectWatcher(
                     lambda: services.host.rules, services.reload.on_changes,
-                    quiet=QuietPeriod(settings.watch_quiet, settings.watch_quiet_max)).run(),
+                    quiet=QuietPeriod(settings.watch_quiet, settings.watch_quiet_max),
+                    pending=services.host.pending_edits).run(),
                     name="watcher"))
             if settings.prewarm:
                 background.append(tasks.create_task(_prewarm(services.host), name="prewarm"))

@@ -26,6 +26,9 @@ class Generation:
     marker: str | None = None  # what its environment block says under ENV_MARKER
     ready_at: float | None = None
     ready_mono: float | None = None
+    # The agent card it served when it got Ready (None when too big to keep): a run's send
+    # reads its interface from it instead of asking a Host that has just started again.
+    card: bytes | None = field(default=None, repr=False)
     exit_code: int | None = None
 
     @property

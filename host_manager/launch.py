@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 
 LOG_TAIL = 20  # log lines a HostUnavailable carries
 REAPED_KEPT = 20  # reaped processes GET /host lists (the latest)
+CARD_KEPT = 256 * 1024  # a generation keeps its agent card up to this size (Generation.card)
 
 
 @dataclass(frozen=True)
@@ -113,10 +114,11 @@ async def start_generation(config: HostConfig, logs: HostLogs, changes: ChangePo
         process, gen = await spawn_generation(config, logs, number, port, new_token())
         spawned(process, gen)
         try:
-            await wait_ready(process, gen.url, config.start_timeout,
-                             lambda: logs.tail(LOG_TAIL, number))
+            card = await wait_ready(process, gen.url, config.start_timeout,
+                                    lambda: logs.tail(LOG_TAIL, number))
+            gen.card = card if len(card) <= CARD_KEPT else None
             gen.fingerprint = await scan
-            return process, gen, await exposure_warnings(gen)
+            return process, gen, await exposure_warnings(gen, card)
         except HostUnavailable:
             await reaper.stop(process, gen)
             raise
@@ -161,9 +163,10 @@ async def spawn_generation(config: HostConfig, logs: HostLogs, number: int, port
     return process, gen
 
 
-async def exposure_warnings(gen: Generation) -> list[dict[str, str]]:
-    """Try the new generation as a web page would; a `host_exposed` warning when it answers."""
-    found = await exposure(gen.url)
+async def exposure_warnings(gen: Generation, card: bytes) -> list[dict[str, str]]:
+    """Try the new generation as a web page would; a `host_exposed` warning when it answers.
+    `card`: the agent card it served when it got Ready."""
+    found = await exposure(gen.url, card)
     if not found:
         return []
     warning = exposed_warning(gen.url, found)

@@ -7,6 +7,7 @@ HostUnavailable with the generation's last log lines.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable
 from typing import Any
@@ -27,7 +28,9 @@ DRAIN_TIMEOUT = 0.5  # how long an exited Host's pipes may take to deliver its l
 
 
 async def wait_ready(process: HostProcess, url: str, timeout: float,
-                     log_tail: Callable[[], list[str]]) -> None:
+                     log_tail: Callable[[], list[str]]) -> bytes:
+    """The agent card's body once it answers 200 (the exposure probe reads it again for
+    nothing otherwise)."""
     started = time.monotonic()
     deadline = started + timeout
     async with aiohttp.ClientSession(
@@ -41,8 +44,7 @@ async def wait_ready(process: HostProcess, url: str, timeout: float,
             try:
                 async with http.get(url + CARD_PATH) as resp:
                     if resp.status == 200:
-                        await resp.read()
-                        return
+                        return await resp.read()
             except (aiohttp.ClientError, TimeoutError):
                 pass
             if time.monotonic() > deadline:
@@ -78,30 +80,32 @@ EXPOSED_FIX = ("serve only requests whose Host header is 127.0.0.1:<port> or "
                "llamon_playground.host_manager.host_side.capture.LoopbackGuard); see docs/host.md")
 
 
-async def exposure(url: str) -> list[str]:
-    """What a web page could do to the Host at `url` (empty when it refuses both)."""
+async def exposure(url: str, card: bytes) -> list[str]:
+    """What a web page could do to the Host at `url` (empty when it refuses both); `card` is
+    the agent card it served to the readiness probe. Both tries go at once: they are on the
+    path of every restart."""
     port = url.rsplit(":", 1)[1]
-    found = []
     async with aiohttp.ClientSession(
             timeout=aiohttp.ClientTimeout(total=PROBE_TIMEOUT)) as http:
-        rpc_path = await _rpc_path(http, url)
-        if await _answers(http.get(url + CARD_PATH, headers={
-                "Host": f"{FOREIGN_HOST}:{port}"})):
-            found.append("answers requests sent to a foreign host name (DNS rebinding)")
         probe = (b'{"jsonrpc":"2.0","id":"llamon-probe","method":"GetTask",'
                  b'"params":{"id":"llamon-probe"}}')
-        if await _answers(http.post(url + rpc_path, data=probe, headers={
-                "Origin": FOREIGN_ORIGIN, "Content-Type": "text/plain"})):
-            found.append("takes a cross-site text/plain POST (a blind request from any page)")
+        rebound, blind = await asyncio.gather(
+            _answers(http.get(url + CARD_PATH, headers={"Host": f"{FOREIGN_HOST}:{port}"})),
+            _answers(http.post(url + rpc_path(card), data=probe, headers={
+                "Origin": FOREIGN_ORIGIN, "Content-Type": "text/plain"})))
+    found = []
+    if rebound:
+        found.append("answers requests sent to a foreign host name (DNS rebinding)")
+    if blind:
+        found.append("takes a cross-site text/plain POST (a blind request from any page)")
     return found
 
 
-async def _rpc_path(http: aiohttp.ClientSession, url: str) -> str:
+def rpc_path(card_body: bytes) -> str:
     """The path of the card's first interface (where a page would post), else "/"."""
     try:
-        async with http.get(url + CARD_PATH) as resp:
-            card = await resp.json(content_type=None)
-    except (aiohttp.ClientError, TimeoutError, ValueError):
+        card = json.loads(card_body)
+    except ValueError:
         return "/"
     entries = card.get("supportedInterfaces") if isinstance(card, dict) else None
     first = entries[0] if isinstance(entries, list) and entries else card

@@ -46,6 +46,7 @@ from llamon_playground.host_manager.watch.change_policy import (
     restart_wanted,
 )
 from llamon_playground.host_manager.watch.fingerprint import WatchRules
+from llamon_playground.host_manager.watch.pending import PendingEdits
 
 __all__ = ["Generation", "HostConfig", "HostSupervisor"]
 
@@ -75,6 +76,7 @@ class HostSupervisor:
         self._served: int | None = None  # the last generation a run was sent to
         self._process: HostProcess | None = None
         self._changes = ChangePolicy(config.rules)  # follows pyproject.toml's env_file
+        self._edits = PendingEdits()  # the watcher's outside edit not applied yet
         self._policy = CrashPolicy(config.crash)
         # Who hears of the next spawned process (the ensure_ready under way asked).
         self._on_spawned: Callable[[Generation], None] | None = None
@@ -132,6 +134,12 @@ class HostSupervisor:
         size (a run's changed files are hashed through it: the restart decision reuses
         them)."""
         return self._changes
+
+    @property
+    def pending_edits(self) -> PendingEdits:
+        """An outside edit the watcher noticed and has not applied yet (it opens and
+        settles it; a run about to be sent waits for it)."""
+        return self._edits
 
     @property
     def process(self) -> HostProcess | None:

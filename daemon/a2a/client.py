@@ -80,8 +80,16 @@ class A2AClient:
             return False
         return True
 
-    async def interface(self) -> Interface:
-        """The interface to speak to the Host, chosen from its agent card."""
+    async def interface(self, served: bytes | None = None) -> Interface:
+        """The interface to speak to the Host, chosen from its agent card: `served`, the
+        card as the Host already served it (to the readiness probe), else fetched."""
+        if served is not None:
+            try:
+                card = orjson.loads(served)
+            except orjson.JSONDecodeError:
+                card = None
+            if isinstance(card, dict):
+                return choose_interface(card, self.base_url)
         return choose_interface(await self.fetch_card(), self.base_url)
 
     def _request(self, interface: Interface, method: str,

@@ -56,6 +56,9 @@ class ActiveRun:
         self._parent_run_id = parent_run_id
         self._status = RunStatus.QUEUED
         self._life = RunLife.BEFORE_HOST
+        # Until its restart phase looked at the watcher's pending edit (and waited for it),
+        # an outside edit is one this run will be sent after, not one that cuts it off.
+        self._edits_checked = False
         self._generation: int | None = None
         self._log_from = 0  # the Host log offset the run began at (its diagnostics' window)
         self._link: HostLink | None = None
@@ -178,9 +181,19 @@ class ActiveRun:
         if self._life is RunLife.BEFORE_HOST:  # a stopping run stays stopping
             self._move(RunLife.HOST_CHECKED)
 
+    def edits_checked(self) -> None:
+        """The restart phase has waited for the watcher's pending edit (or found none): a
+        later outside edit cuts this run off."""
+        self._edits_checked = True
+
     def owns_change(self, changed: set[str]) -> bool:
         """Whether a watched change is this run's own save, which its restart phase applies."""
         return self._life is RunLife.BEFORE_HOST and changed <= set(self._request.changed_files)
+
+    def awaits_edits(self) -> bool:
+        """Whether an outside edit now is one this run is sent after: its restart phase has
+        not yet looked at the watcher's pending edit, or is waiting for it."""
+        return self._life is RunLife.BEFORE_HOST and not self._edits_checked
 
     def began_at_log(self, offset: int) -> None:
         """The Host log offset at the run's start (earlier lines are other runs')."""

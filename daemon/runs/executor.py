@@ -53,6 +53,9 @@ log = logging.getLogger(__name__)
 
 A2A_CANCEL_TIMEOUT = 3.0
 LOG_TAIL_LINES = 20
+# How long a run waits for an outside edit to be applied: the burst's quiet period (0.5 s at
+# most), then the restart. An edit storm that never pauses is not waited out.
+EDIT_WAIT = 10.0
 PROBE_TIMEOUT = 2.0
 
 
@@ -160,18 +163,10 @@ class RunExecutor:
                 self._phase(run, "ready", "started")
 
         try:
-            if running and run.request.changed_files:
-                self._phase(run, "restart", "started", files=run.request.changed_files)
-                restarted = await self._host.restart_for_save(run.request.changed_files)
-                if restarted:
-                    gen = self._host.generation
-                    self._phase(run, "restart", "completed",
-                                generation=gen.number if gen else None)
-                else:
-                    self._phase(run, "restart", "skipped", detail="files unchanged")
-            elif running:
-                self._phase(run, "restart", "skipped")
+            if running:
+                await self._restart_phase(run)
             else:
+                run.edits_checked()
                 self._phase(run, "start", "started")
                 starting = True
             run.host_checked()
@@ -197,6 +192,32 @@ class RunExecutor:
                                           "code_fingerprint": digest(generation.fingerprint)})
         return generation
 
+    async def _restart_phase(self, run: ActiveRun) -> None:
+        """The Host runs: restart it once if this run's save changed it, and first wait for
+        an outside edit the watcher has noticed but not applied yet (sent at once, the run
+        would reach the generation about to be replaced and be failed runtime_restarted)."""
+        saved = run.request.changed_files
+        pending = self._host.pending_edits
+        outside = sorted(pending.paths - set(saved))  # a burst of our own save is ours
+        if not outside:
+            run.edits_checked()  # no await since the look: an edit from now on cuts it off
+            if not saved:
+                self._phase(run, "restart", "skipped")
+                return
+        before = self._host.generation
+        self._phase(run, "restart", "started", files=saved,
+                    **({"outside_edit": outside} if outside else {}))
+        if outside:
+            await pending.settled(EDIT_WAIT)
+            run.edits_checked()
+        if saved:
+            await self._host.restart_for_save(saved)
+        gen = self._host.generation
+        if gen is not None and gen is not before:
+            self._phase(run, "restart", "completed", generation=gen.number)
+        else:
+            self._phase(run, "restart", "skipped", detail="files unchanged")
+
     async def _send(self, run: ActiveRun, config: ProjectConfig, gen: Generation) -> None:
         self._phase(run, "send", "started")
         process = self._host.process
@@ -207,7 +228,7 @@ class RunExecutor:
             interface = self._interfaces.get(gen.number)
             if interface is None:
                 # One card fetch per Host generation: its interfaces don't change while it runs.
-                interface = await client.interface()
+                interface = await client.interface(gen.card)
                 self._interfaces = {gen.number: interface}
             run.reached_host(HostLink(client, interface))
             self._journal.update(run.run_id, {"a2a_version": interface.version})

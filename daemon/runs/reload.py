@@ -2,7 +2,8 @@
 
 An outside edit (`ReloadCoordinator`) restarts the Host when watched files really changed.
 The restart a run's own save causes is the run's (its restart phase); the watcher neither
-repeats it nor fails that run. Any other change fails the active run with
+repeats it nor fails that run. A run not yet past its restart phase waits for the edit and
+is sent to the new generation (`PendingEdits`). Any other change fails the active run with
 `runtime_restarted` first (never retried), then restarts the Host.
 
 A client's start, stop and restart (`HostControl`): stop and restart are refused while the
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any
 
 from llamon_playground.daemon.errors import ProjectError
 from llamon_playground.daemon.introspect.project_config import load_project_config
@@ -37,9 +39,11 @@ class ReloadCoordinator:
         self.restarts = 0
         self.batches = 0
 
-    def stats(self) -> dict[str, int]:
-        """GET /host's `watch`: batches handled and restarts they caused."""
-        return {"batches": self.batches, "restarts": self.restarts}
+    def stats(self) -> dict[str, Any]:
+        """GET /host's `watch`: batches handled, restarts they caused, and the watched files
+        of an outside edit not applied yet."""
+        return {"batches": self.batches, "restarts": self.restarts,
+                "pending": sorted(self._host.pending_edits.paths)}
 
     async def on_changes(self, paths: set[str]) -> None:
         """One burst of changed watched files (relative paths)."""
@@ -75,7 +79,8 @@ class ReloadCoordinator:
         if run is not None:
             if run.owns_change(changed):
                 return  # this run's own save: its restart phase handles it
-            await self._runs.fail_for_restart(run)
+            if not run.awaits_edits():  # one not sent yet waits for the new generation
+                await self._runs.fail_for_restart(run)
         log.info("watched files changed (%s): restarting the Host", ", ".join(sorted(changed)[:5]))
         # Checked again under the supervisor's lock: a run's restart may have applied the
         # change meanwhile. The second scan re-hashes nothing unchanged (mtime/size cache).

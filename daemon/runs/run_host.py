@@ -15,6 +15,7 @@ from llamon_playground.host_manager.logs import HostLogs
 from llamon_playground.host_manager.process import HostProcess
 from llamon_playground.host_manager.state import HostState
 from llamon_playground.host_manager.watch.change_policy import ChangePolicy
+from llamon_playground.host_manager.watch.pending import PendingEdits
 
 
 class RunHost(Protocol):
@@ -38,6 +39,10 @@ class RunHost(Protocol):
     @property
     def changes(self) -> ChangePolicy:
         """The watched files and their cached digests (a changed file's hash)."""
+
+    @property
+    def pending_edits(self) -> PendingEdits:
+        """An outside edit the watcher has noticed and not applied yet."""
 
     @property
     def logs(self) -> HostLogs:

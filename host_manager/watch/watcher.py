@@ -12,16 +12,41 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
 import watchfiles
 
 from llamon_playground.host_manager.watch.fingerprint import IGNORED_DIRS, WatchRules
+from llamon_playground.host_manager.watch.pending import PendingEdits
 
 log = logging.getLogger(__name__)
 
 RETRY_MAX = 5.0  # between attempts to watch when the folders keep failing to be watched
+# A file's ctime comes from the kernel's coarse clock (a tick, up to 4 ms, behind): a
+# burst's last change is taken as that much later, so the quiet is never cut short.
+CLOCK_SLACK = 0.005
+
+
+def last_change(paths: Iterable[str]) -> float | None:
+    """When the latest change to `paths` happened (wall clock): a file's ctime (a write, a
+    rename onto it, a chmod), its folder's mtime (a file created, deleted or renamed there:
+    all a deleted file leaves). None when none of them can be read. Blocking: stats."""
+    latest = None
+    folders: set[str] = set()
+    for path in paths:
+        folders.add(os.path.dirname(path))
+        try:
+            latest = max(latest or 0.0, os.stat(path).st_ctime)
+        except OSError:
+            pass  # gone: its folder says when
+    for folder in folders:
+        try:
+            latest = max(latest or 0.0, os.stat(folder).st_mtime)
+        except OSError:
+            pass
+    return latest
 
 
 @dataclass(frozen=True)
@@ -47,16 +72,19 @@ class ProjectWatcher:
     """Reports each quiet-ended burst of changes to watched files to `on_changes` once.
 
     `rules` gives the current WatchRules: they change when pyproject.toml renames the env
-    file, and every decision reads the latest."""
+    file, and every decision reads the latest. `pending` is open from a burst's first
+    watched change until `on_changes` has reacted to it (a run waits for it to settle)."""
 
     def __init__(self, rules: Callable[[], WatchRules],
-                 on_changes: Callable[[set[str]], Awaitable[None]], quiet: QuietPeriod) -> None:
+                 on_changes: Callable[[set[str]], Awaitable[None]], quiet: QuietPeriod,
+                 pending: PendingEdits | None = None) -> None:
         self._rules = rules
         self._on_changes = on_changes
         self._quiet = quiet
+        self._pending = pending or PendingEdits()
         self._root = str(rules().project_dir)
-        # (loop time it arrived, relative paths)
-        self._queue: asyncio.Queue[tuple[float, set[str]]] = asyncio.Queue()
+        # (loop time of its last change, watched relative paths, every path it touched)
+        self._queue: asyncio.Queue[tuple[float, set[str], frozenset[str]]] = asyncio.Queue()
         self._stop = asyncio.Event()
 
     def _noticed(self, change: watchfiles.Change, path: str) -> bool:
@@ -112,7 +140,7 @@ class ProjectWatcher:
                     rels: set[str] = set()
                     for folder in sorted(new):
                         rels |= await asyncio.to_thread(self._rules().watched_under, folder)
-                    self._queue.put_nowait((loop.time(), rels))
+                    self._queue.put_nowait((loop.time(), rels, frozenset()))
                 watched = folders
                 if after - folders:
                     continue  # made while the watch started: watch again, with it
@@ -121,8 +149,17 @@ class ProjectWatcher:
                     batch = await pending
                     if batch is None:
                         return  # stopped
+                    arrived, now = loop.time(), time.time()
                     rels, grown = await self._relative(batch)
-                    self._queue.put_nowait((loop.time(), rels))
+                    paths = frozenset(p for _, p in batch)
+                    # Timed by the change itself, not by its arrival here (watchfiles hands
+                    # a batch over 10-20 ms after it, once a step saw no more): the quiet
+                    # period then counts from the last write, and an outside edit is
+                    # decided that much sooner (the burst checks its files once more
+                    # before it ends: a write still on its way here extends it).
+                    changed = await asyncio.to_thread(last_change, paths)
+                    self._queue.put_nowait((self._loop_time(changed, arrived, now), rels,
+                                            paths))
                     if grown:
                         break  # a new folder: watch afresh, with it
                     pending = asyncio.ensure_future(anext(changes, None))
@@ -163,31 +200,65 @@ class ProjectWatcher:
                 rels.add(rel)
         return rels, grown
 
+    @staticmethod
+    def _loop_time(changed: float | None, arrived: float, now: float) -> float:
+        """The loop time of a change at wall time `changed` (never after its arrival)."""
+        if changed is None:
+            return arrived
+        return min(arrived, arrived - (now - changed) + CLOCK_SLACK)
+
     async def _dispatch(self) -> None:
         began = last = -float("inf")
         while True:
-            arrived, batch = await self._queue.get()
+            at, batch, paths = await self._queue.get()
             # Changes that kept coming while the previous batch was handled (a restart takes
             # a few hundred ms) belong to the same burst: its clock keeps running.
-            if arrived - last > self._quiet.longest:
-                began = arrived
-            last = arrived
+            if at - last > self._quiet.longest:
+                began = at
+            last = max(last, at)
             if not batch:
                 continue  # activity without a watched change opens no burst
-            while True:  # group until quiet
-                try:
-                    last, more = await asyncio.wait_for(self._queue.get(),
-                                                         self._quiet.after(last - began))
-                except TimeoutError:
-                    break
-                batch |= more
-            log.debug("burst of %d paths decided: %.0f ms long, %.0f ms after its last change",
-                     len(batch), (last - began) * 1000,
-                     (asyncio.get_running_loop().time() - last) * 1000)
+            self._pending.open(batch)
             try:
-                await self._on_changes(batch)
-            except Exception:  # a failed reaction must not end the watching
-                log.exception("reacting to changes in %s failed", sorted(batch)[:5])
+                last = await self._decide(batch, set(paths), began, last)
+            finally:
+                self._pending.settle()
+
+    async def _decide(self, batch: set[str], paths: set[str], began: float,
+                      last: float) -> float:
+        """Group the burst until it has been quiet long enough since its last change, then
+        react to it once; when its last change was (loop time)."""
+        loop = asyncio.get_running_loop()
+        peeked: float | None = None  # the burst's files' last change (wall) at the last look
+        while True:  # group until quiet
+            left = last + self._quiet.after(last - began) - loop.time()
+            try:
+                if left > 0:
+                    at, more, touched = await asyncio.wait_for(self._queue.get(), left)
+                else:
+                    at, more, touched = self._queue.get_nowait()
+            except (TimeoutError, asyncio.QueueEmpty):
+                # Quiet since the last change that reached us; one that has not yet (still
+                # in watchfiles' step) shows in the burst's files and folders.
+                arrived, now = loop.time(), time.time()
+                wall = await asyncio.to_thread(last_change, paths)
+                changed = self._loop_time(wall, arrived, now)
+                # (A time that does not move, a file dated ahead of the clock, ends it.)
+                if wall is None or wall == peeked or changed <= last + CLOCK_SLACK:
+                    break
+                peeked = wall
+                at, more, touched = changed, set(), frozenset()
+            last = max(last, at)
+            batch |= more
+            paths |= touched
+            self._pending.open(more)
+        log.debug("burst of %d paths decided: %.0f ms long, %.0f ms after its last change",
+                  len(batch), (last - began) * 1000, (loop.time() - last) * 1000)
+        try:
+            await self._on_changes(batch)
+        except Exception:  # a failed reaction must not end the watching
+            log.exception("reacting to changes in %s failed", sorted(batch)[:5])
+        return last
 
 
-__all__ = ["ProjectWatcher", "QuietPeriod"]
+__all__ = ["ProjectWatcher", "QuietPeriod", "last_change"]

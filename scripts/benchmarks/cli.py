@@ -15,7 +15,10 @@ right next to it (the machines have 2 noisy cores, so absolute numbers drift bet
   host_restart          a new Host generation Ready (API, save+run, watcher)  vs  the Host
                         command spawned directly
   host_restart_warm     save -> Ready and -> first output.delta, generations forked from the
-                        warm parent (and cold, warm_start = false)  vs  the same floor
+                        warm parent (and cold, warm_start = false), and an outside edit
+                        -> the first output.delta of a run sent right after  vs  the same floor
+  watch_quiet           saves decided twice (double restarts) by quiet period: sed -i, an
+                        editor's writes, save all, format on save
   live_stream           a long run of output.delta through the daemon and front (CPU per
                         delta, rate)  vs  the same Host streaming straight to a client
   daemon_idle_cpu       idle daemon CPU, 10,000 watched files  vs  an idle sleeping Python

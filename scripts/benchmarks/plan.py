@@ -22,7 +22,12 @@ from scripts.benchmarks.sections.history import (
     load_history,
     search,
 )
-from scripts.benchmarks.sections.host import host_idle, host_restart, host_restart_warm
+from scripts.benchmarks.sections.host import (
+    host_idle,
+    host_restart,
+    host_restart_warm,
+    watch_quiet,
+)
 from scripts.benchmarks.sections.hostile import hostile_door, hostile_inputs
 from scripts.benchmarks.sections.streams import (
     core,
@@ -61,6 +66,7 @@ AFTER_LIVE = (
     Section("host_restart", host_restart.bench_host_restart, ("host_restart",)),
     Section("host_restart_warm", host_restart_warm.bench_host_restart_warm,
             ("host_restart_warm",)),
+    Section("watch_quiet", watch_quiet.bench_watch_quiet, ("watch_quiet",)),
     Section("live_stream", live_stream.bench_live_stream, ("live_stream",), 900),
     Section("daemon_idle", host_idle.bench_daemon_idle, ("daemon_idle_cpu", "daemon_rss")),
     Section("sse_fanout_200", load_fanout.bench_sse_fanout, ("sse_fanout_200",)),

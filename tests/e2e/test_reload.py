@@ -83,6 +83,35 @@ async def test_outside_edit_mid_run_fails_it_runtime_restarted(watched: Stack) -
         await api.close()
 
 
+async def test_a_run_sent_while_an_outside_edit_is_pending_goes_to_the_new_generation(
+        project: Path, runtime_base: Path) -> None:
+    # A quiet period long enough that the run is surely posted inside it.
+    with stack_for(project, runtime_base,
+                   extra_env={"LLAMON_PLAYGROUND_WATCH_QUIET": "1.0"}) as stack:
+        stack.start_daemon()
+        api = Api.for_socket(str(stack.settings.socket_path))
+        try:
+            session = await api.session()
+            gen = await ready_generation(api, session)
+            edit(stack.project / "app" / "agent.py", "edited in another editor")
+            await host_status(api, lambda s: s["watch"]["pending"] == ["app/agent.py"],
+                              "the watcher to hold the edit")
+            run_id = await api.start_run(session, "stream right after the edit")
+            run = await api.wait_status(run_id)
+            # Not sent to the generation the edit replaces (and failed runtime_restarted):
+            # it waited for the restart and ran on the new one.
+            assert run["status"] == "completed" and run["generation"] == gen + 1
+            restart = [e.data for e in await api.events(run_id)
+                       if e.event == "run.phase" and e.data["phase"] == "restart"]
+            assert [p["state"] for p in restart] == ["started", "completed"]
+            assert restart[0]["outside_edit"] == ["app/agent.py"]
+            assert restart[1]["generation"] == gen + 1
+            status = await api.ok("GET", "host")
+            assert status["watch"]["restarts"] == 1 and status["watch"]["pending"] == []
+        finally:
+            await api.close()
+
+
 async def test_identical_save_and_venv_churn_restart_nothing(watched: Stack) -> None:
     api = Api.for_socket(str(watched.settings.socket_path))
     try:

@@ -26,10 +26,14 @@ class HostWarning(TypedDict):
 
 
 class WatchCounters(TypedDict):
-    """The file watcher's counters: change batches seen and restarts they caused."""
+    """The file watcher's counters: change batches seen and restarts they caused, and the
+    outside edit it has noticed and not applied yet."""
 
     batches: NotRequired[int]
     restarts: NotRequired[int]
+    pending: NotRequired[Annotated[list[str], Doc(
+        "the watched files of a burst of changes still in its quiet period or being "
+        "applied (a run sent now waits for the new generation); empty when none")]]
 
 
 class ReapedProcess(TypedDict):

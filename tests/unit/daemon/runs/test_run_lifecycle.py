@@ -210,6 +210,20 @@ async def test_a_change_is_the_runs_own_save_only_before_its_host_step(bench: Be
     await stopped.wait_stopped(0)
 
 
+async def test_an_outside_edit_is_waited_for_until_the_restart_phase_looked(
+        bench: Bench) -> None:
+    run = await bench.run(changed_files=["graph.py"])
+    assert run.awaits_edits()  # not sent yet: its restart phase will wait for the edit
+    run.edits_checked()
+    assert not run.awaits_edits() and run.owns_change({"graph.py"})  # its own save still is
+    await run.end()
+
+    stopped = await bench.run()
+    stopped.stop(Reason.USER_CANCELLED)
+    assert not stopped.awaits_edits()
+    await stopped.wait_stopped(0)
+
+
 async def test_an_error_outcome_keeps_its_detail(bench: Bench) -> None:
     run = await bench.run()
     run.advance(RunStatus.PREPARING)

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from llamon_playground.host_manager.watch.fingerprint import WatchRules
-from llamon_playground.host_manager.watch.watcher import ProjectWatcher, QuietPeriod
+from llamon_playground.host_manager.watch.pending import PendingEdits
+from llamon_playground.host_manager.watch.watcher import ProjectWatcher, QuietPeriod, last_change
 from tests.support.waiting import eventually
 
 
@@ -22,6 +23,22 @@ def test_the_quiet_period_grows_with_the_burst_up_to_the_longest(elapsed: float,
 
 def test_the_longest_never_undercuts_the_shortest() -> None:
     assert QuietPeriod(0.3, 0.1).after(5.0) == pytest.approx(0.3)
+
+
+def test_a_change_is_dated_by_the_file_or_what_it_left_in_its_folder(tmp_path: Path) -> None:
+    folder, other = tmp_path / "app", tmp_path / "lib"
+    folder.mkdir()
+    other.mkdir()
+    kept = folder / "a.py"
+    kept.write_text("a = 1\n")
+    os.utime(folder, (1_000, 1_000))  # the folder's last entry change: long ago
+    os.chmod(kept, 0o600)  # a chmod (or a rename onto the file) dates it by its ctime
+    assert last_change([str(kept)]) == os.stat(kept).st_ctime
+    gone = other / "tmp.swp"
+    gone.write_text("x")
+    gone.unlink()  # a deleted file leaves only its folder's mtime
+    assert last_change([str(gone)]) == os.stat(other).st_mtime
+    assert last_change([str(tmp_path / "nowhere" / "x.py")]) is None
 
 
 class Batches:
@@ -106,6 +123,56 @@ async def test_separate_saves_after_a_pause_are_separate_batches(project: Path) 
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_an_edit_is_pending_from_its_notice_until_its_reaction_is_over(
+        project: Path) -> None:
+    pending = PendingEdits()
+    reacting = asyncio.Event()
+    release = asyncio.Event()
+    reacted: list[set[str]] = []
+
+    async def on_changes(paths: set[str]) -> None:
+        reacted.append(paths)
+        reacting.set()
+        await release.wait()  # the Host's restart, as long as the test wants
+
+    rules = WatchRules(project_dir=project, env_file=".env")
+    task = asyncio.create_task(ProjectWatcher(lambda: rules, on_changes,
+                                              QuietPeriod(0.05, 0.5), pending).run())
+    try:
+        async def save() -> frozenset[str]:
+            (project / "app" / "a.py").write_text(f"a = {len(reacted)}\n")
+            await asyncio.sleep(0)
+            return pending.paths
+        # watchfiles starts asynchronously: save until the watcher has noticed one.
+        await eventually(save, lambda paths: paths == {"app/a.py"},
+                         "the watcher to hold the save as pending", interval=0.2)
+        await asyncio.wait_for(reacting.wait(), 10)
+        assert pending.pending and pending.paths == {"app/a.py"}  # decided, not applied yet
+        assert not await pending.settled(0.01)
+        release.set()
+        assert await pending.settled(10)
+        assert pending.paths == frozenset()
+    finally:
+        release.set()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_waiting_for_a_pending_edit_ends_when_it_settles() -> None:
+    pending = PendingEdits()
+    assert await pending.settled(0)  # nothing pending: no wait
+    pending.open({"app/a.py"})
+    pending.open({"app/b.py"})  # more of the same burst
+    assert pending.paths == {"app/a.py", "app/b.py"}
+    waiter = asyncio.create_task(pending.settled(10))
+    await asyncio.sleep(0)
+    assert not waiter.done()
+    pending.settle()
+    assert await waiter and not pending.pending
+    pending.open({"app/c.py"})  # a next burst starts afresh
+    assert pending.paths == {"app/c.py"}
 
 
 ROUNDS = 12
