@@ -9,10 +9,13 @@ Three systems, one client (aiohttp, one kept-alive session for all):
 
 Each repetition starts the three afresh (their order rotated), takes each one's idle PSS and
 its first run right after its start, then interleaves the systems run by run (the order
-rotated every round): warm-up runs, one-token runs, `tokens 10000` runs, and, in the last
+rotated every round): warm-up runs, one-token runs, `tokens 10000` runs (the Playground's
+cancelled with `DELETE /runs/{id}` once its first token is read: the rest measures nothing
+asked here and took ~15 s on a busy machine; ADK's read to the end), and, in the last
 repetition of a full run, runs up to 1,000 since its start (the three side by side) and the
-PSS after them. A
-repetition gives each system's percentiles; a figure is the median of the repetitions'.
+PSS after them. A repetition gives each system's percentiles; a figure is the median of the
+repetitions'. Then saves: the three started once more (ADK with `--reload_agents`), each
+saved and run in turn, to the saved code's first output; that figure is the saves' median.
 Everything started is torn down (process groups) before it exits; loopback only.
 """
 
@@ -52,10 +55,11 @@ class Config:
     long_samples: int  # `tokens 10000` runs per system
     warmup: int  # one-token runs per system before the samples
     memory_runs: int  # runs since the start before the second PSS (0: not measured)
+    saves: int  # saves per system after the repetitions, on servers of their own (0: none)
 
 
-FULL = Config(reps=3, samples=30, long_samples=2, warmup=3, memory_runs=1000)
-QUICK = Config(reps=3, samples=10, long_samples=1, warmup=2, memory_runs=0)
+FULL = Config(reps=3, samples=30, long_samples=2, warmup=3, memory_runs=1000, saves=5)
+QUICK = Config(reps=3, samples=10, long_samples=1, warmup=2, memory_runs=0, saves=3)
 
 
 class System(Protocol):
@@ -65,7 +69,10 @@ class System(Protocol):
 
     async def start(self, http: aiohttp.ClientSession) -> float: ...
 
-    async def run(self, http: aiohttp.ClientSession, tokens: int) -> Sample: ...
+    async def run(self, http: aiohttp.ClientSession, tokens: int, cut: bool = False
+                  ) -> Sample: ...
+
+    async def save_run(self, http: aiohttp.ClientSession, n: int) -> float: ...
 
     def pss(self) -> int: ...
 
@@ -102,7 +109,7 @@ async def repetition(rep: int, cfg: Config, owned: Owned, http: aiohttp.ClientSe
                 one[key].append(await systems[key].run(http, 1))
         for i in range(cfg.long_samples):
             for key in rotated(order, i):
-                long[key].append(await systems[key].run(http, LONG_TOKENS))
+                long[key].append(await systems[key].run(http, LONG_TOKENS, cut=True))
         if last and cfg.memory_runs:
             # Only the memory is measured after these: the three run side by side, each its
             # runs one after another, so the 1,000 take a third of the time.
@@ -126,12 +133,41 @@ async def repetition(rep: int, cfg: Config, owned: Owned, http: aiohttp.ClientSe
             "created_p50": pct(created, 50), "first_p50": pct(first, 50),
             "first_p99": pct(first, 99), "done_p50": pct(done, 50),
             "done_p99": pct(done, 99),
-            "long_first_p50": pct([s.first for s in long[key]], 50),
-            "long_done_p50": pct([s.done for s in long[key]], 50)})
+            "long_first_p50": pct([s.first for s in long[key]], 50)})
     log(f"repetition {rep + 1}: " + "; ".join(
         f"{systems[k].label} first {out[k]['first_p50']:.1f} done {out[k]['done_p50']:.1f} "
         f"long first {out[k]['long_first_p50']:.1f} ms" for k in KEYS))
     return out
+
+
+async def saves(cfg: Config, owned: Owned, http: aiohttp.ClientSession, adk_bin: str
+                ) -> dict[str, dict[str, float]]:
+    """Each system's median ms from a save to the saved code's first output, on systems of
+    their own (ADK with `--reload_agents`; the Playground as it always runs), after two
+    warm-up saves each (the Playground's warm parent then holds what its Host imports)."""
+    systems: dict[str, System] = {"playground": Playground(owned),
+                                  "adk_memory": Adk(owned, adk_bin, "memory", reload=True),
+                                  "adk_sqlite": Adk(owned, adk_bin, "sqlite", reload=True)}
+    ms: dict[str, list[float]] = {k: [] for k in KEYS}
+    try:
+        for key in KEYS:
+            await systems[key].start(http)
+            await runs(systems[key], http, cfg.warmup)
+        for n in (-1, -2):
+            for key in KEYS:
+                await systems[key].save_run(http, n)
+        for i in range(cfg.saves):
+            for key in rotated(KEYS, i):
+                ms[key].append(await systems[key].save_run(http, i))
+    finally:
+        for system in systems.values():
+            try:
+                system.close()
+            except Exception as exc:  # noqa: BLE001 (close the others all the same)
+                log(f"closing {system.label}: {exc}")
+    log("saves: " + "; ".join(f"{systems[k].label} {[round(x) for x in ms[k]]} ms"
+                              for k in KEYS))
+    return {k: {"save": pct(ms[k], 50)} for k in KEYS}
 
 
 async def runs(system: System, http: aiohttp.ClientSession, count: int) -> None:
@@ -148,11 +184,11 @@ FIGURES = [
     ("create → done p50", "done_p50", "ms", True),
     ("create → done p99", "done_p99", "ms", False),
     ("first token of a 10,000-token answer p50", "long_first_p50", "ms", True),
-    ("create → done of a 10,000-token answer p50", "long_done_p50", "ms", False),
     ("the first run after start, create → done", "first_run", "ms", False),
     ("start → ready (spawn to the first answer)", "start", "ms", False),
     ("PSS of all processes, idle after start", "pss_idle", "MB", False),
     ("PSS of all processes after 1,000 runs", "pss_after_runs", "MB", False),
+    ("a save → the saved code's first output (median of the saves)", "save", "ms", False),
 ]
 
 
@@ -185,6 +221,7 @@ async def compare(cfg: Config, adk_bin: str) -> dict[str, Any]:
     owned = Owned()
     noise = Noise()
     reps: list[dict[str, dict[str, float]]] = []
+    saved: dict[str, dict[str, float]] = {}
     started = datetime.datetime.now(datetime.UTC)
     try:
         async with aiohttp.ClientSession(
@@ -192,12 +229,14 @@ async def compare(cfg: Config, adk_bin: str) -> dict[str, Any]:
             for rep in range(cfg.reps):
                 reps.append(await repetition(rep, cfg, owned, http, adk_bin,
                                              last=rep == cfg.reps - 1))
+            if cfg.saves:
+                saved = await saves(cfg, owned, http, adk_bin)
     finally:
         alive = owned.close_all()
         if alive:
             log(f"processes of ours still alive after teardown: {alive}")
     noise.finish(owned.child_cpu)
-    rows = rows_of(reps)
+    rows = rows_of([*reps, saved] if saved else reps)
     return {"rows": rows, "json": {
         "date": started.strftime("%Y-%m-%d %H:%M UTC"), "adk_version": adk_version(adk_bin),
         "config": asdict(cfg), "long_tokens": LONG_TOKENS,
@@ -205,7 +244,7 @@ async def compare(cfg: Config, adk_bin: str) -> dict[str, Any]:
                     "loadavg_after": noise.loadavg_after,
                     "other_work_cores": round(noise.foreign_cores, 2),
                     "seconds": round(noise.duration, 1)},
-        "figures": [row.as_json() for row in rows], "repetitions": reps}}
+        "figures": [row.as_json() for row in rows], "repetitions": reps, "saves": saved}}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -217,13 +256,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, help="repetitions (default 3)")
     parser.add_argument("--memory-runs", type=int,
                         help="runs before the second PSS, 0 to skip (default 1000, quick 0)")
+    parser.add_argument("--saves", type=int,
+                        help="saves per system after the repetitions, 0 to skip "
+                             "(default 5, quick 3)")
     parser.add_argument("--adk", default=str(REPO / ".venv-adk" / "bin" / "adk"),
                         help="the `adk` command to run (default: .venv-adk/bin/adk)")
     args = parser.parse_args(argv)
     cfg = QUICK if args.quick else FULL
-    if args.reps is not None or args.memory_runs is not None:
-        cfg = Config(args.reps or cfg.reps, cfg.samples, cfg.long_samples, cfg.warmup,
-                     cfg.memory_runs if args.memory_runs is None else args.memory_runs)
+    cfg = Config(args.reps or cfg.reps, cfg.samples, cfg.long_samples, cfg.warmup,
+                 cfg.memory_runs if args.memory_runs is None else args.memory_runs,
+                 cfg.saves if args.saves is None else args.saves)
     if not os.access(args.adk, os.X_OK):
         print(f"compare-adk: no `adk` at {args.adk} (scripts/compare-adk installs it)",
               file=sys.stderr)
