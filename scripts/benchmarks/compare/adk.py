@@ -12,8 +12,8 @@ its first run right after its start, then interleaves the systems run by run (th
 rotated every round): warm-up runs, one-token runs, `tokens 10000` runs (the Playground's
 cancelled with `DELETE /runs/{id}` once its first token is read: the rest measures nothing
 asked here and took ~15 s on a busy machine; ADK's read to the end), and, in the last
-repetition of a full run, runs up to 1,000 since its start (the three side by side) and the
-PSS after them. A repetition gives each system's percentiles; a figure is the median of the
+repetition of a full run, runs up to 1,000 since its start (the three side by side, ten
+runs a session) and the PSS after them. A repetition gives each system's percentiles; a figure is the median of the
 repetitions'. Then saves: the three started once more (ADK with `--reload_agents`), each
 saved and run in turn, to the saved code's first output; that figure is the saves' median.
 Everything started is torn down (process groups) before it exits; loopback only.
@@ -43,6 +43,10 @@ from scripts.benchmarks.owned import Owned
 from scripts.benchmarks.stack import REPO
 
 LONG_TOKENS = 10_000
+# The runs before the second PSS go ten to a session, as a developer's do (the year's history
+# of scripts/bench has mostly ten-run sessions). In one session, ADK's runs slow down as it
+# grows: each run loads the whole session (every event), and in memory copies it.
+SESSION_RUNS = 10
 KEYS = ("playground", "adk_memory", "adk_sqlite")
 
 
@@ -73,6 +77,8 @@ class System(Protocol):
                   ) -> Sample: ...
 
     async def save_run(self, http: aiohttp.ClientSession, n: int) -> float: ...
+
+    async def new_session(self, http: aiohttp.ClientSession) -> None: ...
 
     def pss(self) -> int: ...
 
@@ -116,7 +122,7 @@ async def repetition(rep: int, cfg: Config, owned: Owned, http: aiohttp.ClientSe
             more = max(0, cfg.memory_runs - (1 + cfg.warmup + cfg.samples + cfg.long_samples))
             async with asyncio.TaskGroup() as group:
                 for key in KEYS:
-                    group.create_task(runs(systems[key], http, more))
+                    group.create_task(runs(systems[key], http, more, SESSION_RUNS))
             for key in KEYS:
                 out[key]["pss_after_runs"] = systems[key].pss() / MB
     finally:
@@ -170,9 +176,12 @@ async def saves(cfg: Config, owned: Owned, http: aiohttp.ClientSession, adk_bin:
     return {k: {"save": pct(ms[k], 50)} for k in KEYS}
 
 
-async def runs(system: System, http: aiohttp.ClientSession, count: int) -> None:
-    """`count` one-token runs, one after another."""
-    for _ in range(count):
+async def runs(system: System, http: aiohttp.ClientSession, count: int,
+               per_session: int = 0) -> None:
+    """`count` one-token runs, one after another; a new session every `per_session` runs."""
+    for n in range(count):
+        if per_session and n % per_session == 0:
+            await system.new_session(http)
         await system.run(http, 1)
 
 

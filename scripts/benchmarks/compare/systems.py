@@ -125,12 +125,16 @@ class Playground:
                 await asyncio.sleep(0.01)  # a poll, as the page polls /health
         ready = (time.perf_counter() - t0) * 1000
         self._headers = front_headers(stack)
+        await self.new_session(http)
+        return ready
+
+    async def new_session(self, http: aiohttp.ClientSession) -> None:
+        """Runs from now on go to a new session."""
         async with http.post(f"{self._url}{P}/sessions", json={"title": "adk comparison"},
                              headers=self._headers) as resp:
             if resp.status != 201:
                 raise RuntimeError(f"POST sessions answered {resp.status}")
             self._session = str((await resp.json())["id"])
-        return ready
 
     async def run(self, http: aiohttp.ClientSession, tokens: int, cut: bool = False) -> Sample:
         """One `tokens N` run: POST it, open its event stream, read it to the end; `cut`:
@@ -251,13 +255,17 @@ class Adk:
             deadline.check("no answer")
             await asyncio.sleep(0.01)
         ready = (time.perf_counter() - t0) * 1000
+        await self.new_session(http)
+        return ready
+
+    async def new_session(self, http: aiohttp.ClientSession) -> None:
+        """Runs from now on go to a new session."""
         async with http.post(f"{self._url}/apps/{APP_NAME}/users/{ADK_USER}/sessions",
                              json={}) as resp:
             if resp.status != 200:
                 raise RuntimeError(f"{self.label}: create session answered {resp.status}: "
                                    f"{(await resp.read())[:300]!r}")
             self._session = str((await resp.json())["id"])
-        return ready
 
     async def run(self, http: aiohttp.ClientSession, tokens: int, cut: bool = False) -> Sample:
         """One `tokens N` run: POST /run_sse (streaming), read its events to the end, `cut`
