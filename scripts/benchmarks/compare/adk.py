@@ -260,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="scripts/compare-adk", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true",
-                        help="fewer runs per repetition, no PSS after 1,000 runs (~1.5 min)")
+                        help="fewer runs per repetition, no PSS after 1,000 runs (2-3.5 min)")
     parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE")
     parser.add_argument("--reps", type=int, help="repetitions (default 3)")
     parser.add_argument("--memory-runs", type=int,
