@@ -1,0 +1,1 @@
+"""Side-by-side comparisons with other agent dev servers (`scripts/compare-adk`)."""
