@@ -43,6 +43,25 @@ class WireSpan:
     status_message: str
 
 
+def wire_spans(body: ExportTraceServiceRequest) -> list[WireSpan]:
+    """The spans of one export request, decoded (OTLP/HTTP and OTLP/gRPC carry the same
+    message)."""
+    out = []
+    for resource_spans in body.resource_spans:
+        service = attrs(resource_spans.resource.attributes).get("service.name", "")
+        for scope_spans in resource_spans.scope_spans:
+            for s in scope_spans.spans:
+                out.append(WireSpan(
+                    service, s.name, s.trace_id.hex(), s.span_id.hex(),
+                    s.parent_span_id.hex(), s.kind, s.start_time_unix_nano,
+                    s.end_time_unix_nano, attrs(s.attributes),
+                    [(e.name, attrs(e.attributes)) for e in s.events],
+                    [(lk.trace_id.hex(), lk.span_id.hex(), attrs(lk.attributes))
+                     for lk in s.links],
+                    s.status.code, s.status.message))
+    return out
+
+
 @dataclass
 class OtlpReceiver:
     spans: list[WireSpan] = field(default_factory=list)
@@ -73,18 +92,7 @@ class OtlpReceiver:
             return web.Response(status=503)
         body = ExportTraceServiceRequest()
         body.ParseFromString(await request.read())
-        for resource_spans in body.resource_spans:
-            service = attrs(resource_spans.resource.attributes).get("service.name", "")
-            for scope_spans in resource_spans.scope_spans:
-                for s in scope_spans.spans:
-                    self.spans.append(WireSpan(
-                        service, s.name, s.trace_id.hex(), s.span_id.hex(),
-                        s.parent_span_id.hex(), s.kind, s.start_time_unix_nano,
-                        s.end_time_unix_nano, attrs(s.attributes),
-                        [(e.name, attrs(e.attributes)) for e in s.events],
-                        [(lk.trace_id.hex(), lk.span_id.hex(), attrs(lk.attributes))
-                         for lk in s.links],
-                        s.status.code, s.status.message))
+        self.spans.extend(wire_spans(body))
         return web.Response(body=ExportTraceServiceResponse().SerializeToString(),
                             content_type="application/x-protobuf")
 
