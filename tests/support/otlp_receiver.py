@@ -70,13 +70,13 @@ class OtlpReceiver:
     url: str = ""
     _runner: web.AppRunner | None = None
 
-    async def start(self) -> OtlpReceiver:
+    async def start(self, port: int = 0) -> OtlpReceiver:
         app = web.Application()
         app.router.add_post("/v1/traces", self._take)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
+        sock.bind(("127.0.0.1", port))
         site = web.SockSite(self._runner, sock)
         await site.start()
         self.url = f"http://127.0.0.1:{sock.getsockname()[1]}"
