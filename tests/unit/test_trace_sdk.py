@@ -118,12 +118,12 @@ def test_a_collector_down_for_many_batches_is_one_line_and_its_return_one_more(
         sink.shutdown()
     lines = [(r.levelname, r.getMessage()) for r in caplog.records]
     assert lines == [
-        ("WARNING", "trace export: http://127.0.0.1:9 does not take spans (Transient error "
+        ("WARNING", ("trace export: http://127.0.0.1:9 does not take spans (Transient error "
                     "Connection refused encountered while exporting spans batch); until it "
                     "does, what it does not take is counted in /health's tracing and "
-                    "dropped, and this is not said again"),
-        ("INFO", f"trace export: http://127.0.0.1:9 takes spans again ({3 * len(descs)} "
-                 "failed meanwhile)")]
+                    "dropped, and this is not said again")),
+        ("INFO", (f"trace export: http://127.0.0.1:9 takes spans again ({3 * len(descs)} "
+                 "failed meanwhile)"))]
     # Outside a batch's sending, the exporter's logger is heard as ever.
     logging.getLogger("opentelemetry.exporter.otlp.proto.http.trace_exporter").warning("x")
     assert caplog.records[-1].getMessage() == "x"
