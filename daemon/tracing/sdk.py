@@ -6,11 +6,16 @@ start and end times; their ids are the ones `ids` derived, handed to the SDK thr
 public `IdGenerator` seam. The exporter is wrapped to count what reached the collector and
 what did not; what the batch processor's queue has no room for is never handed to it, and
 is counted as dropped here.
+
+A collector that stops taking spans is said once in the daemon's log, and once more when it
+takes them again: the exporters' own lines for each failed batch (a warning a retry, an error
+at the end, every few seconds for as long as it is down) are held back.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -75,25 +80,77 @@ class Counts:
         return self.submitted - self.exported - self.failed
 
 
-class CountingExporter(SpanExporter):
-    """The OTLP exporter, counting each batch's outcome."""
+# The OTLP exporters' loggers (the HTTP one's client logs on its exporter's logger).
+EXPORTER_LOGGERS = ("opentelemetry.exporter.otlp.proto.http.trace_exporter",
+                    "opentelemetry.exporter.otlp.common.http",
+                    "opentelemetry.exporter.otlp.proto.grpc.exporter")
+REASON_CHARS = 300
+RETRYING = re.compile(r",? retrying in [\d.]+ ?s\.?")
 
-    def __init__(self, inner: SpanExporter, counts: Counts) -> None:
+
+class BatchLines(logging.Filter):
+    """Holds back what an exporter logs while it sends a batch on this thread, keeping the
+    first line (its reason) for the one line the daemon says instead."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._local = threading.local()
+
+    def begin(self) -> None:
+        self._local.sending, self._local.first = True, None
+
+    def end(self) -> str | None:
+        self._local.sending = False
+        first: str | None = self._local.first
+        return first
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not getattr(self._local, "sending", False):
+            return True
+        if self._local.first is None:  # its "retrying in 1s" is not ours to say
+            self._local.first = RETRYING.sub("", record.getMessage())[:REASON_CHARS]
+        return False
+
+
+BATCH_LINES = BatchLines()  # one for the process: a logger's filters are its own, global
+
+
+class CountingExporter(SpanExporter):
+    """The OTLP exporter, counting each batch's outcome and saying a change of it once."""
+
+    def __init__(self, inner: SpanExporter, counts: Counts, endpoint: str | None = None
+                 ) -> None:
         self._inner = inner
         self._counts = counts
+        self._endpoint = endpoint or "the collector"
+        self._failed_since = 0  # spans failed since the collector last took a batch
+        for name in EXPORTER_LOGGERS:
+            logging.getLogger(name).addFilter(BATCH_LINES)  # once: a filter is added once
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        BATCH_LINES.begin()
         try:
             result = self._inner.export(spans)
         except Exception:  # the exporter's own bug: counted, never raised into the SDK
             log.exception("trace export failed")
             result = SpanExportResult.FAILURE
+        finally:
+            reason = BATCH_LINES.end()
+        failing = result != SpanExportResult.SUCCESS
         with self._counts.lock:
-            self._counts.failing = result != SpanExportResult.SUCCESS
-            if self._counts.failing:
+            was_failing, self._counts.failing = self._counts.failing, failing
+            if failing:
                 self._counts.failed += len(spans)
             else:
                 self._counts.exported += len(spans)
+        if failing and not was_failing:
+            log.warning("trace export: %s does not take spans (%s); until it does, what it "
+                        "does not take is counted in /health's tracing and dropped, and this "
+                        "is not said again", self._endpoint, reason or "no reason given")
+        elif was_failing and not failing:
+            log.info("trace export: %s takes spans again (%d failed meanwhile)",
+                     self._endpoint, self._failed_since)
+        self._failed_since = self._failed_since + len(spans) if failing else 0
         return result
 
     def shutdown(self) -> None:
@@ -130,7 +187,8 @@ class SpanSink:
         self._provider = TracerProvider(resource=resource, id_generator=self._ids,
                                         shutdown_on_exit=False)
         self._processor = BatchSpanProcessor(
-            CountingExporter(exporter or otlp_exporter(settings), self.counts),
+            CountingExporter(exporter or otlp_exporter(settings), self.counts,
+                             settings.endpoint),
             max_queue_size=queue_spans, max_export_batch_size=min(BATCH_SPANS, queue_spans),
             schedule_delay_millis=SCHEDULE_MS)
         self._provider.add_span_processor(self._processor)

@@ -104,15 +104,18 @@ class TraceExport:
         if not settings.enabled:
             return None
         missing = missing_modules(settings)
-        if missing:
-            export = cls(settings, store, agent_name)
-            export.problem = (f"an OTLP endpoint is set ({settings.endpoint}) but OpenTelemetry "
-                              f"is not installed ({', '.join(missing)}): runs are not "
-                              f"exported; {INSTALL_HINT}")
-            log.warning("%s", export.problem)
-            return export
-        from llamon_playground.daemon.tracing.sdk import SpanSink
-        return cls(settings, store, agent_name, SpanSink(settings))
+        if not missing:
+            try:
+                from llamon_playground.daemon.tracing.sdk import SpanSink
+                return cls(settings, store, agent_name, SpanSink(settings))
+            except ImportError as exc:  # installed, but broken (a dependency of its own gone)
+                missing = [exc.name or str(exc)]
+        export = cls(settings, store, agent_name)
+        export.problem = (f"an OTLP endpoint is set ({settings.endpoint}) but OpenTelemetry "
+                          f"is not installed ({', '.join(missing)}): runs are not "
+                          f"exported; {INSTALL_HINT}")
+        log.warning("%s", export.problem)
+        return export
 
     def committed(self, rows: list[EventRow]) -> None:
         """What the store just committed: a run's span-worthy events kept, an ended run queued."""

@@ -73,10 +73,12 @@ def signal_endpoint(settings: TraceSettings) -> str | None:
 
 def missing_modules(settings: TraceSettings) -> list[str]:
     """The modules export needs that are not installed (found without importing them)."""
-    needed = ["opentelemetry.sdk.trace",
-              "opentelemetry.exporter.otlp.proto.grpc.trace_exporter"
-              if settings.protocol == "grpc"
-              else "opentelemetry.exporter.otlp.proto.http.trace_exporter"]
+    needed = ["opentelemetry.sdk.trace"]
+    if settings.protocol == "grpc":
+        # grpcio too: the exporter's package is found without it, and fails on import.
+        needed += ["grpc", "opentelemetry.exporter.otlp.proto.grpc.trace_exporter"]
+    else:
+        needed += ["opentelemetry.exporter.otlp.proto.http.trace_exporter"]
     missing = []
     for name in needed:
         try:

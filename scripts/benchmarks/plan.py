@@ -82,7 +82,7 @@ AFTER_LIVE = (
     Section("hostile_door", hostile_door.bench_hostile_door, ("hostile_inputs", "hostile_door")),
     Section("search_100k", search.bench_search, ("search_100k",)),
     Section("suite", suite.bench_suite, ("suite",), 900),
-    Section("trace_export", trace_export.bench_trace_export, ("trace_export",), 900),
+    Section("trace_export", trace_export.bench_trace_export, ("trace_export",), 1200),
     # Its first run builds the year's history (minutes; cached afterwards).
     Section("history_year", history_year.bench_history_year, ("history_year",), 2400),
 )

@@ -285,24 +285,32 @@ async def test_a_fresh_clone_runs_the_readmes_up(home: Path, tmp_path: Path) -> 
             / "playground.sqlite3").is_file()
 
 
+@pytest.mark.parametrize(("missing", "protocol"), [("opentelemetry", "http/protobuf"),
+                                                     ("grpc", "grpc")])
 async def test_an_otlp_endpoint_without_opentelemetry_is_said_once_and_costs_nothing(
-        wheel: Path, home: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
-    """With OTEL_EXPORTER_OTLP_ENDPOINT set on a Python without the otel extra: `up` says so
-    once with the install line, /health says why nothing is exported, and runs go on."""
+        wheel: Path, home: Path, tmp_path_factory: pytest.TempPathFactory, missing: str,
+        protocol: str) -> None:
+    """With OTEL_EXPORTER_OTLP_ENDPOINT set on a Python without the otel extra (or, asked
+    for gRPC, without grpcio): `up` says so once with the install line, /health says why
+    nothing is exported, and runs go on."""
     venv = make_venv(wheel, tmp_path_factory.mktemp("venv_otel") / "v")
-    uninstall(venv, "opentelemetry")
+    uninstall(venv, missing)
     runtime = Path(os.environ.get("TMPDIR", "/tmp")) / f"lpi{os.getpid()}"
     project = copy_example(home)
     env = _clean_env({"HOME": str(home), "LLAMON_PLAYGROUND_RUNTIME_DIR": str(runtime),
-                      "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"})
+                      "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9",
+                      "OTEL_EXPORTER_OTLP_PROTOCOL": protocol})
     log = home / "up.log"
     async with _up(venv, [str(project)], env, home, log) as api:
         session = await api.session()
         run = await api.wait_status(await api.start_run(session, "stream still runs"))
         assert run["status"] == "completed", run
         tracing = (await api.ok("GET", "/health"))["tracing"]
-    assert tracing["enabled"] is False and tracing["opentelemetry_loaded"] is False
+    assert tracing["enabled"] is False and tracing["protocol"] == protocol
+    if missing == "opentelemetry":
+        assert tracing["opentelemetry_loaded"] is False
     assert "pip install 'llamon-playground[otel]'" in tracing["problem"]
+    assert missing in tracing["problem"]
     said = [line for line in log.read_text().splitlines()
             if "llamon-playground[otel]" in line]
     assert len(said) == 1, said

@@ -6,6 +6,7 @@ request carried the run's `traceparent`."""
 from __future__ import annotations
 
 import asyncio
+import socket
 import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -131,6 +132,61 @@ async def test_a_refusing_collector_costs_the_run_nothing_and_is_counted(
                               what="the refused spans counted", timeout=30)
     assert health["tracing"]["spans_dropped"] >= health["tracing"]["spans_failed"]
     assert health["tracing"]["spans_exported"] == 0
+
+
+async def test_a_stopped_collector_is_said_once_and_its_return_once(
+        tmp_path: Path, runtime_base: Path) -> None:
+    """A collector that is down for batch after batch is one warning in the daemon's log,
+    not the exporter's lines for each batch (a warning a retry, an error at the end); the
+    first batch it takes again is one line more. The project's `otlp_endpoint` turns export
+    on, so the Host (which never sees it) logs nothing of its own about the collector."""
+    stopped = socket.socket()
+    stopped.bind(("127.0.0.1", 0))  # bound, never listening: connections are refused
+    port = stopped.getsockname()[1]
+    project = copy_example(tmp_path)
+    pyproject = project / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text() + "\n[tool.llamon.playground]\n"
+                         f'otlp_endpoint = "http://127.0.0.1:{port}"\n')
+    receiver = OtlpReceiver()
+    try:
+        with stack_for(project, runtime_base) as stack:
+            daemon = stack.start_daemon()
+            api = Api.for_socket(str(stack.settings.socket_path))
+            try:
+                session = await api.session()
+                failed = 0
+                for words in ("one", "two"):  # two runs, each its own failed batch
+                    run = await api.wait_status(await api.start_run(session, f"stream {words}"))
+                    assert run["status"] == "completed"
+                    health = await eventually(
+                        lambda: api.ok("GET", "/health"),
+                        lambda h, seen=failed: h["tracing"]["spans_failed"] > seen
+                        and h["tracing"]["spans_pending"] == 0,
+                        what="the run's batch failed", timeout=30)
+                    failed = health["tracing"]["spans_failed"]
+                lines = daemon.output().splitlines()
+                said = [ln for ln in lines if "does not take spans" in ln]
+                assert len(said) == 1, lines
+                assert f"127.0.0.1:{port}" in said[0] and "refused" in said[0].lower()
+                assert not [ln for ln in lines if "does not take spans" not in ln and (
+                    "opentelemetry" in ln or "Failed to export" in ln)], lines
+
+                stopped.close()
+                await receiver.start(port)  # the collector is back, on the same port
+                run = await api.wait_status(await api.start_run(session, "stream three"))
+                trace = f"{ids.trace_id(run['id']):032x}"
+                await eventually(lambda: [s for s in receiver.of_trace(trace)
+                                          if s.name == "complete"], what="the export")
+                await eventually(lambda: [ln for ln in daemon.output().splitlines()
+                                          if "takes spans again" in ln],
+                                 what="its return said")
+                health = await api.ok("GET", "/health")
+                assert health["tracing"]["spans_failed"] == failed
+            finally:
+                await api.close()
+    finally:
+        stopped.close()
+        await receiver.close()
 
 
 async def test_with_no_endpoint_nothing_of_opentelemetry_is_imported(direct: Api) -> None:

@@ -43,6 +43,25 @@ class WireSpan:
     status_message: str
 
 
+def wire_spans(body: ExportTraceServiceRequest) -> list[WireSpan]:
+    """The spans of one export request, decoded (OTLP/HTTP and OTLP/gRPC carry the same
+    message)."""
+    out = []
+    for resource_spans in body.resource_spans:
+        service = attrs(resource_spans.resource.attributes).get("service.name", "")
+        for scope_spans in resource_spans.scope_spans:
+            for s in scope_spans.spans:
+                out.append(WireSpan(
+                    service, s.name, s.trace_id.hex(), s.span_id.hex(),
+                    s.parent_span_id.hex(), s.kind, s.start_time_unix_nano,
+                    s.end_time_unix_nano, attrs(s.attributes),
+                    [(e.name, attrs(e.attributes)) for e in s.events],
+                    [(lk.trace_id.hex(), lk.span_id.hex(), attrs(lk.attributes))
+                     for lk in s.links],
+                    s.status.code, s.status.message))
+    return out
+
+
 @dataclass
 class OtlpReceiver:
     spans: list[WireSpan] = field(default_factory=list)
@@ -51,13 +70,13 @@ class OtlpReceiver:
     url: str = ""
     _runner: web.AppRunner | None = None
 
-    async def start(self) -> OtlpReceiver:
+    async def start(self, port: int = 0) -> OtlpReceiver:
         app = web.Application()
         app.router.add_post("/v1/traces", self._take)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
+        sock.bind(("127.0.0.1", port))
         site = web.SockSite(self._runner, sock)
         await site.start()
         self.url = f"http://127.0.0.1:{sock.getsockname()[1]}"
@@ -73,18 +92,7 @@ class OtlpReceiver:
             return web.Response(status=503)
         body = ExportTraceServiceRequest()
         body.ParseFromString(await request.read())
-        for resource_spans in body.resource_spans:
-            service = attrs(resource_spans.resource.attributes).get("service.name", "")
-            for scope_spans in resource_spans.scope_spans:
-                for s in scope_spans.spans:
-                    self.spans.append(WireSpan(
-                        service, s.name, s.trace_id.hex(), s.span_id.hex(),
-                        s.parent_span_id.hex(), s.kind, s.start_time_unix_nano,
-                        s.end_time_unix_nano, attrs(s.attributes),
-                        [(e.name, attrs(e.attributes)) for e in s.events],
-                        [(lk.trace_id.hex(), lk.span_id.hex(), attrs(lk.attributes))
-                         for lk in s.links],
-                        s.status.code, s.status.message))
+        self.spans.extend(wire_spans(body))
         return web.Response(body=ExportTraceServiceResponse().SerializeToString(),
                             content_type="application/x-protobuf")
 

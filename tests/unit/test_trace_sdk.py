@@ -1,11 +1,14 @@
 """The OpenTelemetry side (daemon/tracing/sdk.py): span descriptions become SDK spans with
 their planned ids, parents, times, links, events and status; a failing collector keeps
-only a little waiting, and the first batch it takes restores the whole queue."""
+only a little waiting, and the first batch it takes restores the whole queue; a collector
+down for batch after batch is one line in the log."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
+import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -80,3 +83,47 @@ def test_a_failing_collector_keeps_only_a_little_waiting_and_recovery_restores_t
         assert not sink.counts.failing and sink.counts.exported >= len(descs)
     finally:
         sink.shutdown()
+
+
+class Down(SpanExporter):
+    """A collector that is down, its exporter logging each failed batch as the OTLP ones do
+    (a warning a retry, an error at the end), on the OTLP/HTTP exporter's own logger."""
+
+    def __init__(self) -> None:
+        self.down = True
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        if not self.down:
+            return SpanExportResult.SUCCESS
+        said = logging.getLogger("opentelemetry.exporter.otlp.proto.http.trace_exporter")
+        said.warning("Transient error Connection refused encountered while exporting spans "
+                     "batch, retrying in 1.02s.")
+        said.error("Failed to export spans batch due to timeout, max retries or shutdown.")
+        return SpanExportResult.FAILURE
+
+
+def test_a_collector_down_for_many_batches_is_one_line_and_its_return_one_more(
+        caplog: pytest.LogCaptureFixture) -> None:
+    exporter = Down()
+    sink = SpanSink(SETTINGS, exporter=exporter)
+    descs = run_spans(RunTraceInput(row(), EVENTS, "echo_agent"))
+    caplog.set_level(logging.INFO)
+    try:
+        for _ in range(3):  # three batches, each failed
+            assert sink.emit(descs) and sink.flush(5)
+        exporter.down = False
+        for _ in range(2):
+            assert sink.emit(descs) and sink.flush(5)
+    finally:
+        sink.shutdown()
+    lines = [(r.levelname, r.getMessage()) for r in caplog.records]
+    assert lines == [
+        ("WARNING", ("trace export: http://127.0.0.1:9 does not take spans (Transient error "
+                    "Connection refused encountered while exporting spans batch); until it "
+                    "does, what it does not take is counted in /health's tracing and "
+                    "dropped, and this is not said again")),
+        ("INFO", (f"trace export: http://127.0.0.1:9 takes spans again ({3 * len(descs)} "
+                 "failed meanwhile)"))]
+    # Outside a batch's sending, the exporter's logger is heard as ever.
+    logging.getLogger("opentelemetry.exporter.otlp.proto.http.trace_exporter").warning("x")
+    assert caplog.records[-1].getMessage() == "x"
