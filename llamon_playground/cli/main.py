@@ -150,14 +150,29 @@ def _front_args(parser: argparse.ArgumentParser) -> None:
                         help="no token (scripted local use only; prints a warning)")
 
 
+class _Version(argparse.Action):
+    """`--version`, the installed version looked up only when asked: every long-lived
+    process (daemon, `up`, front) parses its command line, and none needs it."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS,
+                 default: str = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        from llamon_playground.cli.terminal.more import version
+        print(f"{parser.prog} {version()}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     from llamon_playground.cli.terminal.inspect_commands import add_inspect_commands
-    from llamon_playground.cli.terminal.more import add_more_commands, version
+    from llamon_playground.cli.terminal.more import add_more_commands
     from llamon_playground.cli.terminal.sessions import add_session_commands
     from llamon_playground.cli.terminal.traces import add_trace_commands
     parser = argparse.ArgumentParser(prog="llamon-playground",
                                      description="llamon Playground daemon and front")
-    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
+    parser.add_argument("--version", action=_Version, help="print the version and exit")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     parser.add_argument("--log-json", action="store_true",
                         help="log one JSON object per line "
