@@ -179,17 +179,19 @@ async def _soak(root: int, base: str, headers: dict[str, str], done: int, total:
     """Runs on to `total` in thousands, the tree's PSS after each; flat when the last is
     within FLAT_MB of the figure after the first thousand."""
     marks: dict[int, float] = {done: at_first}
+    by_role: dict[int, dict[str, float]] = {}
     async with aiohttp.ClientSession(base_url=base, headers=headers) as http:
         while done < total:
             step = min(1000, total - done)
             await run_many(http, step)
             done += step
-            marks[done] = (await median_pss(root))["total"]
-            log(f"up_memory: soak {done:,} runs: {marks[done]:.1f} MB PSS")
+            now = await median_pss(root)
+            marks[done], by_role[done] = now["total"], now["by_role"]
+            log(f"up_memory: soak {done:,} runs: {marks[done]:.1f} MB PSS {now['by_role']}")
     await asyncio.sleep(SETTLE_S)
     last = (await median_pss(root))["total"]
     return Figure("up_pss_soak", last, "MB", at_first,
                   f"the same tree after its first {min(marks):,} runs",
                   Target("margin", "<=", FLAT_MB),
-                  {"runs": total, "pss_mb_by_runs": marks,
+                  {"runs": total, "pss_mb_by_runs": marks, "by_role_mb_by_runs": by_role,
                    "flat": last - at_first <= FLAT_MB})
