@@ -57,6 +57,8 @@ def role(proc: psutil.Process) -> str:
         return "host" if forked else "warm parent"
     if " daemon " in f"{argv} ":
         return "daemon"
+    if " front " in f"{argv} ":
+        return "front"  # a front process of its own (`up` serves its front itself)
     return "host"
 
 
