@@ -11,11 +11,12 @@ PROBE = """
 import sys
 from llamon_playground.cli.main import build_parser
 build_parser().parse_args(["up", "--port", "0"])
-print(sorted(name for name in ("importlib.metadata", "zipfile", "csv") if name in sys.modules))
+print(sorted(name for name in ("importlib.metadata", "csv", "xml.etree.ElementTree")
+             if name in sys.modules))
 """
 
 
-def test_parsing_the_command_line_loads_no_package_metadata() -> None:
+def test_parsing_the_command_line_loads_no_package_metadata_nor_xml() -> None:
     # A fresh interpreter: this test process has loaded everything long ago.
     out = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True,
                          timeout=60, check=True)
