@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from aiohttp import web
@@ -44,7 +43,6 @@ class FrontOptions:
     port: int = 8765
     auth: bool = True
     show_token_url: bool = False  # `up` prints the URL with the token; a service never does
-    lifeline: bool = False  # stdin is a pipe from the `up` it serves: its EOF ends the front
 
 
 def make_front_app(settings: Settings, door: Door, transport: str) -> web.Application:
@@ -108,9 +106,13 @@ async def _refusals_ctx(app: web.Application) -> AsyncIterator[None]:
 
 
 async def run_front(settings: Settings, options: FrontOptions,
-                    ready: asyncio.Event | None = None) -> None:
-    """Serve the front until stopped: refuse a non-loopback bind, take the token (when auth is
-    on), then serve the door; `ready` is set once it listens."""
+                    ready: asyncio.Event | None = None,
+                    serving: Callable[[str], None] | None = None,
+                    stop: asyncio.Event | None = None) -> None:
+    """Serve the front until stopped (SIGTERM/SIGINT, or `stop` set): refuse a non-loopback
+    bind, take the token (when auth is on), then serve the door; `ready` is set once it
+    listens, and `serving` is called with its URL then (the foreground `up` records it and
+    starts watching its daemon: the front runs in `up`'s own loop)."""
     check_bind_address(options.host)
     lease: TokenLease | None = acquire_token(settings) if options.auth else None
     try:
@@ -118,14 +120,15 @@ async def run_front(settings: Settings, options: FrontOptions,
         auth = TokenAuth(lease.token, project=project_key(settings.project_dir),
                          source=source.current if source else None) if lease else None
         door = Door(settings, auth, bind=options.host)
-        await _serve(settings, options, door, ready)
+        await _serve(settings, options, door, ready, serving, stop or asyncio.Event())
     finally:
         if lease is not None:
             lease.release()
 
 
 async def _serve(settings: Settings, options: FrontOptions, door: Door,
-                 ready: asyncio.Event | None) -> None:
+                 ready: asyncio.Event | None, serving: Callable[[str], None] | None,
+                 stop: asyncio.Event) -> None:
     # auto_decompress off: a compressed body reaches the door as sent, to be refused (415).
     # keepalive_timeout: aiohttp's timer runs from a connection's start, so it bounds both a
     # client that never finishes its headers and one idle between requests; one the door
@@ -154,40 +157,12 @@ async def _serve(settings: Settings, options: FrontOptions, door: Door,
             _announce_auth(settings, door, url, options)
             if ready is not None:
                 ready.set()
-        stop = asyncio.Event()
-        if options.lifeline:
-            _watch_lifeline(loop, stop)
-        try:
-            await wait_for_stop_signal(announce, stop)
-        finally:
-            if options.lifeline:
-                loop.remove_reader(LIFELINE_FD)
+            if serving is not None:
+                serving(url)
+        await wait_for_stop_signal(announce, stop)
     finally:
         await site.stop()
         await runner.cleanup()
-
-
-LIFELINE_FD = 0  # stdin: `up` keeps the pipe's only write end
-
-
-def _watch_lifeline(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> None:
-    """The front dies with its `up`, however `up` went (SIGKILL too): the kernel closes a
-    dead process's descriptors, so the pipe reads EOF, on every platform alike (the Host's
-    lifeline does the same, host_manager/lifeline.py). The stop is the clean one."""
-    def readable() -> None:
-        try:
-            data = os.read(LIFELINE_FD, 512)
-        except BlockingIOError:
-            return
-        except OSError:
-            data = b""
-        if not data:
-            log.warning("the `up` that started this front is gone: the front stops")
-            loop.remove_reader(LIFELINE_FD)
-            stop.set()
-
-    os.set_blocking(LIFELINE_FD, False)
-    loop.add_reader(LIFELINE_FD, readable)
 
 
 def _announce_auth(settings: Settings, door: Door, url: str, options: FrontOptions) -> None:

@@ -33,9 +33,6 @@ import sys
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from llamon_playground.host_manager.environment import ENV_MARKER, ENV_TREE
-from llamon_playground.host_manager.orphans import reap_marked, reap_orphan, tree_id
-
 log = logging.getLogger(__name__)
 
 STAND_DOWN = b"stand-down\n"
@@ -56,6 +53,10 @@ def watch(lifeline: BinaryIO) -> bool:
 def reap(record_path: Path) -> list[dict[str, Any]]:
     """End the Host tree the dead daemon left: its recorded Host's group, then every marked
     process. What was reaped, as `GET /host` lists it."""
+    # Imported only now: the reaper waits for days with what reading a pipe needs and no
+    # more (these bring psutil and asyncio, ~10 MB of a process that otherwise only waits).
+    from llamon_playground.host_manager.environment import ENV_MARKER, ENV_TREE
+    from llamon_playground.host_manager.orphans import reap_marked, reap_orphan, tree_id
     reap_orphan(record_path, ENV_MARKER)
     reaped: list[dict[str, Any]] = []
     for _ in range(PASSES):

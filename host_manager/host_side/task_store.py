@@ -18,9 +18,18 @@ It keeps the very task the SDK holds (no copy per save, like
 too; that is the point. A Host of your own uses it the way the bundled examples do:
 `DefaultRequestHandler(task_store=StreamingTaskStore(), ...)` (docs/host.md, "Streaming long
 outputs"). It needs a2a-sdk, which the Host has; the daemon never imports it.
+
+A Host lives as long as the developer's session and serves thousands of runs: the store
+keeps the `KEEP_FINISHED` most recently finished tasks (completed, failed, canceled,
+rejected) and forgets older ones, so its memory stops growing with the number of runs (an
+in-memory store keeps every task: about 5 KB a run of the bundled example). A task waiting
+for input is never forgotten; the daemon keeps each run's history itself and never asks a
+Host for a finished task.
 """
 
 from __future__ import annotations
+
+from collections import OrderedDict
 
 from a2a.server.context import ServerCallContext
 from a2a.server.tasks import InMemoryTaskStore, TaskStore
@@ -36,6 +45,12 @@ SETTLED_STATES = frozenset({
     TaskState.TASK_STATE_CANCELED, TaskState.TASK_STATE_REJECTED,
     TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED,
 })
+# States no message continues: such a task is only ever read again (tasks/get).
+FINISHED_STATES = frozenset({
+    TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED,
+    TaskState.TASK_STATE_CANCELED, TaskState.TASK_STATE_REJECTED,
+})
+KEEP_FINISHED = 100  # finished tasks kept for tasks/get; older ones are forgotten
 
 
 def _plain_text(part: Part) -> bool:
@@ -81,9 +96,14 @@ def join_text_parts(task: Task) -> None:
 class StreamingTaskStore(TaskStore):
     """In memory, without copies; an artifact's streamed text is kept in a few parts."""
 
-    def __init__(self, inner: TaskStore | None = None, block: int = BLOCK) -> None:
+    def __init__(self, inner: TaskStore | None = None, block: int = BLOCK,
+                 keep_finished: int = KEEP_FINISHED) -> None:
         self._inner = inner if inner is not None else InMemoryTaskStore(use_copying=False)
         self._block = block
+        self._keep = keep_finished
+        # The finished tasks kept, oldest first, with the context each was saved in (the
+        # store keeps tasks per owner: one is forgotten as its owner).
+        self._finished: OrderedDict[str, ServerCallContext] = OrderedDict()
 
     async def save(self, task: Task, context: ServerCallContext) -> None:
         if task.status.state in SETTLED_STATES:
@@ -91,6 +111,14 @@ class StreamingTaskStore(TaskStore):
         else:
             fold_last_chunk(task, self._block)
         await self._inner.save(task, context)
+        if task.status.state in FINISHED_STATES:
+            self._finished[task.id] = context
+            self._finished.move_to_end(task.id)
+        else:  # continued (an input-required task answered): not finished any more
+            self._finished.pop(task.id, None)
+        while len(self._finished) > self._keep:
+            oldest, owner = self._finished.popitem(last=False)
+            await self._inner.delete(oldest, owner)
 
     async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
         return await self._inner.get(task_id, context)
@@ -100,4 +128,5 @@ class StreamingTaskStore(TaskStore):
         return await self._inner.list(params, context)
 
     async def delete(self, task_id: str, context: ServerCallContext) -> None:
+        self._finished.pop(task_id, None)
         await self._inner.delete(task_id, context)

@@ -1,5 +1,5 @@
 """Where the fronts `up` started serve: `<runtime dir>/fronts/<pid>.json` (0600),
-`{pid, url, detached, auth, up_pid}`.
+`{pid, url, detached, auth, up_pid}` (a foreground `up` is its own front: both pids are its).
 
 The daemon never learns its fronts' addresses; `list` reads these to show one, a second `up`
 reads them to attach to the front already serving (instead of a second one failing on the
@@ -25,6 +25,7 @@ from llamon_playground.common.config import Settings
 FRONT_LINE = "llamon Playground front: "  # the front's announce line (api/app.py)
 STOP_WAIT = 10.0  # how long `stop` waits for a front to let go of its port
 COMMAND_NAMES = ("llamon_playground", "llamon-playground")
+FRONT_COMMANDS = frozenset({"front", "up"})  # the commands whose process serves a front
 
 
 def _folder(runtime_dir: Path) -> Path:
@@ -46,10 +47,12 @@ def record_front(settings: Settings, pid: int, url: str, *, detached: bool = Fal
 
 
 def _alive_front(pid: int) -> bool:
-    """Still a front process of ours (not a pid reused by something else)."""
+    """Still a front process of ours (not a pid reused by something else): a `front`, or
+    the foreground `up` that serves its front in its own loop."""
     try:
         proc = psutil.Process(pid)
-        return proc.status() != psutil.STATUS_ZOMBIE and "front" in proc.cmdline()
+        return proc.status() != psutil.STATUS_ZOMBIE and bool(FRONT_COMMANDS
+                                                                & set(proc.cmdline()))
     except psutil.Error:
         return False
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import errno
 import os
 import sys
 import tomllib
@@ -28,7 +27,6 @@ from llamon_playground.cli.terminal.control import (
     EXIT_ERROR,
     EXIT_NOT_RUNNING,
     EXIT_OK,
-    EXIT_USAGE,
 )
 from llamon_playground.cli.terminal.search import add_search_command
 from llamon_playground.cli.terminal.show import print_warnings
@@ -87,40 +85,14 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _front_options(args: argparse.Namespace, show_token_url: bool) -> FrontOptions:
+def _front_options(args: argparse.Namespace) -> FrontOptions:
     from llamon_playground.api.app import FrontOptions
-    return FrontOptions(host=args.host, port=args.port, auth=not args.no_auth,
-                        show_token_url=show_token_url or args.print_token_url,
-                        lifeline=getattr(args, "lifeline", False))
-
-
-def _run_front(settings: Settings, options: FrontOptions) -> int:
-    """The front until SIGTERM/SIGINT, with its refusals as exit codes."""
-    from llamon_playground.api.app import run_front
-    from llamon_playground.api.guard import NonLoopbackBind
-    from llamon_playground.api.token_store import TokenError
-    keep_large_buffers_apart()
-    freeze_startup_heap()
-    try:
-        asyncio.run(run_front(settings, options))
-    except (NonLoopbackBind, TokenError) as exc:
-        print(f"llamon-playground: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except PermissionError as exc:
-        print(f"llamon-playground: {exc}", file=sys.stderr)
-        return EXIT_ERROR
-    except OSError as exc:
-        if exc.errno != errno.EADDRINUSE:
-            raise
-        print(f"llamon-playground: port {options.port} on {options.host} is in use (another "
-              f"front, or another program): `llamon-playground list` shows the fronts "
-              f"serving; choose another port with --port", file=sys.stderr, flush=True)
-        return EXIT_ERROR
-    return EXIT_OK
+    return FrontOptions(host=args.host, port=args.port, auth=not args.no_auth)
 
 
 def cmd_front(args: argparse.Namespace) -> int:
-    return _run_front(_settings(args.project), _front_options(args, show_token_url=False))
+    from llamon_playground.cli.terminal.up import serve_front
+    return serve_front(_settings(args.project), _front_options(args))
 
 
 def cmd_up(args: argparse.Namespace) -> int:
@@ -178,14 +150,29 @@ def _front_args(parser: argparse.ArgumentParser) -> None:
                         help="no token (scripted local use only; prints a warning)")
 
 
+class _Version(argparse.Action):
+    """`--version`, the installed version looked up only when asked: every long-lived
+    process (daemon, `up`, front) parses its command line, and none needs it."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS,
+                 default: str = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        from llamon_playground.cli.terminal.more import version
+        print(f"{parser.prog} {version()}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     from llamon_playground.cli.terminal.inspect_commands import add_inspect_commands
-    from llamon_playground.cli.terminal.more import add_more_commands, version
+    from llamon_playground.cli.terminal.more import add_more_commands
     from llamon_playground.cli.terminal.sessions import add_session_commands
     from llamon_playground.cli.terminal.traces import add_trace_commands
     parser = argparse.ArgumentParser(prog="llamon-playground",
                                      description="llamon Playground daemon and front")
-    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
+    parser.add_argument("--version", action=_Version, help="print the version and exit")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     parser.add_argument("--log-json", action="store_true",
                         help="log one JSON object per line "
@@ -203,7 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "running (`llamon-playground stop` stops both)")
     up.add_argument("--allow-empty", action="store_true",
                     help="serve a named folder even though it has no pyproject.toml")
-    up.set_defaults(func=cmd_up, print_token_url=False)
+    up.set_defaults(func=cmd_up)
 
     daemon = sub.add_parser("daemon", help="run the daemon in the foreground")
     _project_arg(daemon)
@@ -212,10 +199,6 @@ def build_parser() -> argparse.ArgumentParser:
     front = sub.add_parser("front", help="run only the front (the daemon must be running)")
     _project_arg(front)
     _front_args(front)
-    # `up` runs its front as a child process that prints the URL with the token.
-    front.add_argument("--print-token-url", action="store_true", help=argparse.SUPPRESS)
-    # ... and ties it to its own life: stdin is a pipe whose EOF ends the front.
-    front.add_argument("--lifeline", action="store_true", help=argparse.SUPPRESS)
     front.set_defaults(func=cmd_front)
 
     status = sub.add_parser("status", help="daemon, Host and active run of a project")

@@ -23,6 +23,8 @@ right next to it (the machines have 2 noisy cores, so absolute numbers drift bet
                         delta, rate)  vs  the same Host streaming straight to a client
   daemon_idle_cpu       idle daemon CPU, 10,000 watched files  vs  an idle sleeping Python
   daemon_rss            that daemon's RSS  vs  Python that imported the daemon's code
+  up_pss_idle           PSS of every process `up` leaves, idle  vs  bare Pythons, one each
+  up_pss_after_runs     the same after 1,000 runs  vs  idle (LLAMON_BENCH_UP_SOAK_RUNS: soak)
   sse_fanout_200        200 SSE clients on one run  vs  1 client's rate x 200
   history_1m            reads of a 1,000,000-event history  vs  the same SQL with sqlite3
   replay_100k           replay of a 100,000-event run  vs  a raw sqlite3 read of its rows

@@ -26,6 +26,7 @@ from scripts.benchmarks.sections.host import (
     host_idle,
     host_restart,
     host_restart_warm,
+    up_memory,
     watch_quiet,
 )
 from scripts.benchmarks.sections.hostile import hostile_door, hostile_inputs
@@ -69,6 +70,9 @@ AFTER_LIVE = (
     Section("watch_quiet", watch_quiet.bench_watch_quiet, ("watch_quiet",)),
     Section("live_stream", live_stream.bench_live_stream, ("live_stream",), 900),
     Section("daemon_idle", host_idle.bench_daemon_idle, ("daemon_idle_cpu", "daemon_rss")),
+    # A soak (LLAMON_BENCH_UP_SOAK_RUNS=10000) runs for many minutes.
+    Section("up_memory", up_memory.bench_up_memory,
+            ("up_pss_idle", "up_pss_after_runs", "up_pss_soak"), 7200),
     Section("sse_fanout_200", load_fanout.bench_sse_fanout, ("sse_fanout_200",)),
     Section("history_1m", load_history.bench_history, ("history_1m",)),
     Section("replay_100k", load_history.bench_replay, ("replay_100k",)),

@@ -6,6 +6,7 @@ it starts afterwards completes."""
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 import signal
@@ -24,7 +25,6 @@ from tests.support.procs import (
     Proc,
     Stack,
     copy_example,
-    pid_ended,
     short_tmpdir,
     stack_for,
     wait_for,
@@ -44,6 +44,24 @@ def up_stack(tmp_path: Path) -> Iterator[Stack]:
 def stop(stack: Stack) -> None:
     subprocess.run([sys.executable, "-m", "llamon_playground", "stop", str(stack.project)],
                    env=stack.env, cwd=REPO, capture_output=True, timeout=90, check=False)
+
+
+@contextlib.contextmanager
+def held_lock(stack: Stack) -> Iterator[None]:
+    """The project's daemon lock, taken as soon as it is free, then let go."""
+    fd = os.open(stack.settings.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+
+    def take() -> bool:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        return True
+    try:
+        wait_for(take, 10, "the dead daemon's lock")
+        yield
+    finally:
+        os.close(fd)
 
 
 def test_up_brings_a_killed_daemon_back_under_an_open_page(browser: Any,
@@ -66,16 +84,17 @@ def test_up_brings_a_killed_daemon_back_under_an_open_page(browser: Any,
         expect(connection).to_have_attribute("data-state", "live")
         view, _ = slow_run_streaming(page, 2)
         first = int(orjson.loads(stack.settings.discovery_path.read_bytes())["pid"])
-        up.signal(signal.SIGSTOP)  # held a moment, so the page's outage can be seen
         os.kill(first, signal.SIGKILL)
-        wait_for(lambda: pid_ended(first), 10, "the daemon to die")
-        expect(connection).to_have_attribute("data-state", "lost")
-        # What the page tells a person to run names the project.
-        page.get_by_label("Message").fill("while the daemon is away")
-        page.get_by_label("Message").press("Control+Enter")
-        expect(page.locator("#notice")).to_contain_text(
-            f"start it with `llamon-playground up {stack.project}`")
-        up.signal(signal.SIGCONT)
+        # The project's lock, taken the moment the daemon lets go of it, holds `up`'s restart
+        # back a while (it waits for the lock), so the page's outage can be seen; `up` is the
+        # front, so it keeps serving the page meanwhile.
+        with held_lock(stack):
+            expect(connection).to_have_attribute("data-state", "lost")
+            # What the page tells a person to run names the project.
+            page.get_by_label("Message").fill("while the daemon is away")
+            page.get_by_label("Message").press("Control+Enter")
+            expect(page.locator("#notice")).to_contain_text(
+                f"start it with `llamon-playground up {stack.project}`")
         # `up` starts it again and says so; nobody touches the page.
         wait_for(lambda: "started the daemon again" in up.output(), 30, "`up`'s restart")
         assert f"the daemon (pid {first}) died (killed by SIGKILL)" in up.output()
@@ -88,8 +107,6 @@ def test_up_brings_a_killed_daemon_back_under_an_open_page(browser: Any,
         assert page.url.startswith(link.split("?")[0]) and not errors, errors
         assert up.popen.poll() is None
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            up.signal(signal.SIGCONT)
         context.close()
         stop(stack)
         try:

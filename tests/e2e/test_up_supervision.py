@@ -1,9 +1,9 @@
 """`up` supervises what it started: the daemon comes back by itself, the front dies with its
-`up` (SIGKILL too), a second `up` attaches to the front that serves, `stop` ends every front.
+`up` (SIGKILL too: `up` is the front), a second `up` attaches to the front that serves, `stop`
+ends every front.
 
-Real processes throughout: `up`, its daemon and front, each test's own in a session of its
-own. This file also runs on the portable side of the platform seam (.ci/portable-tests): the
-front's lifeline is a pipe there as on Linux.
+Real processes throughout: `up`, its daemon, each test's own in a session of its own. This
+file also runs on the portable side of the platform seam (.ci/portable-tests).
 """
 
 from __future__ import annotations
@@ -12,15 +12,15 @@ import contextlib
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import orjson
+import psutil
 
 from tests.support.procs import REPO, Proc, Stack, pid_ended, wait_for
-
-FRONT_GONE_S = 2.0  # a killed `up`'s front is gone within this (the lifeline's EOF)
 
 
 def cli(stack: Stack, *args: str, env: dict[str, str] | None = None,
@@ -56,12 +56,37 @@ def stop_all(stack: Stack, *procs: Proc) -> None:
         proc.stop()
 
 
+def front_port(output: str) -> int:
+    return int(output.split("front: http://127.0.0.1:")[1].split("/")[0])
+
+
+def port_closed(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) != 0
+
+
+def test_up_is_its_front_and_nothing_of_it_only_waits(stack: Stack) -> None:
+    """The processes `up` leaves: itself serving the front, the daemon it started (and what
+    the daemon runs); no front process beside `up`, none waiting on another."""
+    up = start_up(stack)
+    try:
+        assert wait_for(lambda: front_pids(stack), 10, "the front's record") == [up.pid]
+        children = psutil.Process(up.pid).children()
+        assert [child.pid for child in children] == [daemon_pid(stack)]
+        assert not any("front" in p.cmdline() for p in psutil.Process(up.pid).children(
+            recursive=True))
+    finally:
+        stop_all(stack, up)
+
+
 def test_a_killed_up_takes_its_front_along(stack: Stack) -> None:
     up = start_up(stack)
     try:
-        [front] = wait_for(lambda: front_pids(stack), 10, "the front's record")
+        port = front_port(up.output())
+        assert not port_closed(port)
         up.signal(signal.SIGKILL)
-        wait_for(lambda: pid_ended(front), FRONT_GONE_S, "the front of the killed `up` to go")
+        up.wait(10)
+        assert port_closed(port)  # the front was `up` itself: gone with it, port and all
         # Its daemon is left (as after any crash); the next `up` attaches to it.
         assert not pid_ended(daemon_pid(stack))
     finally:
@@ -137,10 +162,11 @@ def test_stop_ends_fronts_it_did_not_start(stack: Stack) -> None:
 
 
 def test_stop_with_no_daemon_still_ends_the_front(stack: Stack) -> None:
-    up = start_up(stack)
+    """A detached front (no `up` to start its daemon again) whose daemon crashed."""
+    detached = cli(stack, "up", str(stack.project), "--port", "0", "--detach")
+    assert detached.returncode == 0, detached.stderr
+    [front] = front_pids(stack)
     try:
-        [front] = wait_for(lambda: front_pids(stack), 10, "the front's record")
-        up.signal(signal.SIGSTOP)  # its `up` cannot start the daemon again meanwhile
         first = daemon_pid(stack)
         os.kill(first, signal.SIGKILL)
         wait_for(lambda: pid_ended(first), 10, "the daemon to die")
@@ -148,12 +174,9 @@ def test_stop_with_no_daemon_still_ends_the_front(stack: Stack) -> None:
         assert stopped.returncode == 0, stopped.stderr
         assert f"stopped the front (pid {front})" in stopped.stdout
         assert "no daemon was running" in stopped.stdout and pid_ended(front)
-        up.signal(signal.SIGCONT)
-        assert up.wait(30) == 0
     finally:
         with contextlib.suppress(ProcessLookupError):
-            up.signal(signal.SIGCONT)
-        stop_all(stack, up)
+            os.kill(front, signal.SIGKILL)
 
 
 def test_commands_name_the_project_unless_it_is_the_current_folder(stack: Stack) -> None:

@@ -8,8 +8,9 @@ tries while it keeps dying. The front keeps its port meanwhile, and a page recon
 itself. A daemon that answers before ours is started (systemd's restart, another `up`) is
 followed instead; the project's lock lets only one serve.
 
-The watch is a thread with psutil and a plain socket for /health (no event loop): `up`
-waiting on its children stays as light as the command that started it.
+The watch is a thread with psutil and a plain socket for /health, beside the front `up`
+serves in its event loop: a daemon's slow start (seconds of blocking waits) never holds up
+the front's requests, and the front's load never delays noticing a death.
 """
 
 from __future__ import annotations

@@ -7,7 +7,6 @@ import argparse
 import asyncio
 import sys
 from collections.abc import Callable
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +35,7 @@ from llamon_playground.cli.terminal.parts import run_request
 
 def version() -> str:
     """The installed package's version, or "unknown" when it runs uninstalled."""
+    from importlib import metadata  # ~50 modules, ~3 MB: only when the version is asked for
     try:
         return metadata.version("llamon-playground")
     except metadata.PackageNotFoundError:

@@ -22,7 +22,6 @@ from llamon_playground.cli.client import ApiError, PlaygroundClient
 from llamon_playground.cli.suites_client import suite_finished
 from llamon_playground.cli.terminal.control import EXIT_ERROR, EXIT_OK, emit
 from llamon_playground.cli.terminal.hints import suggest
-from llamon_playground.cli.terminal.junit import junit_xml
 
 EXIT_CHANGED = 5
 EXIT_STATUS_MOVED = EXIT_CHANGED
@@ -199,6 +198,8 @@ async def run(client: PlaygroundClient, args: argparse.Namespace) -> int:
         await asyncio.to_thread(Path(args.json).write_bytes,
                                 orjson.dumps(report, option=orjson.OPT_SORT_KEYS))
     if getattr(args, "junit", None):
+        # Here: every long-lived process builds this command's parser; XML is its alone.
+        from llamon_playground.cli.terminal.junit import junit_xml
         diffs = {}
         for row in report["cases"]:
             if row.get("mark") in ("changed", "flaky") and row["state"] == "done":

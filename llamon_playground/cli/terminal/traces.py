@@ -17,8 +17,6 @@ from typing import Any
 from llamon_playground.common.config import Settings
 from llamon_playground.daemon.errors import ProjectError
 from llamon_playground.daemon.introspect.project_config import load_project_config
-from llamon_playground.daemon.tracing.agent import project_agent_name
-from llamon_playground.daemon.tracing.backfill import BadSince, backfill, since_stamp
 from llamon_playground.daemon.tracing.settings import (
     INSTALL_HINT,
     TraceSettings,
@@ -50,6 +48,10 @@ def missing_extra_notice(settings: Settings) -> str | None:
 
 
 def export_traces(args: argparse.Namespace, settings: Settings) -> int:
+    # Here, not at the top: `up` imports this module for its notice and serves for days;
+    # reading history (the store, aiosqlite, the A2A client) is this command's alone.
+    from llamon_playground.daemon.tracing.agent import project_agent_name
+    from llamon_playground.daemon.tracing.backfill import BadSince, backfill, since_stamp
     traces = project_trace_settings(settings)
     if not traces.enabled:
         print("llamon-playground: no OTLP endpoint: set OTEL_EXPORTER_OTLP_ENDPOINT (or "

@@ -8,27 +8,28 @@ One front per project: when one already serves (its record in `fronts/`), `up` (
 `up --detach`) attaches to it, prints its URL and ends; a daemon that died under it is
 started again first, unless the foreground `up` serving that front does it itself.
 
-The front runs as a child process, so `--detach` can return once it is ready (the URL, the
-pids, how to stop them) and the foreground `up` can supervise: the front holds the read end
-of a pipe whose only write end is `up`'s, so it ends with `up` however `up` ends (SIGKILL
-too); a daemon that crashes is started again with back-off (`daemon_watch.py`) while the
-front keeps its port; an explicit stop of the daemon (`llamon-playground stop`, a SIGTERM)
-ends `up` too, saying why.
+The foreground `up` is the front: the front's app runs in `up`'s own event loop, so it
+ends with `up` however `up` ends (SIGKILL too) and no process only waits on another. `up`
+supervises its daemon from the same process (`daemon_watch.py`, a thread): a daemon that
+crashes is started again with back-off while the front keeps its port; an explicit stop of
+the daemon (`llamon-playground stop`, a SIGTERM) ends `up` too, saying why. `--detach`
+starts the front as a process of its own, in its own session, and returns once it serves
+(the URL, the pids, how to stop them).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import errno
 import os
-import signal
 import subprocess
 import sys
-import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llamon_playground.cli.bundled_example import missing_extra
 from llamon_playground.cli.front_record import FRONT_LINE, forget_front, fronts_in, record_front
@@ -47,6 +48,10 @@ from llamon_playground.cli.terminal.daemon_watch import (
 )
 from llamon_playground.cli.terminal.hints import suggest
 from llamon_playground.common.config import Settings
+from llamon_playground.common.heap import freeze_startup_heap, keep_large_buffers_apart
+
+if TYPE_CHECKING:  # the front's modules load only for the commands that run a front
+    from llamon_playground.api.app import FrontOptions
 
 STOP_TIMEOUT = 60.0  # how long `up` waits for the daemon it started to stop
 FRONT_READY_TIMEOUT = 30.0
@@ -63,15 +68,12 @@ def not_a_project(path: Path) -> str | None:
     return None if (path / "pyproject.toml").is_file() else NOT_A_PROJECT.format(path=path)
 
 
-def front_argv(settings: Settings, args: argparse.Namespace,
-               log_file: Path | None = None) -> list[str]:
-    """The front `up` runs: printing its URL with the token to `up` (foreground), or, with
-    a log file of its own (`--detach`), never: `up` prints that URL to the terminal only."""
-    log_args = ["--log-file", str(log_file)] if log_file else []
-    argv = [sys.executable, "-m", "llamon_playground", *log_args, "front",
+def front_argv(settings: Settings, args: argparse.Namespace, log_file: Path) -> list[str]:
+    """The front `up --detach` leaves running, logging to a file of its own (never the
+    token: `up` prints the URL with the token to the terminal only)."""
+    argv = [sys.executable, "-m", "llamon_playground", "--log-file", str(log_file), "front",
             str(settings.project_dir), "--port", str(args.port), "--host", args.host]
-    return (argv + ([] if log_file else ["--print-token-url"])
-            + (["--no-auth"] if args.no_auth else []))
+    return argv + (["--no-auth"] if args.no_auth else [])
 
 
 def say(line: str) -> None:
@@ -194,54 +196,57 @@ def _token(settings: Settings) -> str | None:
 
 
 def _foreground_front(settings: Settings, args: argparse.Namespace, watch: DaemonWatch) -> int:
-    """The front as a child, its output passed through, until it ends or its daemon stops."""
-    lifeline_read, lifeline_write = os.pipe()  # close-on-exec: no other child inherits it
-    try:
-        front = subprocess.Popen([*front_argv(settings, args), "--lifeline"],
-                                 stdin=lifeline_read, stdout=subprocess.PIPE, stderr=None,
-                                 env=dict(os.environ))
-    except BaseException:
-        os.close(lifeline_write)
-        raise
-    finally:
-        os.close(lifeline_read)
+    """The front in this process's own event loop until it is stopped (Ctrl-C, SIGTERM,
+    `stop`) or its daemon stops: `up` is the front, so it needs no lifeline to end with it
+    and no process of ours only waits on another."""
+    from llamon_playground.api.app import FrontOptions
+    stop = asyncio.Event()
+    me = os.getpid()
 
-    def end_front(signum: int, frame: FrameType | None) -> None:
-        if front.poll() is None:
-            front.send_signal(signal.SIGTERM)
+    def serving(url: str) -> None:
+        loop = asyncio.get_running_loop()
 
-    previous = {sig: signal.signal(sig, end_front) for sig in (signal.SIGTERM, signal.SIGINT)}
-    assert front.stdout is not None
-    echo = threading.Thread(target=_echo, args=(front.stdout, settings, front.pid,
-                                                not args.no_auth), daemon=True)
-    echo.start()
-    watch.start(on_end=lambda: end_front(signal.SIGTERM, None))
+        def end_front() -> None:  # from the watch's thread
+            with contextlib.suppress(RuntimeError):  # the loop has closed: it ended already
+                loop.call_soon_threadsafe(stop.set)
+        record_front(settings, me, url, auth=not args.no_auth, up_pid=me)
+        watch.start(on_end=end_front)
+
+    options = FrontOptions(host=args.host, port=args.port, auth=not args.no_auth,
+                           show_token_url=True)
     try:
-        while True:
-            try:
-                code = front.wait()
-                break
-            except KeyboardInterrupt:
-                continue  # the front got the same Ctrl-C: wait for it
+        return serve_front(settings, options, serving=serving, stop=stop)
     finally:
         watch.close()
-        echo.join(timeout=2.0)
-        forget_front(settings, front.pid)
-        os.close(lifeline_write)
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    # Ended by a signal we forwarded (Ctrl-C, SIGTERM, the daemon's stop): a clean end.
-    return EXIT_OK if code in (0, -signal.SIGTERM, -signal.SIGINT) else code
+        forget_front(settings, me)
 
 
-def _echo(pipe: object, settings: Settings, front_pid: int, auth: bool) -> None:
-    for raw in pipe:  # type: ignore[attr-defined]
-        line = raw.decode("utf-8", "replace")
-        sys.stdout.write(line)
-        sys.stdout.flush()
-        if line.startswith(FRONT_LINE):
-            record_front(settings, front_pid, line[len(FRONT_LINE):].split()[0], auth=auth,
-                         up_pid=os.getpid())
+def serve_front(settings: Settings, options: FrontOptions,
+                serving: Callable[[str], None] | None = None,
+                stop: asyncio.Event | None = None) -> int:
+    """The front until SIGTERM/SIGINT (or `stop`), with its refusals as exit codes;
+    `serving` is called with its URL once it listens (api/app.py's `run_front`)."""
+    from llamon_playground.api.app import run_front
+    from llamon_playground.api.guard import NonLoopbackBind
+    from llamon_playground.api.token_store import TokenError
+    keep_large_buffers_apart()
+    freeze_startup_heap()
+    try:
+        asyncio.run(run_front(settings, options, serving=serving, stop=stop))
+    except (NonLoopbackBind, TokenError) as exc:
+        print(f"llamon-playground: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except PermissionError as exc:
+        print(f"llamon-playground: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            raise
+        print(f"llamon-playground: port {options.port} on {options.host} is in use (another "
+              f"front, or another program): `llamon-playground list` shows the fronts "
+              f"serving; choose another port with --port", file=sys.stderr, flush=True)
+        return EXIT_ERROR
+    return EXIT_OK
 
 
 def _detached(settings: Settings, args: argparse.Namespace, pid: int) -> int:
