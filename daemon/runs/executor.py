@@ -130,7 +130,10 @@ class RunExecutor:
                 if problem is not None:
                     message = problem.pop("message")
                     raise RunFailure(Reason.PROJECT_VALIDATION, message, **problem)
-        for diagnostic in await asyncio.to_thread(validate_graph, self._project_dir, config):
+        # Only a Flow has a graph to read (off the loop); an Agent's run skips the thread hop.
+        graph = (await asyncio.to_thread(validate_graph, self._project_dir, config)
+                 if config.kind == "flow" else [])
+        for diagnostic in graph:
             if diagnostic.severity == "error":
                 raise RunFailure(Reason.PROJECT_VALIDATION, diagnostic.message,
                                  **diagnostic.location())
