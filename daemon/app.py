@@ -22,6 +22,7 @@ from llamon_playground.common.logging_setup import set_context_fallback
 from llamon_playground.common.request_context import add_request_context
 from llamon_playground.common.runtime_dir import acquire_lock, remove_discovery, write_discovery
 from llamon_playground.common.stop_signal import wait_for_stop_signal
+from llamon_playground.daemon.a2a.pool import HostConnections
 from llamon_playground.daemon.errors import (
     BootFailed,
     HistoryPathRefused,
@@ -128,6 +129,7 @@ class Daemon:
     trimmer: Trimmer
     suites: SuiteService
     tracing: TraceExport | None  # None: no OTLP endpoint is set
+    connections: HostConnections  # a run's kept-alive connections to the Host
 
 
 async def build_services(settings: Settings, environ: dict[str, str]) -> Daemon:
@@ -169,16 +171,20 @@ async def build_services(settings: Settings, environ: dict[str, str]) -> Daemon:
         log_file_backups=settings.logs.host_file_backups))
     host.follow_project(env_file, warnings)
     host.add_state_listener(project_events.host_changed)
-    # No total timeout: run streams last as long as the Host streams. No kept-alive
-    # connections: every Host generation serves on the same port, so a pooled connection
-    # could reach the previous generation while it finishes its streams.
+    # Everything but a run's stream (the card's name for traces, introspection): no
+    # kept-alive connections, every Host generation serves on the same port, so a pooled
+    # connection could reach the previous generation while it finishes its streams.
     http = aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True),
                                  timeout=aiohttp.ClientTimeout(total=None, sock_connect=5))
     tracing = TraceExport.start(trace_settings(environ, otlp), store, card_agent_name(
         http, lambda: (host.generation.number, host.generation.url)
         if host.generation is not None else None, settings.project_dir))
     journal = RunJournal(store, blobs)
-    executor = RunExecutor(settings.project_dir, journal, blobs, host, http,
+    # A run's connection to the Host is kept alive for the next run, one pool per
+    # generation (the pool's own listener retires it when the generation changes).
+    connections = HostConnections()
+    host.add_state_listener(connections.host_changed)
+    executor = RunExecutor(settings.project_dir, journal, blobs, host, connections,
                            stall_timeout=settings.host_stall_timeout, limits=settings.limits,
                            trace_context=(lambda run_id: tracing.headers(run_id, runs.suite_run_id))
                            if tracing is not None else None)
@@ -196,7 +202,7 @@ async def build_services(settings: Settings, environ: dict[str, str]) -> Daemon:
     host.add_state_listener(suites.host_changed)
     services = Daemon(settings, store, blobs, hub, host, runs, history, http,
                       project_events, ReloadCoordinator(host, runs), compactor,
-                      Trimmer(settings, store, history), suites, tracing)
+                      Trimmer(settings, store, history), suites, tracing, connections)
     return services
 
 
@@ -237,6 +243,7 @@ async def shutdown(services: Daemon) -> None:
     await services.compactor.close()
     await services.trimmer.close()
     left = await services.runs.shutdown()
+    await services.connections.close()  # no run is left to stream on them
     if left is not None:
         # History took no writes: the next start ends the run, saying it was a clean stop.
         with suppress(OSError):
@@ -401,5 +408,6 @@ async def _stop_services(services: Daemon, lifeline: Lifeline) -> None:
 
 
 async def _close_http(services: Daemon) -> None:
+    await services.connections.close()
     if not services.http.closed:
         await services.http.close()

@@ -30,6 +30,11 @@ CARD_PATH = "/.well-known/agent-card.json"
 # the first output (an artifact) has come, reads are not paced: the task and status frames
 # that open a stream would otherwise each hold the first token back by a pace.
 READ_PACE = 0.005
+# Nor until more than UNPACED_OUTPUTS outputs have come: a short answer's end (its last status frame, the
+# stream's close) then comes right behind its token instead of a pace later (a one-token run's
+# create -> done paid READ_PACE and more on a busy loop). A long stream is paced from here on,
+# so its cost per token is what it was.
+UNPACED_OUTPUTS = 8
 METHODS = {
     V1: {"stream": "SendStreamingMessage", "cancel": "CancelTask"},
     "0.3": {"stream": "message/stream", "cancel": "tasks/cancel"},
@@ -170,7 +175,7 @@ async def _read_sse(resp: aiohttp.ClientResponse,
     connection = resp.connection
     transport = connection.transport if connection is not None else None
     streamed = 0  # the run's output so far: every event's data
-    paced = False  # from the first output on
+    outputs = 0  # artifacts so far: reads are paced past UNPACED_OUTPUTS
     while True:
         chunk = await content.readany()
         if not chunk:
@@ -184,7 +189,7 @@ async def _read_sse(resp: aiohttp.ClientResponse,
             kept.append(frame)
         if kept:
             events = [_event(frame) for frame in kept]
-            paced = paced or any(event.type == "artifact" for event in events)
+            outputs += sum(event.type == "artifact" for event in events)
             yield events
         if streamed > limits.run_output_bytes:
             raise HostOutputTooLarge("a run's output", limits.run_output_bytes,
@@ -193,7 +198,7 @@ async def _read_sse(resp: aiohttp.ClientResponse,
             field = "host_line_bytes" if "line" in parser.overflow.what else "host_event_bytes"
             raise HostOutputTooLarge(parser.overflow.what.replace(" of the event stream", ""),
                                      parser.overflow.limit, field)
-        if paced and resp.connection is not None and transport is not None \
+        if outputs > UNPACED_OUTPUTS and resp.connection is not None and transport is not None \
                 and not transport.is_closing():
             # The kernel keeps what comes meanwhile (aiohttp's own flow control pauses the
             # parser too, which is not what is wanted here). A response already read to its

@@ -14,11 +14,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import aiohttp
-
 from llamon_playground.common.heap import give_back_memory
 from llamon_playground.common.limits import DEFAULT_LIMITS, Limits
 from llamon_playground.daemon.a2a.client import A2AClient, A2AUnavailable, HostOutputTooLarge
+from llamon_playground.daemon.a2a.pool import HostConnections
 from llamon_playground.daemon.a2a.wire import (
     A2AEvent,
     A2AProtocolError,
@@ -63,7 +62,7 @@ class RunExecutor:
     """Executes one run at a time as its task (the run manager starts it)."""
 
     def __init__(self, project_dir: Path, journal: RunJournal, blobs: BlobStore,
-                 host: RunHost, http: aiohttp.ClientSession,
+                 host: RunHost, connections: HostConnections,
                  stall_timeout: float = 30.0, limits: Limits = DEFAULT_LIMITS,
                  trace_context: Callable[[str], dict[str, str]] | None = None) -> None:
         # A run's W3C trace context headers for its A2A request (None: traces are off).
@@ -75,7 +74,8 @@ class RunExecutor:
         self._journal = journal
         self._blobs = blobs
         self._host = host
-        self._http = http
+        # The Ready generation's kept-alive connections: a run reuses the previous run's.
+        self._connections = connections
 
     def _event(self, run: ActiveRun, kind: str, payload: dict[str, Any]) -> None:
         self._journal.event(run.run_id, kind, payload)
@@ -130,7 +130,10 @@ class RunExecutor:
                 if problem is not None:
                     message = problem.pop("message")
                     raise RunFailure(Reason.PROJECT_VALIDATION, message, **problem)
-        for diagnostic in await asyncio.to_thread(validate_graph, self._project_dir, config):
+        # Only a Flow has a graph to read (off the loop); an Agent's run skips the thread hop.
+        graph = (await asyncio.to_thread(validate_graph, self._project_dir, config)
+                 if config.kind == "flow" else [])
+        for diagnostic in graph:
             if diagnostic.severity == "error":
                 raise RunFailure(Reason.PROJECT_VALIDATION, diagnostic.message,
                                  **diagnostic.location())
@@ -221,7 +224,7 @@ class RunExecutor:
     async def _send(self, run: ActiveRun, config: ProjectConfig, gen: Generation) -> None:
         self._phase(run, "send", "started")
         process = self._host.process
-        client = A2AClient(self._http, gen.url)
+        client = A2AClient(self._connections.session(gen.number), gen.url)
         collected = OutputCollector(self._blobs)
         run.collect_into(collected)
         try:

@@ -30,10 +30,11 @@ class RunJournal:
         self._open: dict[str, list[str]] = {}
 
     def event(self, run_id: str, kind: str, payload: dict[str, Any], *,
-              urgent: bool = False) -> None:
+              urgent: bool = False, lazy: bool = False) -> None:
         """Queue one event of the run (it commits in order with everything else the run
-        writes); `urgent` commits it without lingering."""
-        self._store.append_event(run_id, kind, payload, urgent=urgent)
+        writes); `urgent` commits it without lingering, `lazy` lets it wait for the run's
+        next write that is not (Store.append_event)."""
+        self._store.append_event(run_id, kind, payload, urgent=urgent, lazy=lazy)
 
     def phase(self, run_id: str, phase: str, state: str, **detail: Any) -> None:
         """Record a phase starting or ending; a phase left open is closed by the run's ending."""
@@ -42,12 +43,13 @@ class RunJournal:
             open_phases.append(phase)
         elif phase in open_phases:
             open_phases.remove(phase)
-        self.event(run_id, "run.phase", {"phase": phase, "state": state, **detail})
+        # Lazy: it commits with the run's first output, or LAZY_LINGER later (database.py).
+        self.event(run_id, "run.phase", {"phase": phase, "state": state, **detail}, lazy=True)
 
     def update(self, run_id: str, changes: dict[str, Any]) -> None:
         """Queue a row update in order with the run's events; nothing waits for it (the
         terminal write does)."""
-        self._store.submit(run_update_op(run_id, changes))
+        self._store.submit(run_update_op(run_id, changes), lazy=True)
 
     def status(self, run_id: str, status: RunStatus, previous: RunStatus,
                **extra: Any) -> None:
@@ -57,7 +59,7 @@ class RunJournal:
             changes["started_at"] = utcnow()
         self.update(run_id, changes)
         self.event(run_id, "run.status", {"status": status.value, "previous": previous.value,
-                                          **extra})
+                                          **extra}, lazy=True)
 
     async def write_end(self, run_id: str, ending: RunEnding, *, previous: RunStatus,
                         task_id: str | None, duration_ms: float,

@@ -49,6 +49,12 @@ IDLE_CHECKPOINT = 1.0
 # hand-offs per token (measured: ~250 us of daemon CPU a delta). The first event after a
 # quiet spell, and any write someone waits for, still commit at once.
 COMMIT_INTERVAL = 0.01
+# A write queued `lazy` (a run's phases, status moves and row updates: how a run goes, not
+# what it answers) waits up to LAZY_LINGER for company instead of committing on its own after
+# a quiet spell: a run's first output then commits with everything queued before it in one
+# fsync, instead of waiting behind the fsync of its phases. Nothing is published before its
+# commit either way, so a client still sees only what a SIGKILL cannot take back.
+LAZY_LINGER = 0.05
 
 
 class Store:
@@ -67,6 +73,7 @@ class Store:
         self._items: list[Item] = []
         self._wake = asyncio.Event()
         self._urgent = asyncio.Event()  # a queued write has a waiter: commit without lingering
+        self._eager = False  # something queued is not `lazy`: the quiet-spell rule holds
         self._writer_task: asyncio.Task[None] | None = None
         self._open_lock = asyncio.Lock()
         self._batches = Batches()  # owned by the writer thread once open
@@ -170,18 +177,22 @@ class Store:
     # -- writes -----------------------------------------------------------------------------
 
     def append_event(self, run_id: str, kind: str, payload: dict[str, Any], *,
-                     urgent: bool = False) -> None:
+                     urgent: bool = False, lazy: bool = False) -> None:
         """Queue an event; it commits with the next batch and is published after the commit.
         `urgent`: that batch commits without lingering (a run's first output, which someone
-        watches for, must not wait out the commit interval the phases before it started)."""
+        watches for, must not wait out the commit interval the phases before it started);
+        `lazy`: it waits up to LAZY_LINGER for a write that is not."""
         self._items.append((run_id, kind, compact_json(payload)))
         if urgent:
             self._urgent.set()
+        self._eager = self._eager or not lazy
         self._wake.set()
 
-    def submit(self, op: WriteOp) -> None:
-        """Queue a write nobody waits for (it still commits in order with everything else)."""
+    def submit(self, op: WriteOp, *, lazy: bool = False) -> None:
+        """Queue a write nobody waits for (it still commits in order with everything else);
+        `lazy` as for `append_event`."""
         self._items.append(PendingOp(op, None))
+        self._eager = self._eager or not lazy
         self._wake.set()
 
     async def write(self, op: Callable[[sqlite3.Connection], T]) -> T:
@@ -272,11 +283,14 @@ class Store:
                 linger = self._last_commit + COMMIT_INTERVAL - loop.time()
                 if linger > 0 and not self._urgent.is_set():
                     await woken(self._urgent, linger)
+                await self._linger_if_lazy(loop.time() + LAZY_LINGER)
             self._last_commit = loop.time()
             self._wake.clear()
             self._urgent.clear()
+            self._eager = False
             batch, self._items = retry + self._items[:MAX_BATCH], self._items[MAX_BATCH:]
             if self._items:  # a flood: the rest goes next, without lingering
+                self._eager = True
                 self._wake.set()
                 self._urgent.set()
             retry = await self._commit(batch)
@@ -293,6 +307,13 @@ class Store:
                 delay = min(delay * 2, RETRY_MAX)
             else:
                 delay = RETRY_MIN
+
+    async def _linger_if_lazy(self, until: float) -> None:
+        """While only lazy writes are queued, wait (up to `until`) for another one."""
+        loop = asyncio.get_running_loop()
+        while not (self._eager or self._urgent.is_set()) and loop.time() < until:
+            self._wake.clear()
+            await woken(self._wake, until - loop.time())
 
     async def _commit(self, batch: list[Item]) -> list[Item]:
         """Commit one batch; on a write failure return its events, to be retried."""

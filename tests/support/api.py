@@ -51,9 +51,8 @@ class Api:
     async def call(self, method: str, path: str, body: Any = None,
                    raw: bytes | None = None, headers: dict[str, str] | None = None
                    ) -> tuple[int, Any]:
-        data: bytes | io.BytesIO | None = (
-            raw if raw is not None else (orjson.dumps(body) if body is not None else None))
-        if data is not None and len(data) > LARGE_BODY:  # aiohttp warns on large bytes
+        data: Any = raw if raw is not None else (orjson.dumps(body) if body is not None else None)
+        if isinstance(data, bytes) and len(data) > LARGE_BODY:  # aiohttp warns on large bytes
             data = io.BytesIO(data)
         hdrs = {"Content-Type": "application/json", **(headers or {})}
         async with self.http.request(method, path if path.startswith("/") else P + "/" + path,

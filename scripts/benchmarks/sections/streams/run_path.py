@@ -12,9 +12,10 @@ A figure through the front is the client's whole view: the POST, its 202, the st
 on the run's events, the first `output.delta` (or the terminal `run.status`) read. The floor
 is what no Playground can beat: one POST to the Host's A2A endpoint and its SSE frames read
 (the first artifact frame, the stream's end). What the front's figure has over the floor is the
-Playground's: two HTTP hops to create, the phases and their commits, the A2A request built
-and sent, the Host's event parsed, committed, published and written on the stream twice
-(daemon, front).
+Playground's: two HTTP hops to create and its commit, the phases (queued lazy: they commit
+with the first output), the A2A request built and sent on a kept-alive connection, the Host's
+event parsed, committed, published and written on the stream twice (daemon, front). In the
+breakdown every frame up to the first `output.delta` arrives at once (one commit).
 
 The prewarmed daemon's first run is sent once its /health says the Host is Ready (a developer
 opens the page and types first); /health opens no history, so a daemon never used has none.

@@ -151,3 +151,35 @@ async def test_the_first_output_is_read_at_once_after_the_frames_that_open_a_str
         raise AssertionError("the stream ended without its output")
 
     assert await asyncio.wait_for(first_output(), 20) == ["status", "artifact"]
+
+
+async def test_a_short_answers_end_is_read_at_once_after_its_token(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A one-token answer: its artifact, then its last status frame and the stream's close
+    come after the client read the token. No pace follows the first outputs, so the run
+    ends as soon as the Host's stream does. The pace is made an hour long here: a read paced
+    after the token would never see the end in time."""
+    from llamon_playground.daemon.a2a import client as a2a_client
+    monkeypatch.setattr(a2a_client, "READ_PACE", 3600.0)
+    token_read = asyncio.Event()
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        response = await sse_response(request)
+        await response.write(chunk_frame(0, append=False))
+        await token_read.wait()  # the client took it in a read of its own
+        await response.write(status_frame("TASK_STATE_COMPLETED"))
+        await response.write_eof()
+        return response
+
+    async def whole_stream() -> list[str]:
+        async for url in serve(handler):
+            async with aiohttp.ClientSession() as http:
+                client = A2AClient(http, url)
+                seen: list[str] = []
+                async for batch in client.stream(Interface(url, V1), {}, {}):
+                    seen.extend(event.type for event in batch)
+                    token_read.set()
+                return seen
+        raise AssertionError("the server did not start")
+
+    assert await asyncio.wait_for(whole_stream(), 20) == ["artifact", "status"]

@@ -455,3 +455,70 @@ async def test_the_list_queries_read_by_index_not_by_scanning(tmp_path: Path) ->
                  and "VIRTUAL TABLE" not in step and "USING" not in step]
         assert not scans, (sql, plan)
         assert any("runs_by_session" in step for step in plan), (sql, plan)
+
+
+async def test_lazy_writes_wait_for_the_first_output_and_commit_with_it_in_order(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run's phases, status moves and row updates are queued lazy: right after a quiet
+    spell they do not commit on their own but wait for the run's first output, and go in its
+    transaction, in the order they were queued (one fsync, not two). The linger is made an
+    hour long here, so a lazy write that committed alone would be its own batch."""
+    from llamon_playground.daemon.store import database
+    monkeypatch.setattr(database, "LAZY_LINGER", 3600.0)
+    published: list[list[EventRecord]] = []
+    settings = build_settings(tmp_path, {"LLAMON_PLAYGROUND_RUNTIME_DIR": str(tmp_path / "rt")})
+    store = Store(settings, on_commit=lambda rows: published.append(
+        [EventRecord.from_row(row) for row in rows]))
+    await store.open()
+    try:
+        await store.flush()
+        before = store.batches_committed
+        store.append_event("r", "run.phase", {"n": 1}, lazy=True)
+        store.submit(lambda conn: None, lazy=True)
+        store.append_event("r", "run.phase", {"n": 2}, lazy=True)
+        # Let the writer run: a write that is not lazy would have committed by now.
+        for _ in range(20):
+            await asyncio.sleep(0)
+        await asyncio.sleep(0.05)
+        assert store.batches_committed == before and published == []
+        store.append_event("r", "output.delta", {"n": 3}, urgent=True)
+        await eventually(lambda: len(published), lambda n: n == 1, "the first output")
+        assert [r.as_dict()["n"] for r in published[0]] == [1, 2, 3]
+        assert store.batches_committed == before + 1
+        seqs = [r.seq for r in published[0]]
+        assert seqs == sorted(seqs)
+    finally:
+        await store.close()
+
+
+async def test_a_lazy_write_alone_still_commits_within_its_linger(tmp_path: Path) -> None:
+    """A run that never answers (a Host that hangs before its first token) still has its
+    phases committed and published: a lazy write waits for company, not forever."""
+    published: list[EventRecord] = []
+    store = make_store(tmp_path, published)
+    await store.open()
+    try:
+        await store.flush()
+        store.append_event("r", "run.phase", {"n": 1}, lazy=True)
+        await eventually(lambda: len(published), lambda n: n == 1, "the lazy event")
+        assert (await store.events_after("r", 0))[0].as_dict()["n"] == 1
+    finally:
+        await store.close()
+
+
+async def test_a_write_that_is_not_lazy_takes_the_lazy_ones_along_at_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only lazy writes linger: a diagnostic (or any plain event) after them commits them by
+    the quiet-spell rule, in order, without waiting out the linger (an hour here)."""
+    from llamon_playground.daemon.store import database
+    monkeypatch.setattr(database, "LAZY_LINGER", 3600.0)
+    published: list[EventRecord] = []
+    store = make_store(tmp_path, published)
+    await store.open()
+    try:
+        store.append_event("r", "run.phase", {"n": 1}, lazy=True)
+        store.append_event("r", "diagnostic", {"n": 2})
+        await eventually(lambda: len(published), lambda n: n == 2, "both events")
+        assert [r.as_dict()["n"] for r in published] == [1, 2]
+    finally:
+        await store.close()
