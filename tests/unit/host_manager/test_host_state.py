@@ -27,7 +27,9 @@ from llamon_playground.host_manager.state import (
 from llamon_playground.host_manager.supervisor import HostConfig, HostSupervisor
 from llamon_playground.host_manager.watch.fingerprint import WatchRules
 
-LEGAL = [(a, b) for a, targets in TRANSITIONS.items() for b in targets]
+# Sorted: the targets are a set, and every pytest-xdist worker must collect the same order.
+LEGAL = [(a, b) for a, targets in TRANSITIONS.items()
+         for b in sorted(targets, key=list(HostState).index)]
 ILLEGAL = [(a, b) for a, b in itertools.product(HostState, HostState) if (a, b) not in LEGAL]
 
 

@@ -42,8 +42,16 @@ def best_of(action: Callable[[], object], rounds: int = 3) -> float:
 def test_redaction_is_linear_on_repeated_fragments(fragment: str) -> None:
     value = fragment * (SIZE // len(fragment))
     linear = best_of(lambda: LINEAR.findall(value))
+    limit = BOUND * max(linear, 1e-4)
+    # Timed again only when over the bound (up to 3 rounds): a linear pattern that lost the
+    # core to another process once passes on the next round, a quadratic one never does.
     took = best_of(lambda: (redact_string(value), is_secret_key(value)), rounds=1)
-    assert took <= BOUND * max(linear, 1e-4), (fragment, took, linear)
+    for _ in range(2):
+        if took <= limit:
+            break
+        took = min(took, best_of(lambda: (redact_string(value), is_secret_key(value)),
+                                 rounds=1))
+    assert took <= limit, (fragment, took, linear)
 
 
 def test_the_jwt_pattern_still_finds_a_token_after_a_separator() -> None:
