@@ -43,7 +43,7 @@ async def serve(handler: Handler) -> AsyncIterator[str]:
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    port = runner.addresses[0][1]  # the port the kernel chose
     try:
         yield f"http://127.0.0.1:{port}/"
     finally:

@@ -29,7 +29,7 @@ async def test_the_card_served_at_ready_saves_a_fetch_and_a_bad_one_is_fetched_a
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    port = runner.addresses[0][1]  # the port the kernel chose
     base = f"http://127.0.0.1:{port}"
     try:
         async with aiohttp.ClientSession() as http:
