@@ -12,6 +12,8 @@ and asyncio logs a traceback for every retry, while nobody gets an answer. So:
   is over (api/slots.py), and waits in the kernel's queue or the Lobby until there is one
   (one that asks for no stream first); when the door admitted every one, it is answered
   `503 too_many_connections` and closed at once;
+- the lobby lets only a few connections asking for a stream be judged at once
+  (api/slots.py, JUDGING), so a burst of them keeps the loop's turns short;
 - the kernel queues up to BACKLOG connections not yet accepted: past that it drops a new
   client's SYN, which that client sends again only a second later, so a flood of a few
   hundred sockets must not fill the queue;
@@ -45,6 +47,9 @@ RESOURCE_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.EN
 # SYN was dropped and its /health took 1 s more (docs/benchmarks.md, the door's floods).
 BACKLOG = 1024
 ACCEPT_RETRY = 1.0  # seconds before accept() is tried again when descriptors ran out
+# Seconds the accepting waits at most, with nothing it may serve, before it looks again
+# (it is woken at once by a new connection, a head judged, or a stream's connection judged).
+RECHECK = 0.1
 
 
 class CappedSite:
@@ -93,7 +98,7 @@ class CappedSite:
     async def _accept(self, listener: socket.socket,
                       protocol: Callable[[], asyncio.Protocol]) -> None:
         loop = asyncio.get_running_loop()
-        lobby = Lobby(lobby_size(self.slots.cap))
+        lobby = Lobby(lobby_size(self.slots.cap), judged=self.slots.poke)
         try:
             while True:
                 room = await self.slots.room()
@@ -111,10 +116,31 @@ class CappedSite:
                             await asyncio.sleep(ACCEPT_RETRY)  # descriptors free slowly
                     else:  # one connection's trouble (ECONNABORTED...): the next is accepted
                         log.debug("accept failed: %s", exc)
-                conns = lobby.take(room)
-                await asyncio.gather(*(_serve(loop, conn, protocol) for conn in conns))
+                conns = lobby.take(room, self.slots.stream_room())
+                if not conns:  # none waits, or streams only, with JUDGING being judged
+                    await self._until_changed(loop, listener if len(lobby.waiting) < lobby.size
+                                              else None)
+                    continue
+                served = await asyncio.gather(*(_serve(loop, conn, protocol)
+                                                for conn, _ in conns))
+                for (_, kind), handler in zip(conns, served, strict=True):
+                    if kind == STREAM and isinstance(handler, DoorRequestHandler):
+                        self.slots.asks_stream(handler)
         finally:
             lobby.close()
+
+    async def _until_changed(self, loop: asyncio.AbstractEventLoop,
+                             listener: socket.socket | None) -> None:
+        """Until a connection comes to `listener` (None: the lobby has no room for one), or
+        the lobby or the slots have news; RECHECK at most."""
+        if listener is None:
+            await self.slots.changed(RECHECK)
+            return
+        loop.add_reader(listener.fileno(), self.slots.poke)
+        try:
+            await self.slots.changed(RECHECK)
+        finally:
+            loop.remove_reader(listener.fileno())
 
 
 OTHER, STREAM, UNSEEN = "other", "stream", "unseen"
@@ -153,8 +179,9 @@ class Lobby:
     the kernel ahead of everything else, and each must be served (and past the stream cap,
     refused) before a request behind it is even read."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, judged: Callable[[], None] | None = None) -> None:
         self.size = size
+        self._judged = judged  # told when a head that came after the accept was judged
         self.waiting: dict[socket.socket, str] = {}  # insertion order is age
         # Connections that had sent nothing when accepted (a client's head may be on its
         # way): judged once when their first bytes come.
@@ -186,9 +213,13 @@ class Lobby:
 
     def _spoke(self, conn: socket.socket) -> None:
         self._quiet(conn)
-        if conn in self.waiting and not self._judge(conn):
+        if conn not in self.waiting:
+            return
+        if not self._judge(conn):
             self._silent.add(conn)  # woken for nothing: wait for its bytes again
             asyncio.get_running_loop().add_reader(conn.fileno(), self._spoke, conn)
+        elif self._judged is not None:
+            self._judged()
 
     def _quiet(self, conn: socket.socket) -> None:
         """No more watching `conn` (before anything else reads it or it closes)."""
@@ -209,31 +240,40 @@ class Lobby:
         while len(self.waiting) < self.size:
             self.add(listener.accept()[0])
 
-    def take(self, count: int) -> list[socket.socket]:
-        """Up to `count` connections to serve now: the ones asking for no stream first."""
-        taken = [conn for conn, kind in self.waiting.items() if kind == OTHER][:count]
+    def take(self, count: int, streams: int | None = None) -> list[tuple[socket.socket, str]]:
+        """Up to `count` connections to serve now, each with its kind: the ones asking for
+        no stream first, then the others oldest first, of those asking for a stream no
+        more than `streams` (None: any number)."""
+        taken = [(conn, kind) for conn, kind in self.waiting.items() if kind == OTHER][:count]
         if len(taken) < count:
-            for conn in self.waiting:
+            for conn, kind in self.waiting.items():
                 if len(taken) == count:
                     break
-                if self.waiting[conn] != OTHER:
-                    taken.append(conn)
-        for conn in taken:
+                if kind == STREAM:
+                    if streams == 0:
+                        continue
+                    if streams is not None:
+                        streams -= 1
+                if kind != OTHER:
+                    taken.append((conn, kind))
+        for conn, _ in taken:
             self._quiet(conn)  # its server reads it now
             del self.waiting[conn]
         return taken
 
 
 async def _serve(loop: asyncio.AbstractEventLoop, conn: socket.socket,
-                 protocol: Callable[[], asyncio.Protocol]) -> None:
+                 protocol: Callable[[], asyncio.Protocol]) -> asyncio.BaseProtocol | None:
+    """Serve `conn`: its connection handler, or None if it could not be made."""
     conn.setblocking(False)
     try:
-        await loop.connect_accepted_socket(protocol, conn)
+        return (await loop.connect_accepted_socket(protocol, conn))[1]
     except OSError:  # the client left before its transport was made
         conn.close()
     except Exception:  # a bug in making one connection must not stop the accepting
         log.exception("could not serve an accepted connection")
         conn.close()
+    return None
 
 
 def listen(host: str, port: int, backlog: int) -> list[socket.socket]:

@@ -7,7 +7,9 @@ the route; a stream past the front's stream cap is answered `429 too_many_stream
 and its connection closed (api/slots.py). Errors keep the API's shape `{"detail": {"error",
 "message"}}`, and one log line per request says method, path (never the query string: it
 may hold `?token=`), status and time; the door's own refusals, which anyone who can reach
-the port can cause, are one line per reason per minute with a count (`refusals`).
+the port can cause, and the streams refused past the cap, which a client in a loop (or a
+page opening a thousand) causes by the thousand, are one line per reason per minute with a
+count (`refusals`).
 """
 
 from __future__ import annotations
@@ -120,6 +122,7 @@ async def _stream(request: web.Request, handler: Handler, slots: Slots) -> web.S
     """A stream holds its connection for as long as it runs: past the cap, a 429 whose
     connection is closed (it holds no slot), so the API's other routes keep theirs."""
     if not slots.stream_begins(request.protocol):
+        request[REFUSED] = "429 too_many_streams"
         response = refusal(429, "too_many_streams",
                            f"this front serves at most {slots.max_streams} streams at once "
                            f"and all are open; close one (another tab or client) and retry")

@@ -16,7 +16,11 @@ door shut, however many connections they open and however fast:
   `503 too_many_connections` and closed;
 - the token holder's streams (what api/handover.py lends) are capped below the connection
   cap (`stream_cap`): one past it is answered `429 too_many_streams` and its connection
-  closed, so its own streams never lock it out of the rest of the API.
+  closed, so its own streams never lock it out of the rest of the API;
+- at most JUDGING connections whose head asks for a stream are pending at once (the lobby
+  keeps the rest, api/connections.py): each costs the event loop a few turns until the
+  door has judged it, and a burst of them all at once made every turn long, a probe's
+  connection among them waiting for several.
 When the token changes (`token --rotate`), every connection admitted with the old one is
 ended, a stream on it included (a lent stream too: its socket is shut down under the
 daemon, which the front then tells to stop).
@@ -48,6 +52,11 @@ log = logging.getLogger(__name__)
 # waits in the kernel's queue.
 GRACE = 0.1
 BURST = 32  # connections accepted in one go at most (each is made on the loop's next turn)
+# Connections asking for a stream that are pending at once at most. Measured on 2026-12-04
+# (2 busy cores), the token holder opening 1,000 streams at once: with all of them let in
+# (up to the 256 slots), one turn of the front's loop took 20-50 ms and a /health probe
+# needed several; with 16, the burst took no longer and the probe passed in a few ms.
+JUDGING = 16
 TOO_MANY_BODY = (b'{"detail":{"error":"too_many_connections","message":"the front has too many '
                  b'open connections; retry later"}}')
 TOO_MANY = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
@@ -72,7 +81,9 @@ class Slots:
         self.pending: dict[DoorRequestHandler, asyncio.TimerHandle] = {}
         self.admitted: dict[RequestHandler, int] = {}  # -> the token generation it used
         self.streams: set[RequestHandler] = set()
-        self._freed = asyncio.Event()  # set when a connection leaves its slot
+        # Pending connections whose head the lobby judged to ask for a stream.
+        self.judging: set[RequestHandler] = set()
+        self._freed = asyncio.Event()  # set when a connection leaves its slot (or judging)
 
     async def room(self) -> int:
         """How many connections may be accepted now (at least one), once there is room: a
@@ -103,6 +114,28 @@ class Slots:
             except TimeoutError:
                 pass
 
+    def stream_room(self) -> int:
+        """How many more connections asking for a stream may be served now."""
+        return max(0, JUDGING - len(self.judging))
+
+    def asks_stream(self, handler: DoorRequestHandler) -> None:
+        """`handler`'s connection asks for a stream: it counts against JUDGING while pending."""
+        if handler in self.pending:
+            self.judging.add(handler)
+
+    def poke(self) -> None:
+        """Something the accepting waits for changed (api/connections.py, CappedSite)."""
+        self._freed.set()
+
+    async def changed(self, timeout: float) -> None:
+        """Until a slot is freed, a judged connection leaves its pending state, or `poke`;
+        at most `timeout` seconds."""
+        self._freed.clear()
+        try:
+            await asyncio.wait_for(self._freed.wait(), timeout)
+        except TimeoutError:
+            pass
+
     def arrived(self, handler: DoorRequestHandler) -> bool:
         """A connection was made: True once it has a slot (perhaps another's), False if it
         gets none (the caller refuses it)."""
@@ -118,16 +151,12 @@ class Slots:
 
     def admit(self, handler: RequestHandler, generation: int) -> None:
         """A request on `handler`'s connection passed the door."""
-        timer = self.pending.pop(handler, None)  # type: ignore[call-overload]
-        if timer is not None:
-            timer.cancel()
+        self._unpend(handler)
         if handler.transport is not None:
             self.admitted[handler] = generation
 
     def lost(self, handler: RequestHandler) -> None:
-        timer = self.pending.pop(handler, None)  # type: ignore[call-overload]
-        if timer is not None:
-            timer.cancel()
+        self._unpend(handler)
         self.admitted.pop(handler, None)
         self.streams.discard(handler)
         self._freed.set()
@@ -137,7 +166,7 @@ class Slots:
         now = asyncio.get_running_loop().time()
         for handler in self.pending:
             if handler.ripe(now):
-                self.pending.pop(handler).cancel()
+                self._unpend(handler)
                 _end(handler)
                 return True
             if not handler.heard:
@@ -162,8 +191,19 @@ class Slots:
             _end(handler)
         return len(old)
 
+    def _unpend(self, handler: RequestHandler) -> asyncio.TimerHandle | None:
+        """`handler` is no longer pending (its head timer cancelled); the timer, or None if
+        it was not pending."""
+        timer = self.pending.pop(handler, None)  # type: ignore[call-overload]
+        if timer is not None:
+            timer.cancel()
+        if handler in self.judging:
+            self.judging.discard(handler)
+            self._freed.set()
+        return timer
+
     def _expire(self, handler: DoorRequestHandler) -> None:
-        if self.pending.pop(handler, None) is not None and handler.transport is not None:
+        if self._unpend(handler) is not None and handler.transport is not None:
             log.debug("closing a connection that sent no admitted request in %.1f s",
                       self.head_timeout)
             _end(handler)

@@ -115,6 +115,9 @@ def test_streams_past_the_cap_get_429_and_everything_else_is_still_served(
             assert detail["error"] == "too_many_streams"
             assert f"at most {STREAM_CAP} streams" in detail["message"]
             assert closed_by_front(over, 10), "a refused stream keeps no slot"
+        for _ in range(3):  # a client in a loop: its refusals are one log line a minute
+            with open_stream(front) as over:
+                assert read_answer(over).status == 429
         assert status_of(front, health(front)) == 200
         sessions = raw_request(front.port, (
             f"GET {P}/sessions HTTP/1.1\r\nHost: 127.0.0.1:{front.port}\r\n"
@@ -142,4 +145,8 @@ def test_streams_past_the_cap_get_429_and_everything_else_is_still_served(
         for sock in streams:
             sock.close()
     front.proc.stop()
-    assert "Traceback" not in front.proc.output()
+    output = front.proc.output()
+    assert "Traceback" not in output
+    refused = [line for line in output.splitlines() if "-> 429" in line]
+    assert len(refused) == 1, refused
+    assert "429 too_many_streams (more like it: one line a minute at most)" in refused[0]

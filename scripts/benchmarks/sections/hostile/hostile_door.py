@@ -159,6 +159,9 @@ async def bench_hostile_door(quick: bool, owned: Owned) -> list[Figure]:
         else:
             log("hostile_inputs.reconnect_flood_300_other_uid: skipped (needs root and setpriv)")
         cases.append(("sse_streams_1000", lambda: many_streams(url, headers, quick)))
+        only = os.environ.get("HOSTILE_ONLY")  # a comma list of names: those alone
+        if only:
+            cases = [case for case in cases if case[0] in only.split(",")]
         figures = []
         for name, case in cases:
             with RssSampler({"daemon": stack.daemon.pid}) as rss:
