@@ -194,7 +194,8 @@ class Slots:
     def _unpend(self, handler: RequestHandler) -> asyncio.TimerHandle | None:
         """`handler` is no longer pending (its head timer cancelled); the timer, or None if
         it was not pending."""
-        timer = self.pending.pop(handler, None)  # type: ignore[call-overload]
+        timer: asyncio.TimerHandle | None = self.pending.pop(
+            handler, None)  # type: ignore[call-overload]
         if timer is not None:
             timer.cancel()
         if handler in self.judging:
