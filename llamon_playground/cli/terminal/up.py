@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import errno
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -232,7 +233,13 @@ def serve_front(settings: Settings, options: FrontOptions,
     keep_large_buffers_apart()
     freeze_startup_heap()
     try:
-        asyncio.run(run_front(settings, options, serving=serving, stop=stop))
+        try:
+            asyncio.run(run_front(settings, options, serving=serving, stop=stop))
+        finally:
+            # The loop gave SIGTERM back to its default as it closed. The front is ending
+            # anyway: a SIGTERM now (`stop` ending every front while this one already ends
+            # with its daemon) must not turn a clean end into a death by signal.
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
     except (NonLoopbackBind, TokenError) as exc:
         print(f"llamon-playground: {exc}", file=sys.stderr)
         return EXIT_USAGE
