@@ -17,6 +17,7 @@ from aiohttp import web
 
 from llamon_playground.common.config import Settings
 from llamon_playground.common.fd_budget import connection_cap
+from llamon_playground.common.heap import freeze_late_startup
 from llamon_playground.common.http_json import name_the_server
 from llamon_playground.common.logging_setup import set_context_fallback
 from llamon_playground.common.request_context import add_request_context
@@ -323,6 +324,7 @@ async def serve(settings: Settings, environ: dict[str, str]) -> None:
         stack.callback(lifeline.close)  # unless stood down, the reaper ends what is left
         services = await build_services(settings, environ)
         stack.push_async_callback(_close_http, services)
+        freeze_late_startup()
         services.host.note_reaped(left)
         set_context_fallback(lambda: _log_context(services))
         # Parser-level errors answered plainly too: our Server header, nothing echoed.

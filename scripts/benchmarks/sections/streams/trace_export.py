@@ -44,7 +44,7 @@ from aiohttp import web
 from scripts.benchmarks.clients.client import call, direct_session, start_run
 from scripts.benchmarks.clients.raw_http import SseTarget, open_sse
 from scripts.benchmarks.figures import Figure, Target, log
-from scripts.benchmarks.meters import MB, cpu_of, rss
+from scripts.benchmarks.meters import MB, cpu_ns_of, rss
 from scripts.benchmarks.owned import Owned
 from scripts.benchmarks.stack import Stack
 
@@ -124,13 +124,13 @@ async def start_daemon(owned: Owned, prefix: str, endpoint: str | None,
 
 async def stream_once(d: Daemon, deltas: int) -> tuple[float, float]:
     """One run of `tokens N`, read on the daemon socket: (deltas/s, daemon CPU us a delta)."""
-    c0 = cpu_of(d.pid)
+    c0 = cpu_ns_of(d.pid)
     t0 = time.perf_counter()
     run_id = await start_run(d.http, d.session, f"tokens {deltas}")
     reader = await open_sse(d.target, run_id, timed=True)
     await asyncio.wait_for(reader.closed, STREAM_TIMEOUT_S)
     elapsed = time.perf_counter() - t0
-    cpu = cpu_of(d.pid) - c0
+    cpu = cpu_ns_of(d.pid) - c0
     got = sum(1 for _, kind, _, _ in reader.frames.timed_frames() if kind == "output.delta")
     if got != deltas or not reader.frames.ended_terminal:
         raise RuntimeError(f"{got} of {deltas} deltas arrived")
@@ -162,12 +162,12 @@ async def short_runs(daemons: list[Daemon], runs: int) -> tuple[list[list[int]],
     tenth = max(runs // 10, 1)
     for _ in range(10):
         for d, kept, cpu in zip(daemons, marks, cpus, strict=True):
-            c0 = cpu_of(d.pid)
+            c0 = cpu_ns_of(d.pid)
             for _ in range(tenth):
                 run_id = await start_run(d.http, d.session, "stream a b c")
                 reader = await open_sse(d.target, run_id)
                 await asyncio.wait_for(reader.closed, 60)
-            cpu.append((cpu_of(d.pid) - c0) / tenth)
+            cpu.append((cpu_ns_of(d.pid) - c0) / tenth)
             kept.append(rss(d.pid))
     return marks, cpus
 
