@@ -16,18 +16,13 @@ import gc
 import sys
 
 
-_startup_frozen = False
-
-
 def freeze_startup_heap() -> None:
     """Collect once, then move every object that survived into the permanent generation.
     Called by the CLI just before a long-lived process starts serving (and by scripts/bench
     before it measures), never by a library function: a test process that starts a front
     in-process keeps its collector as it is."""
-    global _startup_frozen
     gc.collect()
     gc.freeze()
-    _startup_frozen = True
 
 
 def freeze_late_startup() -> None:
@@ -36,7 +31,7 @@ def freeze_late_startup() -> None:
     export: 8,000 objects, 15,000 over gRPC) lives as long as the process too, so it is
     frozen with the rest. A no-op in a process whose heap was never frozen (a test's
     in-process daemon)."""
-    if _startup_frozen:
+    if gc.get_freeze_count():
         freeze_startup_heap()
 
 
@@ -44,12 +39,6 @@ def freeze_late_startup() -> None:
 # mmap, given back to the system the moment they are freed.
 M_MMAP_THRESHOLD = -3
 MMAP_THRESHOLD = 256 * 1024
-M_ARENA_MAX = -8
-# glibc gives each thread that allocates while another holds the heap's lock an arena of
-# its own, up to 8 a core, and an arena keeps its freed pages: the gRPC exporter's
-# threads made the daemon's RSS climb ~7 % over 1,000 runs that way. Two are enough for a
-# loop and its few helper threads.
-ARENA_MAX = 2
 
 
 @functools.cache
@@ -76,7 +65,6 @@ def keep_large_buffers_apart() -> None:
     libc = _libc()
     if libc is not None:
         libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
-        libc.mallopt(M_ARENA_MAX, ARENA_MAX)
 
 
 def give_back_memory() -> None:

@@ -127,3 +127,30 @@ def test_a_collector_down_for_many_batches_is_one_line_and_its_return_one_more(
     # Outside a batch's sending, the exporter's logger is heard as ever.
     logging.getLogger("opentelemetry.exporter.otlp.proto.http.trace_exporter").warning("x")
     assert caplog.records[-1].getMessage() == "x"
+
+
+def test_the_sampler_keeps_or_drops_each_trace_whole_as_its_traceparent_says(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """OTEL_TRACES_SAMPLER decides once a trace: every span of a kept run (its phases,
+    nodes) is exported, none of a dropped one's, and the decision is `sampled`, the one the
+    run's `traceparent` carries to the Host."""
+    monkeypatch.setenv("OTEL_TRACES_SAMPLER", "traceidratio")
+    monkeypatch.setenv("OTEL_TRACES_SAMPLER_ARG", "0.5")
+    memory = InMemorySpanExporter()
+    sink = SpanSink(SETTINGS, exporter=memory, queue_spans=100_000)
+    runs = [f"run_{i}" for i in range(40)]
+    try:
+        for run_id in runs:
+            assert sink.emit(run_spans(RunTraceInput(row(id=run_id), EVENTS, "echo_agent")))
+        assert sink.flush(5)
+        got: dict[int, int] = {}
+        for span in memory.get_finished_spans():
+            assert span.context is not None
+            got[span.context.trace_id] = got.get(span.context.trace_id, 0) + 1
+    finally:
+        sink.shutdown()
+    per_run = len(run_spans(RunTraceInput(row(), EVENTS, "echo_agent")))
+    kept = {ids.trace_id(r) for r in runs if sink.sampled(ids.trace_id(r))}
+    assert 0 < len(kept) < len(runs)  # the ratio left some out and kept some
+    assert got == dict.fromkeys(kept, per_run)
+    assert sink.counts.exported == len(kept) * per_run and sink.counts.pending == 0
