@@ -67,6 +67,7 @@ class HostProcess:
         self._collector: asyncio.Task[None] | None = None
         loop = asyncio.get_running_loop()
         self.exited: asyncio.Future[int] = loop.create_future()
+        self._spoke: asyncio.Future[None] | None = None
         # No watch (the portable side, a process not ours): its awaited status is the sign.
         self._unwatch = current_platform().watch_exit(self.pid, self._on_exit_seen)
         if self._unwatch is None:
@@ -101,10 +102,20 @@ class HostProcess:
             while True:
                 chunk = await reader.read(READ_BYTES)
                 on_output(stream, chunk)
+                spoke, self._spoke = self._spoke, None
+                if spoke is not None and not spoke.done():
+                    spoke.set_result(None)
                 if not chunk:
                     return
         finally:
             transport.close()
+
+    def next_output(self) -> asyncio.Future[None]:
+        """Done when the process next writes to its stdout or stderr (a Host says it listens
+        as it starts to: the readiness probe asks then, not on its next poll)."""
+        if self._spoke is None:
+            self._spoke = asyncio.get_running_loop().create_future()
+        return self._spoke
 
     async def drain(self, timeout: float) -> None:
         """Wait (at most `timeout`) until both pipes reach EOF, so every line the Host wrote

@@ -1,7 +1,11 @@
 """Is a new Host generation Ready (its agent card answers 200), and is it shut to web pages?
 
 Polls until then, the process exits, or the start timeout passes; the last two raise
-HostUnavailable with the generation's last log lines.
+HostUnavailable with the generation's last log lines. Besides its polls, it asks each time
+the Host writes output (at most every MIN_GAP): a server says it listens just as it starts
+to (uvicorn's "Uvicorn running on", the example's "ready on"), so a Host is Ready the moment
+it says so rather than up to a poll interval later (20 ms past the first 200 ms: a cold
+start's usual case).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ POLL_INTERVAL = 0.02  # seconds between card requests, cut short when the proces
 # A warm start is Ready within tens of milliseconds: poll more often at first.
 EARLY_POLL_INTERVAL = 0.005
 EARLY_POLL_S = 0.2
+MIN_GAP = 0.002  # between two probes: a Host that logs on and on costs ~10 % of a core
 REQUEST_TIMEOUT = 2.0
 DRAIN_TIMEOUT = 0.5  # how long an exited Host's pipes may take to deliver its last lines
 
@@ -36,6 +41,8 @@ async def wait_ready(process: HostProcess, url: str, timeout: float,
     async with aiohttp.ClientSession(
             timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT)) as http:
         while True:
+            asked = time.monotonic()
+            spoke = process.next_output()  # before the probe: a line during it counts
             if process.exited.done():
                 await process.drain(DRAIN_TIMEOUT)
                 raise HostUnavailable(
@@ -49,9 +56,13 @@ async def wait_ready(process: HostProcess, url: str, timeout: float,
                 pass
             if time.monotonic() > deadline:
                 raise HostUnavailable(not_ready_message(url, timeout), log_tail())
-            early = time.monotonic() - started < EARLY_POLL_S
-            await asyncio.wait({process.exited},
-                               timeout=EARLY_POLL_INTERVAL if early else POLL_INTERVAL)
+            early = asked - started < EARLY_POLL_S
+            await asyncio.wait({process.exited, spoke},
+                               timeout=EARLY_POLL_INTERVAL if early else POLL_INTERVAL,
+                               return_when=asyncio.FIRST_COMPLETED)
+            gap = asked + MIN_GAP - time.monotonic()
+            if gap > 0:
+                await asyncio.sleep(gap)
 
 
 def not_ready_message(url: str, timeout: float) -> str:
