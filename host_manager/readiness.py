@@ -57,7 +57,8 @@ async def wait_ready(process: HostProcess, url: str, timeout: float,
             if time.monotonic() > deadline:
                 raise HostUnavailable(not_ready_message(url, timeout), log_tail())
             early = asked - started < EARLY_POLL_S
-            await asyncio.wait({process.exited, spoke},
+            either: set[asyncio.Future[Any]] = {process.exited, spoke}
+            await asyncio.wait(either,
                                timeout=EARLY_POLL_INTERVAL if early else POLL_INTERVAL,
                                return_when=asyncio.FIRST_COMPLETED)
             gap = asked + MIN_GAP - time.monotonic()
