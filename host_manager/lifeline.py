@@ -56,8 +56,9 @@ def watch(lifeline: BinaryIO) -> bool:
 def reap(record_path: Path) -> list[dict[str, Any]]:
     """End the Host tree the dead daemon left: its recorded Host's group, then every marked
     process. What was reaped, as `GET /host` lists it."""
-    # Imported only now: the reaper waits for days with what reading a pipe needs and no
-    # more (these bring psutil and asyncio, ~10 MB of a process that otherwise only waits).
+    # Imported only now: the module run directly waits in `watch` for days with what reading
+    # a pipe needs and no more (these bring psutil and asyncio, ~10 MB). Started by
+    # `Lifeline`, the shell waits and this Python starts at EOF either way.
     from llamon_playground.host_manager.environment import ENV_MARKER, ENV_TREE
     from llamon_playground.host_manager.orphans import reap_marked, reap_orphan, tree_id
     reap_orphan(record_path, ENV_MARKER)
