@@ -37,12 +37,12 @@ from llamon_playground.daemon.http.edits import add_edit_routes
 from llamon_playground.daemon.http.history_upkeep import add_history_routes
 from llamon_playground.daemon.http.host import add_host_routes
 from llamon_playground.daemon.http.introspect import add_introspect_routes
-from llamon_playground.daemon.http.openapi import add_openapi_routes
 from llamon_playground.daemon.http.peercred import peer_cred_middleware
 from llamon_playground.daemon.http.routes import add_routes, errors_middleware
 from llamon_playground.daemon.http.search import add_search_routes
 from llamon_playground.daemon.http.sse import serve_unix
 from llamon_playground.daemon.http.suites import add_suite_routes
+from llamon_playground.daemon.http.util import bind_on_first_use
 from llamon_playground.daemon.introspect.host_checks import (
     default_command_note,
     missing_executable,
@@ -281,7 +281,8 @@ def make_app(services: Daemon) -> web.Application:
     add_introspect_routes(app, settings=s.settings, host=s.host, http=s.http,
                           history=s.history, blobs=s.blobs)
     add_suite_routes(app, settings=s.settings, store=s.store, hub=s.hub, suites=s.suites)
-    add_openapi_routes(app)
+    # The OpenAPI document's declarations load on its first request (0.5 MB otherwise kept).
+    bind_on_first_use(app, "openapi", "llamon_playground.daemon.http.openapi")
     return app
 
 

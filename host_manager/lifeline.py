@@ -16,10 +16,13 @@ portable side of the platform seam (macOS: no PR_SET_PDEATHSIG, no pidfds) reuse
 unchanged. The warm parent's control socket is its lifeline in the same way (its only other
 end is the daemon's): on EOF it ends its generations itself (spawn/preloader.py).
 
-The daemon's end is `Lifeline`: `Lifeline.start` spawns the reaper (`python -m
-llamon_playground.host_manager.lifeline RECORD_PATH`) with the pipe's read end as its stdin,
-in a session of its own (a signal to the daemon's group, a terminal's Ctrl-C, does not
-reach it), and keeps the only write end. That end is close-on-exec and never inherited: no
+The daemon's end is `Lifeline`: `Lifeline.start` spawns the reaper with the pipe's read end as
+its stdin, in a session of its own (a signal to the daemon's group, a terminal's Ctrl-C, does
+not reach it), and keeps the only write end. The reaper waits as `/bin/sh` (`WAITER`: about
+0.3 MB PSS where a waiting Python is 5 to 7 MB, and it waits as long as the daemon lives); on
+EOF the shell execs `python -m llamon_playground.host_manager.lifeline RECORD_PATH` in its
+place (same pid, same stdin), whose `main` reads the EOF and reaps. Run directly, that module
+is the whole reaper (it waits with `watch` itself). That end is close-on-exec and never inherited: no
 Host, warm parent or other child holds it, so the pipe reads EOF exactly when the daemon is
 gone. `stand_down` is the clean stop.
 """
@@ -53,8 +56,9 @@ def watch(lifeline: BinaryIO) -> bool:
 def reap(record_path: Path) -> list[dict[str, Any]]:
     """End the Host tree the dead daemon left: its recorded Host's group, then every marked
     process. What was reaped, as `GET /host` lists it."""
-    # Imported only now: the reaper waits for days with what reading a pipe needs and no
-    # more (these bring psutil and asyncio, ~10 MB of a process that otherwise only waits).
+    # Imported only now: the module run directly waits in `watch` for days with what reading
+    # a pipe needs and no more (these bring psutil and asyncio, ~10 MB). Started by
+    # `Lifeline`, the shell waits and this Python starts at EOF either way.
     from llamon_playground.host_manager.environment import ENV_MARKER, ENV_TREE
     from llamon_playground.host_manager.orphans import reap_marked, reap_orphan, tree_id
     reap_orphan(record_path, ENV_MARKER)
@@ -65,6 +69,12 @@ def reap(record_path: Path) -> list[dict[str, Any]]:
 
 
 LIFELINE_MODULE = "llamon_playground.host_manager.lifeline"
+# The waiting reaper: a POSIX shell reads the pipe a line at a time; a stand-down line ends it,
+# EOF (the daemon gone) execs the Python reaper. $0 is the module (so `ps` names the reaper by
+# it), $1 the Python, $2 the record. A partial last line is EOF too: the daemon writes only
+# whole lines, in one write.
+WAITER = (f'while IFS= read -r line; do [ "$line" = {STAND_DOWN.decode().strip()} ] && exit 0; '
+          'done; exec "$1" -m "$0" "$2"')
 EXIT_WAIT = 2.0
 
 
@@ -82,7 +92,8 @@ class Lifeline:
         read_fd, write_fd = os.pipe()  # both close-on-exec (PEP 446)
         try:
             process = subprocess.Popen(
-                [sys.executable, "-m", LIFELINE_MODULE, str(record_path)], stdin=read_fd,
+                ["/bin/sh", "-c", WAITER, LIFELINE_MODULE, sys.executable, str(record_path)],
+                stdin=read_fd,
                 stdout=subprocess.DEVNULL, env=env, start_new_session=True)
         except BaseException:
             os.close(write_fd)

@@ -4,7 +4,9 @@ binding of each declared route to its handler."""
 from __future__ import annotations
 
 import asyncio
+import importlib
 import secrets
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
@@ -160,3 +162,21 @@ def bind(app: web.Application, group: str, handlers: object) -> None:
     each with the method of `handlers` it names."""
     for route in served_by(group):
         app.router.add_route(route.method, route.full_path, getattr(handlers, route.name))
+
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def bind_on_first_use(app: web.Application, group: str, module: str) -> None:
+    """`bind`, with each handler looked up in `module` imported on the first request: for
+    routes seldom asked, whose module would otherwise stay loaded as long as the daemon
+    lives. (The import runs once, on the loop: a module that loads in milliseconds.)"""
+    for route in served_by(group):
+        app.router.add_route(route.method, route.full_path, _deferred(module, route.name))
+
+
+def _deferred(module: str, name: str) -> Handler:
+    async def handler(request: web.Request) -> web.StreamResponse:
+        answer: Handler = getattr(importlib.import_module(module), name)
+        return await answer(request)
+    return handler

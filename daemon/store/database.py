@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 import aiosqlite
 
 from llamon_playground.common.config import Settings
+from llamon_playground.common.heap import give_back_memory
 from llamon_playground.daemon.errors import StoreError, UnsupportedDatabaseVersion
 from llamon_playground.daemon.store.batch import Batches, Item, OpResult, PendingOp, WriteOp
 from llamon_playground.daemon.store.frames import BLOCK_AFTER_SQL, FRAMES_SQL, block_page
@@ -43,6 +44,9 @@ RETRY_MIN = 0.05
 RETRY_MAX = 2.0
 # The WAL stays small (wal.py): the keeper checkpoints beside the writer as it grows, the
 # writer after IDLE_CHECKPOINT s without writes, truncating it. Nothing checkpoints per run.
+# Then too, the writer's and the reader's page caches are emptied and the memory given back:
+# filled by a day's runs and pages they would hold 2 MB each (SQLite's default) for as long
+# as the daemon idles; refilled from the OS's cache of the file, a page costs microseconds.
 IDLE_CHECKPOINT = 1.0
 # A stream of events commits at most once per COMMIT_INTERVAL: a Host streaming faster than
 # one commit's round trip would otherwise get a transaction, an fsync and two thread
@@ -251,11 +255,13 @@ class Store:
         self._wake.set()
 
     async def _wait_for_work(self) -> None:
-        """Sleep until something is queued; checkpoint the WAL once the writer idles."""
+        """Sleep until something is queued; checkpoint the WAL once the writer idles, and
+        empty the page caches."""
         while not self._items:
             if self._checkpoint_now or (self._wal_dirty and not await woken(
                     self._wake, IDLE_CHECKPOINT)):
                 await self._checkpoint()
+                await self._shrink_caches()
                 continue
             if self._items:
                 return
@@ -268,6 +274,19 @@ class Store:
             await self._on_writer(self._checkpoint_on_thread)
         except (sqlite3.Error, OSError) as exc:  # a reader in the way, or the disk: later
             log.info("WAL checkpoint failed: %s", exc)
+
+    async def _shrink_caches(self) -> None:
+        try:
+            await self._on_writer(self._shrink_on_thread)
+            if self._reader is not None:
+                await self._reader.execute("PRAGMA shrink_memory")
+        except (sqlite3.Error, ValueError) as exc:  # ValueError: the reader closed meanwhile
+            log.info("emptying the page caches failed: %s", exc)
+        give_back_memory()
+
+    def _shrink_on_thread(self) -> None:
+        assert self._conn is not None
+        self._conn.execute("PRAGMA shrink_memory")
 
     def _checkpoint_on_thread(self) -> None:
         assert self._conn is not None

@@ -18,6 +18,8 @@ from importlib import resources
 from pathlib import Path
 
 EXAMPLE = "echo_agent"
+PROJECT_HELP = ("the project folder (default: the current folder when it is a llamon "
+                "project, else the bundled example)")
 # What the example's Host imports that the Playground itself does not: the `examples` extra
 # of pyproject.toml installs them (their import names, not their distributions').
 EXAMPLE_MODULES = ("a2a", "starlette", "uvicorn")

@@ -15,6 +15,9 @@ from __future__ import annotations
 from typing import Any
 
 ACTIVE_RUN_CONFLICT = "active_run_conflict"
+# The command's exit codes (docs/cli.md). Here, in a module that imports nothing, so that the
+# long-lived commands (`daemon`, `up`, `front`) have them without loading the client.
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_RUNNING, EXIT_CONFLICT = 0, 1, 2, 3, 4
 
 
 class PlaygroundError(Exception):

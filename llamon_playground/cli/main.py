@@ -16,20 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from llamon_playground.cli.bundled_example import bundled_example
-from llamon_playground.cli.terminal.commands import (
-    PROJECT_HELP,
-    add_control_commands,
-    add_suite_commands,
-)
-from llamon_playground.cli.terminal.control import (
-    EXIT_CONFLICT,
-    EXIT_ERROR,
-    EXIT_NOT_RUNNING,
-    EXIT_OK,
-)
-from llamon_playground.cli.terminal.search import add_search_command
-from llamon_playground.cli.terminal.show import print_warnings
+from llamon_playground.cli.bundled_example import PROJECT_HELP, bundled_example
+from llamon_playground.cli.errors import EXIT_CONFLICT, EXIT_ERROR, EXIT_NOT_RUNNING, EXIT_OK
 from llamon_playground.common.config import (
     DAEMON_ONLY_ENV,
     Settings,
@@ -113,6 +101,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def _print_status(info: dict[str, Any], as_json: bool) -> None:
+    from llamon_playground.cli.terminal.show import print_warnings
     if as_json:
         print(orjson.dumps(info, option=orjson.OPT_SORT_KEYS).decode())
         return
@@ -165,11 +154,15 @@ class _Version(argparse.Action):
         parser.exit()
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from llamon_playground.cli.terminal.inspect_commands import add_inspect_commands
-    from llamon_playground.cli.terminal.more import add_more_commands
-    from llamon_playground.cli.terminal.sessions import add_session_commands
-    from llamon_playground.cli.terminal.traces import add_trace_commands
+# The commands that run for days. Their process parses a command line with only the commands
+# below (the same arguments and help): the modules of the other commands, the client's
+# among them, would stay loaded as long as it serves (docs/benchmarks.md, `up_pss_idle`).
+LONG_LIVED = frozenset({"up", "daemon", "front"})
+
+
+def build_parser(*, all_commands: bool = True) -> argparse.ArgumentParser:
+    """The command line's parser; `all_commands=False`: only `up`, `daemon`, `front` and
+    `status`, with none of the other commands' modules imported."""
     parser = argparse.ArgumentParser(prog="llamon-playground",
                                      description="llamon Playground daemon and front")
     parser.add_argument("--version", action=_Version, help="print the version and exit")
@@ -205,6 +198,18 @@ def build_parser() -> argparse.ArgumentParser:
     _project_arg(status)
     status.add_argument("--json", action="store_true", help="print the /health document")
     status.set_defaults(func=cmd_status)
+    if all_commands:
+        _add_driving_commands(sub)
+    return parser
+
+
+def _add_driving_commands(sub: Any) -> None:
+    from llamon_playground.cli.terminal.commands import add_control_commands, add_suite_commands
+    from llamon_playground.cli.terminal.inspect_commands import add_inspect_commands
+    from llamon_playground.cli.terminal.more import add_more_commands
+    from llamon_playground.cli.terminal.search import add_search_command
+    from llamon_playground.cli.terminal.sessions import add_session_commands
+    from llamon_playground.cli.terminal.traces import add_trace_commands
     add_control_commands(sub, _settings)
     add_more_commands(sub, _settings)
     add_search_command(sub, _settings)
@@ -212,11 +217,24 @@ def build_parser() -> argparse.ArgumentParser:
     add_session_commands(sub, _settings)
     add_inspect_commands(sub, _settings)
     add_trace_commands(sub, _settings)
-    return parser
+
+
+def command_word(argv: list[str]) -> str | None:
+    """The command `argv` names: its first word that is neither an option nor the path
+    `--log-file` takes (the only global option with a value; argparse takes `--log-f` for it
+    too)."""
+    words = iter(argv)
+    for word in words:
+        if word.startswith("--log-f") and "--log-file".startswith(word):
+            next(words, None)
+        elif not word.startswith("-"):
+            return word
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    words = sys.argv[1:] if argv is None else argv
+    parser = build_parser(all_commands=command_word(words) not in LONG_LIVED)
     args = parser.parse_args(argv)
     sizes = log_files()
     setup_logging(verbose=args.verbose, json_lines=args.log_json or log_json(),

@@ -6,6 +6,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
+from llamon_playground.cli.bundled_example import PROJECT_HELP as PROJECT_HELP
 from llamon_playground.cli.terminal import suite_commands as suites
 from llamon_playground.cli.terminal.control import (
     EXIT_USAGE,
@@ -27,8 +28,6 @@ from llamon_playground.cli.terminal.control import (
 )
 from llamon_playground.cli.terminal.suite_ci import run_ci
 
-PROJECT_HELP = ("the project folder (default: the current folder when it is a llamon "
-                "project, else the bundled example)")
 JSON_HELP = "print the API's JSON document (keys sorted) instead of text"
 
 

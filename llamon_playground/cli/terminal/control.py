@@ -30,6 +30,11 @@ from llamon_playground.cli.client import (
     health,
     text_part,
 )
+from llamon_playground.cli.errors import EXIT_CONFLICT as EXIT_CONFLICT
+from llamon_playground.cli.errors import EXIT_ERROR as EXIT_ERROR
+from llamon_playground.cli.errors import EXIT_NOT_RUNNING as EXIT_NOT_RUNNING
+from llamon_playground.cli.errors import EXIT_OK as EXIT_OK
+from llamon_playground.cli.errors import EXIT_USAGE as EXIT_USAGE
 from llamon_playground.cli.front_record import stop_fronts
 from llamon_playground.cli.terminal.hints import BadArgument, Placeholder, conflict_hint, suggest
 from llamon_playground.cli.terminal.parts import run_request
@@ -42,7 +47,6 @@ from llamon_playground.cli.terminal.show import (
 from llamon_playground.common.config import Settings
 from llamon_playground.common.contract import SUCCESS_STATUSES, TERMINAL_STATUSES
 
-EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NOT_RUNNING, EXIT_CONFLICT = 0, 1, 2, 3, 4
 TERMINAL = TERMINAL_STATUSES
 SUCCESS = SUCCESS_STATUSES
 Command = Callable[[PlaygroundClient, argparse.Namespace], Awaitable[int]]

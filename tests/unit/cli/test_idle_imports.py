@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 PROBE = """
 import sys
@@ -40,3 +43,35 @@ def test_up_which_serves_the_front_loads_no_history_store() -> None:
     out = subprocess.run([sys.executable, "-c", UP_PROBE], capture_output=True, text=True,
                          timeout=60, check=True)
     assert out.stdout.strip() == "[]"
+
+
+
+SERVING_PROBE = """
+import sys
+from llamon_playground.cli import main as cli
+cli.asyncio.run = lambda coro: coro.close()  # the daemon: set up, not served
+cli.cmd_up = lambda args: 0  # `up`: its command line read, not run
+assert cli.main(sys.argv[1:]) == 0
+print(sorted(name for name in ("llamon_playground.cli.client",
+                               "llamon_playground.cli.terminal.suite_commands",
+                               "llamon_playground.cli.terminal.inspect_commands",
+                               "llamon_playground.cli.terminal.sessions")
+             if name in sys.modules))
+"""
+
+
+@pytest.mark.parametrize("command", [
+    ["daemon"],
+    ["-v", "--log-file", "{tmp}/up.log", "up", "--port", "0"],
+], ids=["daemon", "up"])
+def test_a_long_lived_command_loads_no_other_commands_modules(command: list[str],
+                                                              tmp_path: Path) -> None:
+    # The daemon and `up` (the front) read a command line that names only the commands that
+    # serve: the client and the other commands' modules stay out of a process that lives for
+    # days. (`up`'s own module, not run here, does load the client, to reach its daemon.)
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\n')
+    argv = [word.replace("{tmp}", str(tmp_path)) for word in command]
+    out = subprocess.run([sys.executable, "-c", SERVING_PROBE, *argv, str(tmp_path)],
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]", out.stdout

@@ -11,7 +11,12 @@ import psutil
 import pytest
 
 from llamon_playground.harness.waiting import wait_for
-from llamon_playground.host_manager.lifeline import STAND_DOWN, Lifeline, watch
+from llamon_playground.host_manager.lifeline import (
+    LIFELINE_MODULE,
+    STAND_DOWN,
+    Lifeline,
+    watch,
+)
 
 
 def test_eof_on_the_lifeline_means_the_daemon_died() -> None:
@@ -32,17 +37,29 @@ def test_a_stand_down_lets_the_reaper_go_without_reaping() -> None:
 
 @pytest.mark.skipif(not Path("/proc/self/wchan").exists(),
                     reason="where a process waits in the kernel is read from /proc (Linux)")
-def test_the_waiting_reaper_loads_only_what_reading_its_pipe_needs(tmp_path: Path) -> None:
-    """A reaper waits as long as its daemon lives: psutil (and asyncio, through the Host's
-    environment helpers) load only once the daemon is gone and there is a tree to end."""
+def test_the_waiting_reaper_is_no_python(tmp_path: Path,
+                                         capfd: pytest.CaptureFixture[str]) -> None:
+    """A reaper waits as long as its daemon lives: it waits as a shell, and Python (with
+    psutil and what ending the tree takes) starts only once the daemon is gone."""
     lifeline = Lifeline.start(tmp_path / "host.json", dict(os.environ))
     pid = lifeline.process.pid
     try:
-        # Blocked reading its pipe (stdin): its imports are done.
+        # Blocked reading its pipe (stdin): the shell is at its `read`.
         wait_for(lambda: "pipe_read" in Path(f"/proc/{pid}/wchan").read_text(), 10,
                  "the reaper to wait on its pipe")
         mapped = {m.path for m in psutil.Process(pid).memory_maps()}
-        assert not [path for path in mapped if "psutil" in path], mapped
+        assert not [path for path in mapped if "python" in path.lower()], mapped
+        assert LIFELINE_MODULE in " ".join(psutil.Process(pid).cmdline())
     finally:
-        lifeline.close()  # EOF: it reaps (a tree that does not exist) and exits
+        lifeline.close()  # EOF: the shell execs the Python reaper, which reaps and exits
         assert lifeline.process.wait(10) == 0
+    # The Python reaper ran in the shell's place and said what it ended (nothing here).
+    assert "the daemon died; ended 0 process(es)" in capfd.readouterr().err
+
+
+def test_a_stood_down_reaper_exits_without_starting_python(
+        tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    lifeline = Lifeline.start(tmp_path / "host.json", dict(os.environ))
+    lifeline.stand_down()
+    assert lifeline.process.wait(10) == 0
+    assert "daemon died" not in capfd.readouterr().err

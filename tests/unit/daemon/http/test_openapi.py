@@ -4,6 +4,8 @@ public route, and nothing else."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -68,3 +70,13 @@ def test_document_is_whole() -> None:
             for link in op["responses"].get("201", op["responses"].get("202", {})).get(
                     "links", {}).values():
                 assert link["operationId"] in ids
+
+
+def test_the_daemon_loads_the_document_only_when_asked() -> None:
+    # Asked for seldom, kept for days: the daemon imports the document's module on the
+    # route's first request (tests/e2e/test_openapi.py asks for it through a front).
+    probe = ("import sys, llamon_playground.daemon.app; "
+             "print('llamon_playground.daemon.http.openapi' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         timeout=60, check=True)
+    assert out.stdout.strip() == "False"
