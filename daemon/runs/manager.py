@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from llamon_playground.common.ids import new_context_id, new_run_id
 from llamon_playground.common.limits import DEFAULT_LIMITS, Limits
 from llamon_playground.common.wire import RunAccepted
 from llamon_playground.daemon.data.edits import parse_rerun
@@ -30,7 +31,6 @@ from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.event_log import EventHub
 from llamon_playground.daemon.store.history import get_run, get_session, insert_run, run_view
 from llamon_playground.daemon.store.history_service import LiveRun, refuse_if_busy
-from llamon_playground.daemon.store.ids import new_context_id, new_run_id
 from llamon_playground.daemon.store.records import utcnow
 from llamon_playground.host_manager.watch.fingerprint import OutsideProject, project_file
 

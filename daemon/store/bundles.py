@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from llamon_playground.common.contract import ACTIVE_STATUSES, RunStatus
+from llamon_playground.common.ids import new_context_id, new_run_id, new_session_id
 from llamon_playground.common.limits import DEFAULT_LIMITS, Limits
 from llamon_playground.common.wire.words import BUNDLE_FORMAT
 from llamon_playground.daemon.data.big_documents import dismantle
@@ -60,7 +61,6 @@ from llamon_playground.daemon.store.history import (
     output_event_parts,
     recheck_next_runs,
 )
-from llamon_playground.daemon.store.ids import new_context_id, new_run_id, new_session_id
 from llamon_playground.daemon.store.records import EventRow, utcnow
 
 PRIVACY_WARNING = (

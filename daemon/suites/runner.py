@@ -18,6 +18,7 @@ import logging
 from typing import Any
 
 from llamon_playground.common.contract import RunStatus
+from llamon_playground.common.ids import new_context_id
 from llamon_playground.common.wire.suites import SuiteRunStatus
 from llamon_playground.daemon.errors import ApiError
 from llamon_playground.daemon.runs.active import ActiveRun
@@ -26,7 +27,6 @@ from llamon_playground.daemon.runs.state import Reason
 from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.event_log import EventHub
 from llamon_playground.daemon.store.history import get_run
-from llamon_playground.daemon.store.ids import new_context_id
 from llamon_playground.daemon.store.records import utcnow
 from llamon_playground.daemon.suites import records
 from llamon_playground.daemon.suites.cases import result_of

@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from llamon_playground.common.ids import new_context_id, new_session_id
 from llamon_playground.common.wire.suites import SuiteRunStatus
 from llamon_playground.daemon.errors import BadRequest, Conflict, NotFound
 from llamon_playground.daemon.runs.manager import RunManager
@@ -25,7 +26,6 @@ from llamon_playground.daemon.store.blobs import BlobStore
 from llamon_playground.daemon.store.database import Store
 from llamon_playground.daemon.store.event_log import EventHub
 from llamon_playground.daemon.store.history import get_run, unreferenced
-from llamon_playground.daemon.store.ids import new_context_id, new_session_id
 from llamon_playground.daemon.store.records import utcnow
 from llamon_playground.daemon.store.search.run_line import input_line, parts_line
 from llamon_playground.daemon.suites import records

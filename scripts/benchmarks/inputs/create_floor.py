@@ -12,11 +12,11 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from llamon_playground.common.ids import new_context_id, new_run_id
 from llamon_playground.daemon.data.parts import parse_run_request
 from llamon_playground.daemon.data.redact import redact_metadata
 from llamon_playground.daemon.store.batch import Batches, PendingOp
 from llamon_playground.daemon.store.history import run_insert_op
-from llamon_playground.daemon.store.ids import new_context_id, new_run_id
 from llamon_playground.daemon.store.records import compact_json, utcnow
 from llamon_playground.daemon.store.wal import open_writer
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import orjson
 
+from llamon_playground.common.ids import new_run_id
 from llamon_playground.daemon.store.database import utcnow
 from llamon_playground.daemon.store.frames import INSERT_EVENTS, build_frame
-from llamon_playground.daemon.store.ids import new_run_id
 from llamon_playground.daemon.store.migrations import MIGRATIONS, split_sql
 from scripts.benchmarks.stack import copy_example
 

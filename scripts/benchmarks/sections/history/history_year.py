@@ -42,7 +42,7 @@ from urllib.parse import urlencode
 import aiohttp
 import orjson
 
-from llamon_playground.daemon.store.history import SESSION_LIST_COLUMNS, run_list_columns
+from llamon_playground.daemon.store.excerpts import SESSION_LIST_COLUMNS, run_list_columns
 from llamon_playground.daemon.suites.records import REPORT_SQL
 from scripts.benchmarks.clients.client import (
     P,

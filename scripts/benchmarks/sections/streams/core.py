@@ -15,8 +15,8 @@ from pathlib import Path
 import orjson
 
 from llamon_playground.common.config import build_settings
+from llamon_playground.common.ids import new_run_id
 from llamon_playground.daemon.store.database import Store
-from llamon_playground.daemon.store.ids import new_run_id
 from llamon_playground.daemon.store.records import utcnow
 from scripts.benchmarks.clients.client import COMPLETED, count_sse, direct_session, front_session
 from scripts.benchmarks.configs import CoreConfig
