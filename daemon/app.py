@@ -30,6 +30,7 @@ from llamon_playground.daemon.errors import (
     ProjectError,
     UnsupportedDatabaseVersion,
 )
+from llamon_playground.daemon.host_setup import host_command, warm_options
 from llamon_playground.daemon.http.adopt import HandoverListener, answer_once
 from llamon_playground.daemon.http.capture import add_capture_routes
 from llamon_playground.daemon.http.data import add_data_routes
@@ -44,8 +45,6 @@ from llamon_playground.daemon.http.sse import serve_unix
 from llamon_playground.daemon.http.suites import add_suite_routes
 from llamon_playground.daemon.http.util import bind_on_first_use
 from llamon_playground.daemon.introspect.host_checks import (
-    default_command_note,
-    missing_executable,
     project_warnings,
 )
 from llamon_playground.daemon.introspect.project_config import load_project_config
@@ -75,7 +74,7 @@ from llamon_playground.host_manager.environment import ENV_MARKER, ENV_TREE
 from llamon_playground.host_manager.errors import HostUnavailable
 from llamon_playground.host_manager.lifeline import Lifeline
 from llamon_playground.host_manager.orphans import reap_marked, reap_orphan, tree_id
-from llamon_playground.host_manager.spawn.warm import WarmOptions, WarmPaths, WarmSpawner
+from llamon_playground.host_manager.spawn.warm import WarmPaths, WarmSpawner
 from llamon_playground.host_manager.supervisor import HostConfig, HostSupervisor
 from llamon_playground.host_manager.watch.fingerprint import WatchRules, digest
 from llamon_playground.host_manager.watch.watcher import ProjectWatcher, QuietPeriod
@@ -84,31 +83,6 @@ log = logging.getLogger(__name__)
 
 # In the runtime dir: the run a clean stop could not write the ending of (boot recovery).
 UNENDED_NOTE = "unended-run"
-
-
-def host_command(settings: Settings, environ: dict[str, str]) -> list[str]:
-    try:
-        config = load_project_config(settings.project_dir)
-    except ProjectError as exc:
-        raise HostUnavailable(f"cannot read the project's host command: {exc}",
-                              reason="project_validation") from exc
-    argv = config.resolved_host_command()
-    # Said before spawning, naming host_command: not a bare "[Errno 2] ... 'uv'".
-    problem = missing_executable(argv, settings.project_dir, environ)
-    if problem is not None:
-        note = default_command_note(config, settings.project_dir)
-        raise HostUnavailable(f"{note}. {problem}" if note else problem,
-                              reason="project_validation")
-    return argv
-
-
-def warm_options(settings: Settings) -> WarmOptions:
-    """Read at each start; a pyproject that cannot be read fails in `host_command` first."""
-    try:
-        config = load_project_config(settings.project_dir)
-    except ProjectError:
-        return WarmOptions(enabled=False, preload=())
-    return WarmOptions(enabled=config.warm_start, preload=config.preload)
 
 
 @dataclass

@@ -28,6 +28,9 @@ ROOM_DIRS = {
 }
 BARE_NAMES = {"daemon", "api", "host_manager", "common", "cli", "harness"}
 MAX_MODULES_PER_FOLDER = 15
+# The daemon's composition root: app.py, and host_setup.py, what the Host manager is told
+# from the project (read at each start).
+COMPOSITION_ROOT = ("app.py", "host_setup.py")
 # What a Host may import from us: the capture channel and guard, the streaming task store,
 # its own OpenTelemetry spans joining the run's trace.
 HOST_HELPER = {f"{ROOT}.host_manager.host_side.capture",
@@ -85,7 +88,7 @@ def test_every_daemon_room_is_stated_and_only_the_composition_root_wires_them() 
               for path in sorted(ROOM_DIRS["daemon"].glob("*.py"))
               for line, name in imports(path, ROOT, rooms)
               if room_of(name, rooms) not in (None, "daemon") and name.startswith("daemon.")
-              and path.name != "app.py"]
+              and path.name not in COMPOSITION_ROOT]
     assert wiring == []
 
 
