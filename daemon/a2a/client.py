@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import aiohttp
@@ -35,6 +35,9 @@ READ_PACE = 0.005
 # create -> done paid READ_PACE and more on a busy loop). A long stream is paced from here on,
 # so its cost per token is what it was.
 UNPACED_OUTPUTS = 8
+# The longest a `hold` (see A2AClient.stream) keeps the Host's stream unread: a commit held
+# up (a long write op ahead of it) must not hold the Host up as long.
+HOLD_MAX = 0.05
 METHODS = {
     V1: {"stream": "SendStreamingMessage", "cancel": "CancelTask"},
     "0.3": {"stream": "message/stream", "cancel": "tasks/cancel"},
@@ -108,12 +111,14 @@ class A2AClient:
 
     async def stream(self, interface: Interface, message: dict[str, Any],
                      metadata: dict[str, Any], limits: Limits = DEFAULT_LIMITS,
-                     trace_context: Mapping[str, str] | None = None
+                     trace_context: Mapping[str, str] | None = None,
+                     hold: Callable[[], asyncio.Future[None] | None] | None = None
                      ) -> AsyncIterator[list[A2AEvent]]:
         """Send a message and yield the streamed events, in order, a read's worth at a time
         (never an empty list), until the Host closes the stream. Output over `limits`
         raises HostOutputTooLarge. `trace_context`: W3C `traceparent`/`tracestate` headers,
-        so a Host's own spans join the run's trace."""
+        so a Host's own spans join the run's trace. `hold`, asked after each read's events
+        were taken: a future to wait for (at most HOLD_MAX) before the stream is read on."""
         body, headers = self._request(interface, "stream",
                                       {"message": message, "metadata": metadata})
         headers["Accept"] = "text/event-stream"
@@ -134,7 +139,7 @@ class A2AClient:
                             f"Host answered HTTP {resp.status} {ctype or 'no content type'}"
                         ) from exc
                     return
-                async for events in _read_sse(resp, limits):
+                async for events in _read_sse(resp, limits, hold):
                     yield events
         except (aiohttp.ClientError, ConnectionError) as exc:
             raise A2AUnavailable(f"stream to the Host broke: {exc}") from exc
@@ -167,9 +172,11 @@ async def _read_bounded(resp: aiohttp.ClientResponse, limit: int) -> bytes:
     return bytes(body)
 
 
-async def _read_sse(resp: aiohttp.ClientResponse,
-                    limits: Limits) -> AsyncIterator[list[A2AEvent]]:
-    """The events of each read of the body, the reads paced by READ_PACE."""
+async def _read_sse(resp: aiohttp.ClientResponse, limits: Limits,
+                    hold: Callable[[], asyncio.Future[None] | None] | None = None
+                    ) -> AsyncIterator[list[A2AEvent]]:
+    """The events of each read of the body, the reads paced by READ_PACE (and held by
+    `hold`, see A2AClient.stream)."""
     parser = SseParser(max_line=limits.host_line_bytes, max_event=limits.host_event_bytes)
     content = resp.content
     connection = resp.connection
@@ -198,14 +205,20 @@ async def _read_sse(resp: aiohttp.ClientResponse,
             field = "host_line_bytes" if "line" in parser.overflow.what else "host_event_bytes"
             raise HostOutputTooLarge(parser.overflow.what.replace(" of the event stream", ""),
                                      parser.overflow.limit, field)
-        if outputs > UNPACED_OUTPUTS and resp.connection is not None and transport is not None \
-                and not transport.is_closing():
+        held = hold() if hold is not None else None
+        if held is not None and held.done():
+            held = None
+        if (held is not None or outputs > UNPACED_OUTPUTS) and resp.connection is not None \
+                and transport is not None and not transport.is_closing():
             # The kernel keeps what comes meanwhile (aiohttp's own flow control pauses the
             # parser too, which is not what is wanted here). A response already read to its
             # end has given its connection back to the pool: that one is left alone.
             transport.pause_reading()
             try:
-                await asyncio.sleep(READ_PACE)
+                if held is not None:
+                    await asyncio.wait((held,), timeout=HOLD_MAX)
+                if outputs > UNPACED_OUTPUTS:
+                    await asyncio.sleep(READ_PACE)
             finally:
                 if not transport.is_closing():
                     transport.resume_reading()

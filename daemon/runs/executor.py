@@ -246,13 +246,12 @@ class RunExecutor:
             try:
                 self._host.note_serving()
                 trace = self._trace_context(run.run_id) if self._trace_context else None
-                waiting_for_output = True  # the run's first output commits at once
+                first = FirstOutput(self._journal)
                 async for events in client.stream(interface, message, metadata, self._limits,
-                                                  trace):
+                                                  trace, hold=first.hold):
                     stall.touch()
                     for event in events:
-                        if self._take(run, collected, event, urgent=waiting_for_output):
-                            waiting_for_output = False
+                        first.took(self._take(run, collected, event, urgent=first.waiting))
             finally:
                 watchdog.cancel()
                 await asyncio.gather(watchdog, return_exceptions=True)
@@ -331,6 +330,39 @@ class RunExecutor:
             await link.client.cancel(link.interface, run.task_id, timeout=A2A_CANCEL_TIMEOUT)
         except (A2AUnavailable, A2AProtocolError) as exc:
             log.info("run %s: A2A cancel failed: %s", run.run_id, exc)
+
+
+class FirstOutput:
+    """The run's first output commits at once (urgent) and is published before more of the
+    Host's stream is read: a long answer's next tokens, read and parsed while that commit
+    runs, held its publication back (the loop busy with them, the writer thread waiting for
+    the loop to hear of its commit). A one-output answer is not held: its end is read beside
+    the commit, as before."""
+
+    def __init__(self, journal: RunJournal) -> None:
+        self._journal = journal
+        self.waiting = True  # no output yet: the next one is urgent
+        self._committed: asyncio.Future[None] | None = None
+        self._more = False  # output came after the first one
+
+    def took(self, gave_output: bool) -> None:
+        """One event taken; `gave_output`: it gave output.delta events."""
+        if not gave_output:
+            return
+        if self.waiting:
+            self.waiting = False
+            self._committed = self._journal.committed()
+        else:
+            self._more = True
+
+    def hold(self) -> asyncio.Future[None] | None:
+        """What the Host's stream waits for before it is read on (A2AClient.stream): once,
+        the first output's commit, when more output came while it was not published yet."""
+        committed = self._committed
+        if not self._more or committed is None:
+            return None
+        self._committed = None  # held once at most: a commit held up does not pace the run
+        return None if committed.done() else committed
 
 
 def card_address_hint(card_url: str, host_url: str) -> str:

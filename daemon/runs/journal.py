@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -35,6 +36,11 @@ class RunJournal:
         writes); `urgent` commits it without lingering, `lazy` lets it wait for the run's
         next write that is not (Store.append_event)."""
         self._store.append_event(run_id, kind, payload, urgent=urgent, lazy=lazy)
+
+    def committed(self) -> asyncio.Future[None]:
+        """Done once everything queued so far (this run's and others') is committed and
+        published, or its batch failed (Store.marker)."""
+        return self._store.marker()
 
     def phase(self, run_id: str, phase: str, state: str, **detail: Any) -> None:
         """Record a phase starting or ending; a phase left open is closed by the run's ending."""

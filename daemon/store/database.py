@@ -228,6 +228,17 @@ class Store:
         self._wake.set()
         return await future
 
+    def marker(self) -> asyncio.Future[None]:
+        """A future done once everything queued before it has committed and been published,
+        or with the failure of its batch (already retrieved: a failed commit is the writer's
+        to report). Queuing it asks for no commit of its own beyond the next batch."""
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        future.add_done_callback(lambda done: done.cancelled() or done.exception())
+        self._items.append(PendingOp(_noop, future))
+        self._eager = True
+        self._wake.set()
+        return future
+
     async def flush(self) -> None:
         """Wait until everything queued so far is committed (or has failed)."""
         try:

@@ -68,8 +68,9 @@ class BareA2A:
         interface = choose_interface(card, self._base)
         self._url, self._version = interface.url, interface.version
 
-    async def send(self, text: str) -> tuple[float, float]:
-        """(ms to the first artifact frame, ms to the stream's end) from the POST."""
+    async def send(self, text: str) -> tuple[float, float, float]:
+        """(ms to the first artifact frame, ms to the stream's end, ms to the first byte of
+        the stream: the Host's task frame) from the POST."""
         parts = parts_to_wire([{"kind": "text", "text": text}], self._version, None)
         message = build_message(parts, self._version, f"ctx-bare-{time.monotonic_ns()}", None)
         body = orjson.dumps({"jsonrpc": "2.0", "id": "1",
@@ -80,17 +81,20 @@ class BareA2A:
         if self._version == "1.0":
             headers["A2A-Version"] = "1.0"
         first: float | None = None
+        first_byte: float | None = None
         t0 = time.perf_counter()
         async with self._http.post(self._url, data=body, headers=headers) as resp:
             if resp.status != 200:
                 raise RuntimeError(f"the Host answered {resp.status}")
             async for chunk in resp.content.iter_any():
+                if first_byte is None:
+                    first_byte = time.perf_counter()
                 if first is None and b"rtifact" in chunk:
                     first = time.perf_counter()
         done = time.perf_counter()
-        if first is None:
+        if first is None or first_byte is None:
             raise RuntimeError("the Host streamed no artifact")
-        return (first - t0) * 1000, (done - t0) * 1000
+        return (first - t0) * 1000, (done - t0) * 1000, (first_byte - t0) * 1000
 
     async def close(self) -> None:
         await self._http.close()
@@ -146,6 +150,20 @@ def hop_breakdown(runs: list[dict[str, Any]]) -> dict[str, float]:
     return {label: round(pct(xs, 50), 2) for label, xs in sorted(by_frame.items())}
 
 
+def first_delta_frames(run: dict[str, Any]) -> list[tuple[str, float]]:
+    """A run's frames on the daemon's socket up to its first output.delta."""
+    frames: list[tuple[str, float]] = []
+    for label, ms in run["direct_frames"]:
+        frames.append((label, ms))
+        if label.endswith("output.delta"):
+            break
+    return frames
+
+
+def _rounded(ms: dict[str, float]) -> dict[str, float]:
+    return {label: round(value, 2) for label, value in ms.items()}
+
+
 async def bench_run_path(quick: bool, owned: Owned) -> list[Figure]:
     """See the module docstring."""
     samples, long_samples = (15, 3) if quick else (60, 10)
@@ -160,7 +178,7 @@ async def bench_run_path(quick: bool, owned: Owned) -> list[Figure]:
             await through_front(live, front, ONE_TOKEN)
             await bare.send(ONE_TOKEN)
         ours: list[dict[str, Any]] = []
-        floor: list[tuple[float, float]] = []
+        floor: list[tuple[float, float, float]] = []
         for i in range(samples):
             if i % 2 == 0:
                 ours.append(await through_front(live, front, ONE_TOKEN))
@@ -168,15 +186,15 @@ async def bench_run_path(quick: bool, owned: Owned) -> list[Figure]:
             else:
                 floor.append(await bare.send(ONE_TOKEN))
                 ours.append(await through_front(live, front, ONE_TOKEN))
-        long_ours: list[float] = []
-        long_floor: list[float] = []
+        long_runs: list[dict[str, Any]] = []
+        long_bare: list[tuple[float, float, float]] = []
         for i in range(long_samples):
             if i % 2 == 0:
-                long_ours.append((await through_front(live, front, LONG))["first"])
-                long_floor.append((await bare.send(LONG))[0])
+                long_runs.append(await through_front(live, front, LONG))
+                long_bare.append(await bare.send(LONG))
             else:
-                long_floor.append((await bare.send(LONG))[0])
-                long_ours.append((await through_front(live, front, LONG))["first"])
+                long_bare.append(await bare.send(LONG))
+                long_runs.append(await through_front(live, front, LONG))
     finally:
         await bare.close()
         await front.close()
@@ -184,22 +202,35 @@ async def bench_run_path(quick: bool, owned: Owned) -> list[Figure]:
     breakdown = {"post_to_202": pct([r["created"] for r in ours], 50),
                  **hop_breakdown(ours),
                  "front_added_to_first_delta": pct([r["front_added_first"] for r in ours], 50),
-                 "floor_first_artifact": pct([f for f, _ in floor], 50)}
+                 "floor_first_byte": pct([b for _, _, b in floor], 50),
+                 "floor_first_artifact": pct([f for f, _, _ in floor], 50)}
+    long_ours = [r["first"] for r in long_runs]
+    long_floor = [f for f, _, _ in long_bare]
+    # The long answer's frames up to its first delta (the rest is its stream).
+    long_breakdown = {"post_to_202": pct([r["created"] for r in long_runs], 50),
+                      **hop_breakdown([{"direct_frames": first_delta_frames(r)}
+                                       for r in long_runs]),
+                      "front_added_to_first_delta": pct(
+                          [r["front_added_first"] for r in long_runs], 50),
+                      "floor_first_byte": pct([b for _, _, b in long_bare], 50),
+                      "floor_first_artifact": pct(long_floor, 50)}
     first = [r["first"] for r in ours]
     done = [r["done"] for r in ours]
     created = [r["created"] for r in ours]
-    f_first = [f for f, _ in floor]
-    f_done = [d for _, d in floor]
+    f_first = [f for f, _, _ in floor]
+    f_done = [d for _, d, _ in floor]
     notes = {"samples": samples, "long_samples": long_samples, "via": live.via,
              "post_202_ms": {"p50": pct(created, 50), "p99": pct(created, 99)},
              "breakdown_ms_after_post_p50": breakdown,
+             "long_breakdown_ms_after_post_p50": long_breakdown,
              "floor_ms": {"first_p50": pct(f_first, 50), "first_p99": pct(f_first, 99),
                           "done_p50": pct(f_done, 50),
                           "long_first_p50": pct(long_floor, 50)}}
     log(f"run_path: first output p50 {pct(first, 50):.1f} (floor {pct(f_first, 50):.1f}) "
         f"p99 {pct(first, 99):.1f} (floor {pct(f_first, 99):.1f}) ms; done p50 "
         f"{pct(done, 50):.1f} (floor {pct(f_done, 50):.1f}); 10k first token p50 "
-        f"{pct(long_ours, 50):.1f} (floor {pct(long_floor, 50):.1f}) ms; breakdown {breakdown}")
+        f"{pct(long_ours, 50):.1f} (floor {pct(long_floor, 50):.1f}) ms; breakdown "
+        f"{_rounded(breakdown)}; 10k breakdown {_rounded(long_breakdown)}")
     what = "the same request straight to the same Host, a bare A2A client, same run"
     return [
         Figure("run_path.first_output_p50", pct(first, 50), "ms", pct(f_first, 50), what,

@@ -183,3 +183,77 @@ async def test_a_short_answers_end_is_read_at_once_after_its_token(
         raise AssertionError("the server did not start")
 
     assert await asyncio.wait_for(whole_stream(), 20) == ["artifact", "status"]
+
+
+async def test_a_hold_keeps_the_stream_unread_until_its_future_is_done(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long answer's second token comes while its first is still being committed: the run
+    asks the stream to hold (its first output's commit). Nothing more is read until that is
+    done. Here the Host's next frame is already sent, and a whole round trip of another
+    request on the same loop goes by (the unheld stream reads it in the meantime); only then
+    is the hold released. HOLD_MAX is made an hour long so only the release ends it."""
+    from llamon_playground.daemon.a2a import client as a2a_client
+    monkeypatch.setattr(a2a_client, "HOLD_MAX", 3600.0)
+    held: asyncio.Future[None] | None = None
+    asked = asyncio.Event()
+    next_sent = asyncio.Event()
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        response = await sse_response(request)
+        await response.write(chunk_frame(0, append=False))
+        await asked.wait()  # the client took the first frame and asked to hold
+        await response.write(chunk_frame(1))
+        next_sent.set()
+        await response.write(status_frame("TASK_STATE_COMPLETED"))
+        await response.write_eof()
+        return response
+
+    async def ping(request: web.Request) -> web.Response:
+        return web.Response(text="pong")
+
+    def hold() -> asyncio.Future[None] | None:
+        nonlocal held
+        if held is None:
+            held = asyncio.get_running_loop().create_future()
+            asked.set()
+            return held
+        return None
+
+    async def run() -> tuple[list[list[str]], list[list[str]]]:
+        app = web.Application()
+        app.router.add_post("/", handler)
+        app.router.add_get("/ping", ping)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        url = f"http://127.0.0.1:{runner.addresses[0][1]}/"
+        seen: list[list[str]] = []
+        try:
+            async with aiohttp.ClientSession() as http:
+                client = A2AClient(http, url)
+
+                async def consume() -> None:
+                    async for batch in client.stream(Interface(url, V1), {}, {}, hold=hold):
+                        seen.append([e.parts[0].text if e.parts else e.type for e in batch])
+
+                consumer = asyncio.create_task(consume())
+                try:
+                    await next_sent.wait()
+                    async with aiohttp.ClientSession() as other:
+                        async with other.get(url + "ping") as resp:
+                            assert await resp.text() == "pong"
+                    while_held = [list(batch) for batch in seen]
+                    assert held is not None
+                    held.set_result(None)
+                    await consumer
+                finally:
+                    consumer.cancel()
+                    await asyncio.gather(consumer, return_exceptions=True)
+        finally:
+            await runner.cleanup()
+        return while_held, seen
+
+    while_held, seen = await asyncio.wait_for(run(), 20)
+    assert while_held == [["t0 "]]
+    assert [text for batch in seen for text in batch] == ["t0 ", "t1 ", "status"]

@@ -522,3 +522,36 @@ async def test_a_write_that_is_not_lazy_takes_the_lazy_ones_along_at_once(
         assert [r.as_dict()["n"] for r in published] == [1, 2]
     finally:
         await store.close()
+
+
+async def test_a_marker_is_done_once_what_came_before_it_is_committed_and_published(
+        tmp_path: Path) -> None:
+    """A run waits on a marker before it reads more of a long answer: when it is done, the
+    first output queued before it is durable and its subscribers have it. A failed commit
+    ends it too (with the failure), so nothing waits on it forever."""
+    published: list[EventRecord] = []
+    settings = build_settings(tmp_path, {"LLAMON_PLAYGROUND_RUNTIME_DIR": str(tmp_path / "rt"),
+                                         "LLAMON_PLAYGROUND_DB_BUSY_TIMEOUT_MS": "50"})
+    store = Store(settings,
+                  on_commit=lambda rows: published.extend(map(EventRecord.from_row, rows)))
+    await store.open()
+    try:
+        store.append_event("r", "run.phase", {"n": 1}, lazy=True)
+        store.append_event("r", "output.delta", {"n": 2}, urgent=True)
+        marker = store.marker()
+        store.append_event("r", "output.delta", {"n": 3})
+        await asyncio.wait_for(marker, 20)
+        assert [r.as_dict()["n"] for r in published][:2] == [1, 2]
+        other = sqlite3.connect(store_path(tmp_path))
+        committed = other.execute("SELECT count(*) FROM events WHERE seq <= 2").fetchone()[0]
+        other.close()
+        assert committed == 2
+        blocker = sqlite3.connect(store_path(tmp_path), isolation_level=None)
+        blocker.execute("BEGIN IMMEDIATE")
+        failing = store.marker()
+        with pytest.raises(StoreError):
+            await asyncio.wait_for(failing, 20)
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    finally:
+        await store.close()
