@@ -15,7 +15,7 @@ import pytest
 
 from llamon_playground.daemon.tracing import ids
 from tests.support.api import Api
-from tests.support.otlp_receiver import OtlpReceiver
+from tests.support.otlp_receiver import OtlpReceiver, run_while_refused
 from tests.support.procs import Stack, copy_example, stack_for
 from tests.support.waiting import eventually
 
@@ -122,16 +122,9 @@ async def test_a_run_is_a_trace_with_the_hosts_spans_under_it(
 async def test_a_refusing_collector_costs_the_run_nothing_and_is_counted(
         traced_api: Api, receiver: OtlpReceiver) -> None:
     receiver.refuse = True
-    api = traced_api
-    session = await api.session()
-    run = await api.wait_status(await api.start_run(session, "stream one two three"))
-    assert run["status"] == "completed"
-    assert "".join(p.get("text", "") for p in run["output"]) == "one two three"
-    health = await eventually(lambda: api.ok("GET", "/health"),
-                              lambda h: h["tracing"]["spans_failed"] > 0,
-                              what="the refused spans counted", timeout=30)
-    assert health["tracing"]["spans_dropped"] >= health["tracing"]["spans_failed"]
-    assert health["tracing"]["spans_exported"] == 0
+    tracing = await run_while_refused(traced_api)
+    assert tracing["spans_dropped"] >= tracing["spans_failed"]
+    assert tracing["spans_exported"] == 0
 
 
 async def test_a_stopped_collector_is_said_once_and_its_return_once(

@@ -14,6 +14,7 @@ import pytest
 from llamon_playground.daemon.tracing import ids
 from tests.support.api import Api
 from tests.support.otlp_grpc_receiver import GrpcOtlpReceiver
+from tests.support.otlp_receiver import run_while_refused
 from tests.support.procs import Stack, copy_example, stack_for
 from tests.support.waiting import eventually
 
@@ -95,13 +96,6 @@ async def test_a_run_goes_over_grpc_with_the_hosts_spans_in_its_trace(
 async def test_a_refusing_grpc_collector_costs_the_run_nothing_and_is_counted(
         api_of: tuple[Stack, Api], receiver: GrpcOtlpReceiver) -> None:
     receiver.refuse = True
-    _, api = api_of
-    session = await api.session()
-    run = await api.wait_status(await api.start_run(session, "stream one two three"))
-    assert run["status"] == "completed"
-    assert "".join(p.get("text", "") for p in run["output"]) == "one two three"
-    health = await eventually(lambda: api.ok("GET", "/health"),
-                              lambda h: h["tracing"]["spans_failed"] > 0,
-                              what="the refused spans counted", timeout=30)
-    assert health["tracing"]["spans_exported"] == 0
+    tracing = await run_while_refused(api_of[1])
+    assert tracing["spans_exported"] == 0
     assert receiver.requests > 0 and not receiver.spans

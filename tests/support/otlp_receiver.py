@@ -14,6 +14,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
+from tests.support.api import Api
+from tests.support.waiting import eventually
+
 
 def attr_value(value: Any) -> Any:
     kind = value.WhichOneof("value")
@@ -98,3 +101,18 @@ class OtlpReceiver:
 
     def of_trace(self, trace_id: str) -> list[WireSpan]:
         return [s for s in self.spans if s.trace_id == trace_id]
+
+
+async def run_while_refused(api: Api) -> dict[str, Any]:
+    """A run sent while the collector refuses every batch: it completes, its answer whole
+    (export is never in its way), and `/health` comes to count the refused spans. That
+    `/health`'s `tracing`."""
+    session = await api.session()
+    run = await api.wait_status(await api.start_run(session, "stream one two three"))
+    assert run["status"] == "completed"
+    assert "".join(p.get("text", "") for p in run["output"]) == "one two three"
+    health = await eventually(lambda: api.ok("GET", "/health"),
+                              lambda h: h["tracing"]["spans_failed"] > 0,
+                              what="the refused spans counted", timeout=30)
+    tracing: dict[str, Any] = health["tracing"]
+    return tracing

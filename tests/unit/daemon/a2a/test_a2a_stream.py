@@ -17,6 +17,7 @@ from aiohttp import web
 
 from llamon_playground.daemon.a2a.client import A2AClient
 from llamon_playground.daemon.a2a.wire import V1, A2AEvent, A2AProtocolError, Interface
+from tests.support.loopback_app import serving
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -39,15 +40,26 @@ def status_frame(state: str) -> bytes:
 async def serve(handler: Handler) -> AsyncIterator[str]:
     app = web.Application()
     app.router.add_post("/", handler)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]  # the port the kernel chose
-    try:
-        yield f"http://127.0.0.1:{port}/"
-    finally:
-        await runner.cleanup()
+    async with serving(app) as base:
+        yield f"{base}/"
+
+
+async def event_types(handler: Handler, each_read: asyncio.Event,
+                      until: str | None = None) -> list[str]:
+    """The types of the events the client reads from `handler`'s stream, `each_read` set
+    after every read: up to the first `until` event, else to the stream's end."""
+    async for url in serve(handler):
+        async with aiohttp.ClientSession() as http:
+            client = A2AClient(http, url)
+            seen: list[str] = []
+            async for batch in client.stream(Interface(url, V1), {}, {}):
+                seen.extend(event.type for event in batch)
+                each_read.set()
+                if until is not None and until in seen:
+                    return seen
+            if until is None:
+                return seen
+    raise AssertionError(f"the stream ended without {until or 'its end'}")
 
 
 async def read_all(handler: Handler) -> list[list[A2AEvent]]:
@@ -138,19 +150,8 @@ async def test_the_first_output_is_read_at_once_after_the_frames_that_open_a_str
         await response.write_eof()
         return response
 
-    async def first_output() -> list[str]:
-        async for url in serve(handler):
-            async with aiohttp.ClientSession() as http:
-                client = A2AClient(http, url)
-                seen: list[str] = []
-                async for batch in client.stream(Interface(url, V1), {}, {}):
-                    seen.extend(event.type for event in batch)
-                    status_read.set()
-                    if "artifact" in seen:
-                        return seen
-        raise AssertionError("the stream ended without its output")
-
-    assert await asyncio.wait_for(first_output(), 20) == ["status", "artifact"]
+    seen = await asyncio.wait_for(event_types(handler, status_read, until="artifact"), 20)
+    assert seen == ["status", "artifact"]
 
 
 async def test_a_short_answers_end_is_read_at_once_after_its_token(
@@ -171,18 +172,8 @@ async def test_a_short_answers_end_is_read_at_once_after_its_token(
         await response.write_eof()
         return response
 
-    async def whole_stream() -> list[str]:
-        async for url in serve(handler):
-            async with aiohttp.ClientSession() as http:
-                client = A2AClient(http, url)
-                seen: list[str] = []
-                async for batch in client.stream(Interface(url, V1), {}, {}):
-                    seen.extend(event.type for event in batch)
-                    token_read.set()
-                return seen
-        raise AssertionError("the server did not start")
-
-    assert await asyncio.wait_for(whole_stream(), 20) == ["artifact", "status"]
+    seen = await asyncio.wait_for(event_types(handler, token_read), 20)
+    assert seen == ["artifact", "status"]
 
 
 async def test_a_hold_keeps_the_stream_unread_until_its_future_is_done(

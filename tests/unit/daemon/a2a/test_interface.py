@@ -8,6 +8,7 @@ from aiohttp import web
 
 from llamon_playground.daemon.a2a.client import A2AClient
 from llamon_playground.daemon.a2a.wire import V03, V1
+from tests.support.loopback_app import serving
 
 
 def card(url: str, version: str) -> bytes:
@@ -25,19 +26,10 @@ async def test_the_card_served_at_ready_saves_a_fetch_and_a_bad_one_is_fetched_a
 
     app = web.Application()
     app.router.add_get("/.well-known/agent-card.json", serve_card)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]  # the port the kernel chose
-    base = f"http://127.0.0.1:{port}"
-    try:
-        async with aiohttp.ClientSession() as http:
-            client = A2AClient(http, base)
-            served = await client.interface(card(f"{base}/v1", "1.0"))
-            assert (served.url, served.version) == (f"{base}/v1", V1) and fetched == []
-            again = await client.interface(b"<html>not a card</html>")
-            assert (again.url, again.version) == (f"{base}/rpc", V03)
-            assert fetched == ["/.well-known/agent-card.json"]
-    finally:
-        await runner.cleanup()
+    async with serving(app) as base, aiohttp.ClientSession() as http:
+        client = A2AClient(http, base)
+        served = await client.interface(card(f"{base}/v1", "1.0"))
+        assert (served.url, served.version) == (f"{base}/v1", V1) and fetched == []
+        again = await client.interface(b"<html>not a card</html>")
+        assert (again.url, again.version) == (f"{base}/rpc", V03)
+        assert fetched == ["/.well-known/agent-card.json"]

@@ -10,6 +10,7 @@ import pytest
 from aiohttp import web
 
 from llamon_playground.daemon.a2a.pool import HostConnections
+from tests.support.loopback_app import serving
 from tests.support.waiting import eventually
 
 
@@ -25,15 +26,8 @@ async def server() -> AsyncIterator[tuple[str, list[int]]]:
 
     app = web.Application()
     app.router.add_get("/", answer)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]  # the port the kernel chose
-    try:
-        yield f"http://127.0.0.1:{port}/", ports
-    finally:
-        await runner.cleanup()
+    async with serving(app) as base:
+        yield f"{base}/", ports
 
 
 async def get(pool: HostConnections, generation: int, url: str) -> None:
