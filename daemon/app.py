@@ -57,10 +57,9 @@ from llamon_playground.daemon.runs.state import Reason
 from llamon_playground.daemon.sd_notify import Notifier
 from llamon_playground.daemon.store.blobs import BlobStore
 from llamon_playground.daemon.store.database import Store
-from llamon_playground.daemon.store.event_log import EventHub
+from llamon_playground.daemon.store.event_log import EventHub, ProjectEvents
 from llamon_playground.daemon.store.history_service import HistoryService
 from llamon_playground.daemon.store.private import check_blob_path, refuse_links
-from llamon_playground.daemon.store.project_events import ProjectEvents
 from llamon_playground.daemon.store.records import EventRow
 from llamon_playground.daemon.store.search.service import RunSearch
 from llamon_playground.daemon.store.upkeep.compaction import Compactor

@@ -14,7 +14,7 @@ from llamon_playground.daemon.http.sse import KEEPALIVE, last_event_id, prepare_
 from llamon_playground.daemon.http.util import bind, int_query, limit_query
 from llamon_playground.daemon.runs.manager import RunManager
 from llamon_playground.daemon.runs.reload import HostControl, ReloadCoordinator
-from llamon_playground.daemon.store.project_events import ProjectEvents, sse_frame
+from llamon_playground.daemon.store.event_log import ProjectEvents, sse_frame
 from llamon_playground.host_manager.errors import HostUnavailable
 from llamon_playground.host_manager.supervisor import HostSupervisor
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import aiosqlite
@@ -23,10 +23,10 @@ from llamon_playground.common.config import Settings
 from llamon_playground.common.heap import give_back_memory
 from llamon_playground.daemon.errors import StoreError, UnsupportedDatabaseVersion
 from llamon_playground.daemon.store.batch import Batches, Item, OpResult, PendingOp, WriteOp
-from llamon_playground.daemon.store.frames import BLOCK_AFTER_SQL, FRAMES_SQL, block_page
 from llamon_playground.daemon.store.migrations import SCHEMA_VERSION, peek_user_version
 from llamon_playground.daemon.store.private import prepare_state, refuse_links
-from llamon_playground.daemon.store.records import EventRecord, EventRow, compact_json, utcnow
+from llamon_playground.daemon.store.reads import StoreReads
+from llamon_playground.daemon.store.records import EventRow, compact_json, utcnow
 from llamon_playground.daemon.store.wal import (
     SpaceReserve,
     WalKeeper,
@@ -61,7 +61,7 @@ COMMIT_INTERVAL = 0.01
 LAZY_LINGER = 0.05
 
 
-class Store:
+class Store(StoreReads):
     """Opens lazily: nothing under .llamon/ exists until the Playground API is first used."""
 
     def __init__(self, settings: Settings,
@@ -412,50 +412,6 @@ class Store:
         Those an op inserts itself are not published (boot recovery has no subscribers);
         the events given to write_with_events are."""
         return self._batches.insert_events(conn, events, ts)
-
-    # -- reads ------------------------------------------------------------------------------
-
-    @property
-    def reader(self) -> aiosqlite.Connection:
-        """The read connection; StoreError before `open`."""
-        if self._reader is None:
-            raise StoreError("store is not open")
-        return self._reader
-
-    async def fetch_all(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
-        """Every row of a read query, on the reader connection (never waits for the writer)."""
-        rows = await self.reader.execute_fetchall(sql, tuple(params))
-        return list(rows)
-
-    async def fetch_one(self, sql: str, params: Iterable[Any] = ()) -> sqlite3.Row | None:
-        """The first row of a read query, or None."""
-        rows = await self.fetch_all(sql, params)
-        return rows[0] if rows else None
-
-    async def frames_after(self, run_id: str, after: int, limit: int = 2000
-                           ) -> tuple[bytes, int, bool]:
-        """The stored SSE frames of the next `limit` events after `after` (of a finished
-        run's blocks: the rest of one block), joined: (bytes, last seq, whether the page
-        holds the terminal run.status)."""
-        rows = list(await self.reader.execute_fetchall(FRAMES_SQL, (run_id, after, limit)))
-        # Then the blocks: a finished run's earlier events (daemon/store/frames.py). Read
-        # second, so events that moved there since the first read are found there.
-        block = list(await self.reader.execute_fetchall(BLOCK_AFTER_SQL, (run_id, after)))
-        if block:
-            page = block_page(block[0], after)
-            if page is not None:
-                return page
-        data, last, terminal = rows[0] if rows else (None, 0, 0)
-        if not data:
-            return b"", after, False
-        return bytes(data), int(last), bool(terminal)
-
-    async def events_after(self, run_id: str, after: int, limit: int = 2000) -> list[EventRecord]:
-        """The next `limit` committed events of a run after seq `after`, in seq order."""
-        rows = await self.reader.execute_fetchall(
-            "SELECT seq, kind, frame FROM events WHERE run_id = ? AND seq > ? "
-            "ORDER BY seq LIMIT ?", (run_id, after, limit))
-        return [EventRecord(r[0], run_id, r[1], bytes(r[2])) for r in rows]
 
 
 def _noop(conn: sqlite3.Connection) -> None:

@@ -1,8 +1,14 @@
-"""Live fan-out of committed events: one shared, bounded log per live run.
+"""Live fan-out of committed events: one shared, bounded log per live run, and the
+project-wide stream.
 
-Subscribers keep their own cursor into the log and, when woken, write everything they are
-behind in one go (a queue per subscriber costs one write per event and does not scale). A
-subscriber that falls behind the log's floor is caught up from SQLite, never dropped.
+A run's subscribers keep their own cursor into its log and, when woken, write everything
+they are behind in one go (a queue per subscriber costs one write per event and does not
+scale). A subscriber that falls behind the log's floor is caught up from SQLite, never
+dropped.
+
+The project-wide stream (`ProjectEvents`: Host state changes and run status changes, live)
+is low volume, so each of its subscribers has its own bounded queue; one that overflows is
+closed (it reconnects and gets a fresh snapshot) rather than growing without bound.
 """
 
 from __future__ import annotations
@@ -10,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 from dataclasses import dataclass
+from typing import Any
 
 import orjson
 
@@ -154,3 +161,66 @@ class EventHub:
         for log in self._logs.values():
             log.close()
         self._logs.clear()
+
+
+PROJECT_QUEUE_LIMIT = 1000  # a project-stream subscriber's own queue
+
+
+def sse_frame(kind: str, data: dict[str, Any], seq: int | None = None) -> bytes:
+    """One SSE frame: `kind`, `data` as JSON, and the id `seq` when given."""
+    head = b"id: %d\n" % seq if seq is not None else b""
+    return head + b"event: %s\ndata: %s\n\n" % (kind.encode(), orjson.dumps(data))
+
+
+class ProjectEvents:
+    """Fan-out of the project-wide stream; a subscriber that cannot keep up is cut off (it
+    reconnects to a fresh snapshot) rather than slowing anyone else."""
+
+    def __init__(self) -> None:
+        self._subscribers: set[asyncio.Queue[bytes | None]] = set()
+
+    def subscribe(self) -> asyncio.Queue[bytes | None]:
+        """A queue of the project's event frames; None in it means the stream ends."""
+        queue: asyncio.Queue[bytes | None] = asyncio.Queue(PROJECT_QUEUE_LIMIT)
+        self._subscribers.add(queue)
+        return queue
+
+    def unsubscribe(self, queue: asyncio.Queue[bytes | None]) -> None:
+        """Stop sending to `queue`."""
+        self._subscribers.discard(queue)
+
+    def _send(self, frame: bytes) -> None:
+        for queue in list(self._subscribers):
+            try:
+                queue.put_nowait(frame)
+            except asyncio.QueueFull:
+                self._subscribers.discard(queue)
+                queue.get_nowait()
+                queue.put_nowait(None)  # tells the handler to end this stream
+
+    def host_changed(self, status: dict[str, Any]) -> None:
+        """Send the Host's new status to every subscriber."""
+        self._send(sse_frame("host.state", status))
+
+    def updated(self, kind: str, data: dict[str, Any]) -> None:
+        """`run.updated` / `session.updated` (a label, note, title or metadata changed),
+        `session.created` / `session.deleted`: sent after the change committed; live only,
+        like host.state."""
+        self._send(sse_frame(kind, data))
+
+    def committed(self, rows: list[EventRow]) -> None:
+        """Send the run status changes among committed `rows` to every subscriber."""
+        if not self._subscribers:
+            return
+        for row in rows:
+            if row[2] == "run.status":
+                self._send(row[4])  # its stored frame is this stream's frame too
+
+    def close_all(self) -> None:
+        """End every subscriber's stream."""
+        for queue in list(self._subscribers):
+            try:
+                queue.put_nowait(None)
+            except asyncio.QueueFull:
+                pass
+        self._subscribers.clear()

@@ -30,8 +30,8 @@ from llamon_playground.daemon.store import history
 from llamon_playground.daemon.store.blobs import BlobStore
 from llamon_playground.daemon.store.bundles import Ending, export_bundle, import_bundle
 from llamon_playground.daemon.store.database import Store
+from llamon_playground.daemon.store.event_log import ProjectEvents
 from llamon_playground.daemon.store.lineage import lineage
-from llamon_playground.daemon.store.project_events import ProjectEvents
 from llamon_playground.daemon.store.removal import deletion
 from llamon_playground.daemon.store.removal.space import give_back
 

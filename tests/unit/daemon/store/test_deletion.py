@@ -18,9 +18,9 @@ from llamon_playground.daemon.runs.reconcile import IMPORTED_ENDING
 from llamon_playground.daemon.store.blobs import BlobStore
 from llamon_playground.daemon.store.bundles import read_selection
 from llamon_playground.daemon.store.database import Store
+from llamon_playground.daemon.store.event_log import ProjectEvents
 from llamon_playground.daemon.store.history import insert_run
 from llamon_playground.daemon.store.history_service import HistoryService
-from llamon_playground.daemon.store.project_events import ProjectEvents
 from llamon_playground.daemon.store.removal import deletion
 from llamon_playground.daemon.store.removal.space import vacuum_step
 from tests.support.history_bundles import many_sessions

@@ -15,9 +15,9 @@ from llamon_playground.daemon.errors import Conflict, NotFound
 from llamon_playground.daemon.runs.reconcile import IMPORTED_ENDING
 from llamon_playground.daemon.store.blobs import BlobStore
 from llamon_playground.daemon.store.database import Store
+from llamon_playground.daemon.store.event_log import ProjectEvents
 from llamon_playground.daemon.store.history import create_session, insert_run
 from llamon_playground.daemon.store.history_service import HistoryService, LiveRun
-from llamon_playground.daemon.store.project_events import ProjectEvents
 
 
 class World:

@@ -308,7 +308,7 @@ async def test_the_project_stream_sends_a_run_status_as_its_stored_frame(
         tmp_path: Path) -> None:
     """The project-wide stream's run.status frame is the stored one: the same bytes it used
     to build from the event's fields."""
-    from llamon_playground.daemon.store.project_events import ProjectEvents, sse_frame
+    from llamon_playground.daemon.store.event_log import ProjectEvents, sse_frame
     events = ProjectEvents()
     queue = events.subscribe()
     store = Store(build_settings(tmp_path, {"LLAMON_PLAYGROUND_RUNTIME_DIR": str(tmp_path)}),
