@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import aiohttp
+
 from llamon_playground.host_manager.capture import new_token
 from llamon_playground.host_manager.crash_policy import CrashSettings
 from llamon_playground.host_manager.environment import ENV_MARKER, KeptPort, child_env, marker
@@ -25,7 +27,12 @@ from llamon_playground.host_manager.generation import Generation
 from llamon_playground.host_manager.logs import HostLogs, HostOutput
 from llamon_playground.host_manager.orphans import reap_marked, record_generation, tree_id
 from llamon_playground.host_manager.process import HostProcess
-from llamon_playground.host_manager.readiness import exposed_warning, exposure, wait_ready
+from llamon_playground.host_manager.readiness import (
+    exposed_warning,
+    exposure,
+    probe_session,
+    wait_ready,
+)
 from llamon_playground.host_manager.spawn.spawner import Spawner
 from llamon_playground.host_manager.watch.change_policy import ChangePolicy
 from llamon_playground.host_manager.watch.fingerprint import WatchRules
@@ -114,11 +121,12 @@ async def start_generation(config: HostConfig, logs: HostLogs, changes: ChangePo
         process, gen = await spawn_generation(config, logs, number, port, new_token())
         spawned(process, gen)
         try:
-            card = await wait_ready(process, gen.url, config.start_timeout,
-                                    lambda: logs.tail(LOG_TAIL, number))
-            gen.card = card if len(card) <= CARD_KEPT else None
-            gen.fingerprint = await scan
-            return process, gen, await exposure_warnings(gen, card)
+            async with probe_session() as http:
+                card = await wait_ready(process, gen.url, config.start_timeout,
+                                        lambda: logs.tail(LOG_TAIL, number), http)
+                gen.card = card if len(card) <= CARD_KEPT else None
+                gen.fingerprint = await scan
+                return process, gen, await exposure_warnings(gen, card, http)
         except HostUnavailable:
             await reaper.stop(process, gen)
             raise
@@ -163,10 +171,11 @@ async def spawn_generation(config: HostConfig, logs: HostLogs, number: int, port
     return process, gen
 
 
-async def exposure_warnings(gen: Generation, card: bytes) -> list[dict[str, str]]:
+async def exposure_warnings(gen: Generation, card: bytes, http: aiohttp.ClientSession
+                            ) -> list[dict[str, str]]:
     """Try the new generation as a web page would; a `host_exposed` warning when it answers.
     `card`: the agent card it served when it got Ready."""
-    found = await exposure(gen.url, card)
+    found = await exposure(gen.url, card, http)
     if not found:
         return []
     warning = exposed_warning(gen.url, found)

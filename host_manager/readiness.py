@@ -32,14 +32,23 @@ REQUEST_TIMEOUT = 2.0
 DRAIN_TIMEOUT = 0.5  # how long an exited Host's pipes may take to deliver its last lines
 
 
+def probe_session() -> aiohttp.ClientSession:
+    """One client for a generation's readiness probe and exposure check: the check reuses
+    the connection the probe opened (each new connection is work for a Host just started)."""
+    return aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT))
+
+
 async def wait_ready(process: HostProcess, url: str, timeout: float,
-                     log_tail: Callable[[], list[str]]) -> bytes:
+                     log_tail: Callable[[], list[str]],
+                     http: aiohttp.ClientSession | None = None) -> bytes:
     """The agent card's body once it answers 200 (the exposure probe reads it again for
     nothing otherwise)."""
+    if http is None:
+        async with probe_session() as own:
+            return await wait_ready(process, url, timeout, log_tail, own)
     started = time.monotonic()
     deadline = started + timeout
-    async with aiohttp.ClientSession(
-            timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT)) as http:
+    if True:
         while True:
             asked = time.monotonic()
             spoke = process.next_output()  # before the probe: a line during it counts
@@ -92,19 +101,23 @@ EXPOSED_FIX = ("serve only requests whose Host header is 127.0.0.1:<port> or "
                "llamon_playground.host_manager.host_side.capture.LoopbackGuard); see docs/host.md")
 
 
-async def exposure(url: str, card: bytes) -> list[str]:
+async def exposure(url: str, card: bytes, http: aiohttp.ClientSession | None = None
+                   ) -> list[str]:
     """What a web page could do to the Host at `url` (empty when it refuses both); `card` is
     the agent card it served to the readiness probe. Both tries go at once: they are on the
     path of every restart."""
+    if http is None:
+        async with probe_session() as own:
+            return await exposure(url, card, own)
     port = url.rsplit(":", 1)[1]
-    async with aiohttp.ClientSession(
-            timeout=aiohttp.ClientTimeout(total=PROBE_TIMEOUT)) as http:
-        probe = (b'{"jsonrpc":"2.0","id":"llamon-probe","method":"GetTask",'
-                 b'"params":{"id":"llamon-probe"}}')
-        rebound, blind = await asyncio.gather(
-            _answers(http.get(url + CARD_PATH, headers={"Host": f"{FOREIGN_HOST}:{port}"})),
-            _answers(http.post(url + rpc_path(card), data=probe, headers={
-                "Origin": FOREIGN_ORIGIN, "Content-Type": "text/plain"})))
+    timeout = aiohttp.ClientTimeout(total=PROBE_TIMEOUT)
+    probe = (b'{"jsonrpc":"2.0","id":"llamon-probe","method":"GetTask",'
+             b'"params":{"id":"llamon-probe"}}')
+    rebound, blind = await asyncio.gather(
+        _answers(http.get(url + CARD_PATH, headers={"Host": f"{FOREIGN_HOST}:{port}"},
+                          timeout=timeout)),
+        _answers(http.post(url + rpc_path(card), data=probe, timeout=timeout, headers={
+            "Origin": FOREIGN_ORIGIN, "Content-Type": "text/plain"})))
     found = []
     if rebound:
         found.append("answers requests sent to a foreign host name (DNS rebinding)")

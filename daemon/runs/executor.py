@@ -126,7 +126,9 @@ class RunExecutor:
             raise RunFailure(Reason.PROJECT_VALIDATION, str(exc), file="pyproject.toml") from exc
         for rel in run.request.changed_files:
             if rel.endswith(".py"):
-                problem = await asyncio.to_thread(_compile_problem, self._project_dir, rel)
+                # On the loop: compile() holds the GIL from start to end, so a worker thread
+                # would block the loop as long and add its hand-off (a millisecond) to a save.
+                problem = _compile_problem(self._project_dir, rel)
                 if problem is not None:
                     message = problem.pop("message")
                     raise RunFailure(Reason.PROJECT_VALIDATION, message, **problem)

@@ -84,7 +84,29 @@ class PlaygroundCapture:
             conn.close()
 
     async def aemit(self, run_id: str, events: list[dict[str, Any]]) -> bool:
-        return await asyncio.to_thread(self.emit, run_id, events)
+        """`emit` from async code, on the event loop itself. A worker thread would wait for
+        the GIL while the loop streams (up to the 5 ms switch interval, each report), and a
+        Host's first report would start the thread pool too."""
+        try:
+            return await asyncio.wait_for(self._post(run_id, events), self._timeout)
+        except (OSError, TimeoutError, ValueError):
+            return False
+
+    async def _post(self, run_id: str, events: list[dict[str, Any]]) -> bool:
+        body = json.dumps({"run_id": run_id, "events": events}).encode()
+        head = (f"POST {CAPTURE_PATH} HTTP/1.1\r\nHost: localhost\r\n"
+                f"Content-Type: application/json\r\nAuthorization: Bearer {self._token}\r\n"
+                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode()
+        reader, writer = await asyncio.open_unix_connection(self._socket_path)
+        try:
+            writer.write(head + body)
+            status_line = await reader.readline()  # "HTTP/1.1 200 OK"
+            # The answer's body says nothing the status does not: the connection closes.
+            parts = status_line.split(None, 2)
+            return len(parts) >= 2 and parts[1] == b"200"
+        finally:
+            writer.close()
+            await writer.wait_closed()
 
 
 def open_envelope(capture: PlaygroundCapture | None,
