@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import aiohttp
 import orjson
@@ -66,24 +66,59 @@ async def health(settings: Settings, timeout: float = 2.0) -> Health:
         raise DaemonNotRunning(str(exc) or type(exc).__name__) from exc
 
 
-def spawn_daemon(settings: Settings, log_path: Path | None = None) -> subprocess.Popen[bytes]:
+def daemon_log(settings: Settings) -> Path:
+    """Where a started daemon writes (0600 like the rest of the runtime directory: the log
+    names runs and the project); the directory made if needed."""
+    settings.runtime_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    log_file = settings.runtime_dir / "daemon.log"
+    fd = os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.fchmod(fd, 0o600)  # a log an older version made 0644
+    os.close(fd)
+    return log_file
+
+
+def daemon_argv(settings: Settings, log_file: Path) -> list[str]:
+    """The daemon's command line after the interpreter."""
+    return ["-m", "llamon_playground", "--log-file", str(log_file), "daemon",
+            str(settings.project_dir)]
+
+
+def spawn_daemon(settings: Settings) -> subprocess.Popen[bytes]:
     """Start a detached daemon for the project (its own session: it outlives this process).
     It writes its log itself, rotated by size (`--log-file`); what it prints before its
     logging starts goes to the same file."""
-    settings.runtime_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    log_file = log_path or settings.runtime_dir / "daemon.log"
-    # 0600 like the rest of the runtime directory (the log names runs and the project).
-    fd = os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    os.fchmod(fd, 0o600)  # a log an older version made 0644
-    with os.fdopen(fd, "ab") as out:
+    log_file = daemon_log(settings)
+    with open(log_file, "ab") as out:
         return subprocess.Popen(
-            [sys.executable, "-m", "llamon_playground", "--log-file", str(log_file), "daemon",
-             str(settings.project_dir)],
+            [sys.executable, *daemon_argv(settings, log_file)],
             stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True,
             env=dict(os.environ))
 
 
-async def wait_healthy(settings: Settings, proc: subprocess.Popen[bytes] | None,
+class DaemonProcess(Protocol):
+    """A daemon this process started: a `subprocess.Popen`, or one forked by `up`
+    (cli/daemon_fork.py)."""
+
+    pid: int
+
+    @property
+    def returncode(self) -> int | None:
+        """Its exit code once reaped (negative: the signal that ended it), else None."""
+
+    def poll(self) -> int | None:
+        """Reap it if it has exited: the exit code, else None."""
+
+    def wait(self, timeout: float | None = None) -> int:
+        """Its exit code once it exits; subprocess.TimeoutExpired after `timeout` s."""
+
+    def terminate(self) -> None:
+        """SIGTERM."""
+
+    def kill(self) -> None:
+        """SIGKILL."""
+
+
+async def wait_healthy(settings: Settings, proc: DaemonProcess | None,
                        timeout: float = 20.0) -> Health:
     """/health once the daemon answers; DaemonNotRunning if `proc` exits or time runs out."""
     deadline = time.monotonic() + timeout
@@ -114,7 +149,7 @@ def _last_words(settings: Settings) -> str:
     return f" ({said[-1][len('llamon-playground: '):]})" if said else ""
 
 
-def end_process(proc: subprocess.Popen[bytes], grace: float = 5.0) -> None:
+def end_process(proc: DaemonProcess, grace: float = 5.0) -> None:
     """SIGTERM, then SIGKILL after `grace` s; reaped either way."""
     proc.terminate()
     try:

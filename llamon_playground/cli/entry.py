@@ -13,6 +13,8 @@ def main(argv: list[str] | None = None) -> int:
     if refused is not None:
         print(f"llamon-playground: {refused}", file=sys.stderr)
         return 1
+    from llamon_playground.cli.daemon_fork import note_inherited_fds
+    note_inherited_fds()  # before anything opens a file of its own
     from llamon_playground.cli.main import main as run
 
     return run(argv)

@@ -44,13 +44,13 @@ class Proc:
     """A child of ours in its own session, its output in a file (or discarded)."""
 
     def __init__(self, argv: list[str], env: dict[str, str], log_path: Path | None,
-                 cwd: Path) -> None:
+                 cwd: Path, pass_fds: tuple[int, ...] = ()) -> None:
         self.log_path = log_path
         self._log = open(log_path, "ab") if log_path else None  # noqa: SIM115
         out = self._log if self._log is not None else subprocess.DEVNULL
         self.popen = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL,
                                       stdout=out, stderr=subprocess.STDOUT,
-                                      start_new_session=True)
+                                      start_new_session=True, pass_fds=pass_fds)
         self.pid = self.popen.pid
         self._stopped = False
 

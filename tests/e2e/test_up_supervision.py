@@ -20,6 +20,8 @@ from pathlib import Path
 import orjson
 import psutil
 
+from llamon_playground.cli.daemon_fork import PROCESS_NAME
+from llamon_playground.common.platform import LINUX, choose
 from tests.support.procs import REPO, Proc, Stack, pid_ended, wait_for
 
 
@@ -244,3 +246,41 @@ def test_up_prints_the_postgresql_warning_status_shows(stack: Stack) -> None:
         assert f"llamon-playground: warning: {said[1]}" in up.stderr
     finally:
         cli(stack, "stop", str(stack.project))
+
+
+def test_up_forks_its_daemon_which_keeps_nothing_up_was_handed(stack: Stack) -> None:
+    """On Linux the daemon `up` starts is forked from it, so the two share their common
+    pages (`up_pss_idle` in scripts/bench), and is named for what it is. A descriptor `up`
+    was handed (a terminal's, a CI runner's pipe) stays `up`'s: the daemon outlives `up`
+    and must not hold it open."""
+    r, w = os.pipe()
+    try:
+        up = Proc([sys.executable, "-m", "llamon_playground", "up", str(stack.project),
+                   "--port", "0"], stack.env, stack.runtime_base / "up.log", REPO,
+                  pass_fds=(w,))
+    finally:
+        os.close(w)
+    try:
+        wait_for(lambda: "open in a browser: " in up.output(), 60, "the front of `up`")
+        daemon = psutil.Process(daemon_pid(stack))
+        assert daemon.ppid() == up.pid
+        if choose(stack.env, sys.platform).name == LINUX:
+            assert daemon.name() == PROCESS_NAME.decode()
+            assert daemon.cmdline() == psutil.Process(up.pid).cmdline()
+        else:  # the portable side runs it anew
+            assert "daemon" in daemon.cmdline()
+        pipe = f"pipe:[{os.fstat(r).st_ino}]"
+        assert pipe in [os.readlink(f"/proc/{up.pid}/fd/{fd}")
+                        for fd in os.listdir(f"/proc/{up.pid}/fd")]
+        held = [os.readlink(f"/proc/{daemon.pid}/fd/{fd}")
+                for fd in os.listdir(f"/proc/{daemon.pid}/fd")]
+        assert pipe not in held
+        # It serves: a session made and a run sent through it.
+        made = cli(stack, "new-session", str(stack.project))
+        assert made.returncode == 0, made.stderr
+        sent = cli(stack, "send", made.stdout.split()[-1], "hello", str(stack.project),
+                   "--follow")
+        assert sent.returncode == 0 and "completed" in sent.stderr, sent.stdout + sent.stderr
+    finally:
+        stop_all(stack, up)
+        os.close(r)

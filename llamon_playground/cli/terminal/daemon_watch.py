@@ -25,7 +25,7 @@ from collections.abc import Callable
 import orjson
 import psutil
 
-from llamon_playground.cli.connect import check_runtime_dir, spawn_daemon
+from llamon_playground.cli.connect import DaemonProcess, check_runtime_dir, spawn_daemon
 from llamon_playground.cli.errors import DaemonNotRunning
 from llamon_playground.cli.terminal.control import lock_held
 from llamon_playground.common.config import Settings
@@ -76,7 +76,7 @@ def discovered_pid(settings: Settings) -> int | None:
         return None
 
 
-def how_it_ended(proc: subprocess.Popen[bytes] | None) -> str:
+def how_it_ended(proc: DaemonProcess | None) -> str:
     """How our child ended, once it has wholly: a multi-threaded process shows as a zombie
     while its other threads still exit (and it still holds the project's lock)."""
     code = None
@@ -103,7 +103,7 @@ class DaemonWatch:
     says the daemon kept dying and `up` stopped trying. Either ends `up` (`on_end`)."""
 
     def __init__(self, settings: Settings, pid: int, started: bool,
-                 proc: subprocess.Popen[bytes] | None, say: Callable[[str], None]) -> None:
+                 proc: DaemonProcess | None, say: Callable[[str], None]) -> None:
         self._settings = settings
         self.pid = pid
         self.started = started
@@ -189,7 +189,7 @@ class DaemonWatch:
             time.sleep(0.05)
         return self._follow(proc.pid, proc, started=True)
 
-    def _follow(self, pid: int | None, proc: subprocess.Popen[bytes] | None,
+    def _follow(self, pid: int | None, proc: DaemonProcess | None,
                 started: bool) -> bool:
         if pid is None:
             return False

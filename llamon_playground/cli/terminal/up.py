@@ -53,6 +53,7 @@ from llamon_playground.common.heap import freeze_startup_heap, keep_large_buffer
 
 if TYPE_CHECKING:  # the front's modules load only for the commands that run a front
     from llamon_playground.api.app import FrontOptions
+    from llamon_playground.cli.connect import DaemonProcess
 
 STOP_TIMEOUT = 60.0  # how long `up` waits for the daemon it started to stop
 FRONT_READY_TIMEOUT = 30.0
@@ -114,7 +115,7 @@ def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
     if serving:
         return _attach_to_front(settings, serving[0])
     try:
-        pid, proc = asyncio.run(_daemon(settings))
+        pid, proc = _daemon(settings, fork=not args.detach)  # a detached `up` ends now
     except _NoDaemon as exc:
         print(f"llamon-playground: {exc}", file=sys.stderr)
         return EXIT_NOT_RUNNING
@@ -136,22 +137,40 @@ class _NoDaemon(Exception):
     """No daemon could be started (its exit and log named)."""
 
 
-async def _daemon(settings: Settings) -> tuple[int, subprocess.Popen[bytes] | None]:
-    """The running daemon's pid, or one started now (and its process)."""
-    from llamon_playground.cli.client import DaemonNotRunning, health, spawn_daemon, wait_healthy
+def _daemon(settings: Settings, fork: bool = True) -> tuple[int, DaemonProcess | None]:
+    """The running daemon's pid, or one started now (and its process): forked from this
+    process when it can be and `fork` (cli/daemon_fork.py), so that the two share their
+    common pages."""
+    from llamon_playground.cli.client import spawn_daemon
+    from llamon_playground.cli.connect import daemon_argv, daemon_log
+    from llamon_playground.cli.daemon_fork import can_fork, fork_daemon
+    running = asyncio.run(_running(settings))
+    if running is not None:
+        say(f"attached to the running daemon (pid {running})")
+        return running, None
+    # Between two event loops (the health check's is closed): where a fork can be taken.
+    log_file = daemon_log(settings)
+    proc: DaemonProcess = (fork_daemon(log_file, daemon_argv(settings, log_file))
+                           if fork and can_fork() else spawn_daemon(settings))
+    pid = asyncio.run(_healthy(settings, proc))
+    say(f"started the daemon (pid {pid}); log: {log_file}")
+    return pid, proc
+
+
+async def _running(settings: Settings) -> int | None:
+    from llamon_playground.cli.client import DaemonNotRunning, health
     try:
-        info = await health(settings)
-        say(f"attached to the running daemon (pid {info.get('pid')})")
-        return int(info["pid"]), None
+        return int((await health(settings))["pid"])
     except DaemonNotRunning:
-        proc = spawn_daemon(settings)
-        try:
-            info = await wait_healthy(settings, proc)
-        except DaemonNotRunning as exc:
-            raise _NoDaemon(str(exc)) from None
-        say(f"started the daemon (pid {info.get('pid')}); log: "
-            f"{settings.runtime_dir / 'daemon.log'}")
-        return int(info["pid"]), proc
+        return None
+
+
+async def _healthy(settings: Settings, proc: DaemonProcess) -> int:
+    from llamon_playground.cli.client import DaemonNotRunning, wait_healthy
+    try:
+        return int((await wait_healthy(settings, proc))["pid"])
+    except DaemonNotRunning as exc:
+        raise _NoDaemon(str(exc)) from None
 
 
 def _attach_to_front(settings: Settings, front: dict[str, Any]) -> int:
@@ -172,7 +191,7 @@ def _attach_to_front(settings: Settings, front: dict[str, Any]) -> int:
             time.sleep(0.05)
     elif not supervised:
         try:
-            asyncio.run(_daemon(settings))
+            _daemon(settings, fork=False)  # this `up` ends now: nothing to share with
         except _NoDaemon as exc:
             print(f"llamon-playground: {exc}", file=sys.stderr)
             return EXIT_NOT_RUNNING

@@ -26,6 +26,7 @@ from typing import Any
 import aiohttp
 import psutil
 
+from llamon_playground.cli.daemon_fork import PROCESS_NAME
 from llamon_playground.harness.waiting import wait_for
 from scripts.benchmarks.clients.client import COMPLETED, call, count_sse, start_run
 from scripts.benchmarks.figures import Figure, Target, log
@@ -47,6 +48,8 @@ RUNS_TARGET_MB = 130.0
 def role(proc: psutil.Process) -> str:
     """Which part of what `up` leaves a process is, by its command line."""
     argv = " ".join(proc.cmdline())
+    if proc.name() == PROCESS_NAME.decode():  # forked by `up`: its command line is `up`'s
+        return "daemon"
     if " up " in f"{argv} ":
         return "up (front)"
     if "host_manager.lifeline" in argv:
