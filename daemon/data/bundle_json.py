@@ -18,7 +18,7 @@ import json
 import math
 import re
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import orjson
@@ -124,12 +124,18 @@ def parse_bundle_body(raw: bytes | bytearray, limits: Limits = DEFAULT_LIMITS,
     check_value_budget(raw)
     spans = long_string_spans(raw, threshold, step)
     marker = f"\x00{secrets.token_hex(16)}:"
+    decoded: dict[int, str] = {}
+
+    def text_of(index: int) -> str:
+        if index not in decoded:
+            decoded[index] = decode_span(raw, *spans[index], step)
+        return decoded[index]
+
     try:
         text = (skeleton(raw, spans, marker) if spans else raw).decode("utf-8")
         if not text.strip():
             return None
-        doc = json.loads(text, object_pairs_hook=_object, parse_int=_int,
-                         parse_float=_float, parse_constant=_constant)
+        doc = loads_putting_keys_back(text, marker, text_of)
     except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError
         raise BadRequest(f"request body is not valid JSON: {exc}", code="invalid_json") from exc
     del text
@@ -137,8 +143,9 @@ def parse_bundle_body(raw: bytes | bytearray, limits: Limits = DEFAULT_LIMITS,
         refuse_long_metadata(bundle_of(doc), spans, marker, limits)
         # Every one read, even one a repeated key dropped: the whole parse would refuse it
         # if it is not valid.
-        texts = [decode_span(raw, start, end, step) for start, end in spans]
-        doc = put_back(doc, marker, texts.__getitem__)
+        for index in range(len(spans)):
+            text_of(index)
+        doc = put_back(doc, marker, text_of)
     refuse_lone_surrogates(raw, doc)
     return doc
 
@@ -178,6 +185,19 @@ def _metadata_places(bundle: Any) -> Iterator[tuple[str, dict[str, Any]]]:
 def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     # A Python function on purpose: its bytecode is where another thread may take the GIL.
     return dict(pairs)
+
+
+def loads_putting_keys_back(text: str, marker: str, text_of: Callable[[int], str]) -> Any:
+    """`text` parsed (ValueError or RecursionError for what is not JSON: a NaN, an integer
+    beyond 64 bits), each placeholder key `<marker><index>` replaced by `text_of(index)` as
+    its object is made: a repeated key then keeps its last value in the document's order
+    (`{"é": 1, "\\u00e9": 2}` is `{"é": 2}`), which a placeholder put back afterwards
+    could not tell. Placeholder values are left for `put_back`."""
+    def made(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        return dict((text_of(int(key[len(marker):])) if key.startswith(marker) else key, value)
+                    for key, value in pairs)
+    return json.loads(text, object_pairs_hook=made, parse_int=_int, parse_float=_float,
+                      parse_constant=_constant)
 
 
 def _int(text: str) -> int:

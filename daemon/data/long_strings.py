@@ -104,6 +104,12 @@ def _string_end(raw: bytes | bytearray, pos: int, step: int) -> int:
         pos = stop
 
 
+def is_key(raw: bytes | bytearray, end: int) -> bool:
+    """Whether the string closed by the quote at `end` is an object's key (a `:` follows)."""
+    rest = raw[end + 1:end + 65].lstrip(b" \t\r\n")
+    return rest.startswith(b":")
+
+
 def skeleton(raw: bytes | bytearray, spans: list[tuple[int, int]], marker: str) -> bytes:
     """`raw` with the string token of each span replaced by `"<marker><index>"`."""
     pieces: list[bytes] = []

@@ -14,9 +14,13 @@ from aiohttp import web
 
 from llamon_playground.common.http_json import decimal_digits
 from llamon_playground.common.wire.routes import served_by
-from llamon_playground.daemon.data.bundle_json import refuse_lone_surrogates
+from llamon_playground.daemon.data.bundle_json import (
+    loads_putting_keys_back,
+    refuse_lone_surrogates,
+)
 from llamon_playground.daemon.data.long_strings import (
     decode_span,
+    is_key,
     long_string_spans,
     put_back,
     skeleton,
@@ -81,8 +85,18 @@ def parse_long_json(raw: bytes | bytearray) -> Any:
     if not spans:
         return parse_json(raw)
     marker = f"\x00{secrets.token_hex(16)}:"
-    doc = parse_json(skeleton(raw, spans, marker))
     texts = [decode_span(raw, start, end) for start, end in spans]
+    if any(is_key(raw, end) for _, end in spans):
+        # A long key is put back as its object is made, so that a repeated key keeps the
+        # document's last value (orjson has no such hook; the skeleton is small).
+        try:
+            doc = loads_putting_keys_back(skeleton(raw, spans, marker).decode("utf-8"),
+                                          marker, texts.__getitem__)
+        except (ValueError, RecursionError) as exc:
+            raise BadRequest(f"request body is not valid JSON: {exc}",
+                             code="invalid_json") from exc
+    else:
+        doc = parse_json(skeleton(raw, spans, marker))
     doc = put_back(doc, marker, texts.__getitem__)
     refuse_lone_surrogates(raw, doc)
     return doc

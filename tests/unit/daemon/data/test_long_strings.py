@@ -120,3 +120,15 @@ def test_a_real_sized_long_string_round_trips() -> None:
     raw = json.dumps({"output": [{"kind": "text", "text": text}], "k": text[:10]}).encode()
     assert parse_bundle_body(raw) == {"output": [{"kind": "text", "text": text}],
                                       "k": text[:10]}
+
+
+@pytest.mark.parametrize("raw", [
+    # A repeated key, one of its spellings long: the last in the document wins, as in the
+    # whole parse (hypothesis found the first).
+    b'{"\xc3\xa9": "",\n "\\u00e9": "",\n "\xc3\xa9": [1, {}]}',
+    b'{"\\u00e9": 1, "\xc3\xa9": 2}',
+    b'{"\xc3\xa9": 1, "\\u00e9": 2}',
+    b'{"m": {"\\u00e9\\u00e9": 1, "\xc3\xa9\xc3\xa9": 2, "\\u00e9\\u00e9": 3}}',
+])
+def test_a_repeated_key_keeps_its_last_value_whichever_spelling_is_long(raw: bytes) -> None:
+    assert parse_bundle_body(raw, threshold=3, step=1) == json.loads(raw)
