@@ -48,31 +48,30 @@ async def wait_ready(process: HostProcess, url: str, timeout: float,
             return await wait_ready(process, url, timeout, log_tail, own)
     started = time.monotonic()
     deadline = started + timeout
-    if True:
-        while True:
-            asked = time.monotonic()
-            spoke = process.next_output()  # before the probe: a line during it counts
-            if process.exited.done():
-                await process.drain(DRAIN_TIMEOUT)
-                raise HostUnavailable(
-                    f"the Host exited with code {process.returncode} before it was Ready",
-                    log_tail())
-            try:
-                async with http.get(url + CARD_PATH) as resp:
-                    if resp.status == 200:
-                        return await resp.read()
-            except (aiohttp.ClientError, TimeoutError):
-                pass
-            if time.monotonic() > deadline:
-                raise HostUnavailable(not_ready_message(url, timeout), log_tail())
-            early = asked - started < EARLY_POLL_S
-            either: set[asyncio.Future[Any]] = {process.exited, spoke}
-            await asyncio.wait(either,
-                               timeout=EARLY_POLL_INTERVAL if early else POLL_INTERVAL,
-                               return_when=asyncio.FIRST_COMPLETED)
-            gap = asked + MIN_GAP - time.monotonic()
-            if gap > 0:
-                await asyncio.sleep(gap)
+    while True:
+        asked = time.monotonic()
+        spoke = process.next_output()  # before the probe: a line during it counts
+        if process.exited.done():
+            await process.drain(DRAIN_TIMEOUT)
+            raise HostUnavailable(
+                f"the Host exited with code {process.returncode} before it was Ready",
+                log_tail())
+        try:
+            async with http.get(url + CARD_PATH) as resp:
+                if resp.status == 200:
+                    return await resp.read()
+        except (aiohttp.ClientError, TimeoutError):
+            pass
+        if time.monotonic() > deadline:
+            raise HostUnavailable(not_ready_message(url, timeout), log_tail())
+        early = asked - started < EARLY_POLL_S
+        either: set[asyncio.Future[Any]] = {process.exited, spoke}
+        await asyncio.wait(either,
+                           timeout=EARLY_POLL_INTERVAL if early else POLL_INTERVAL,
+                           return_when=asyncio.FIRST_COMPLETED)
+        gap = asked + MIN_GAP - time.monotonic()
+        if gap > 0:
+            await asyncio.sleep(gap)
 
 
 def not_ready_message(url: str, timeout: float) -> str:

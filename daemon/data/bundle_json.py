@@ -135,7 +135,8 @@ def parse_bundle_body(raw: bytes | bytearray, limits: Limits = DEFAULT_LIMITS,
         text = (skeleton(raw, spans, marker) if spans else raw).decode("utf-8")
         if not text.strip():
             return None
-        doc = loads_putting_keys_back(text, marker, text_of)
+        doc = (loads_putting_keys_back(text, marker, text_of) if spans
+               else _strict_loads(text, _object))
     except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError
         raise BadRequest(f"request body is not valid JSON: {exc}", code="invalid_json") from exc
     del text
@@ -196,7 +197,12 @@ def loads_putting_keys_back(text: str, marker: str, text_of: Callable[[int], str
     def made(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         return dict((text_of(int(key[len(marker):])) if key.startswith(marker) else key, value)
                     for key, value in pairs)
-    return json.loads(text, object_pairs_hook=made, parse_int=_int, parse_float=_float,
+    return _strict_loads(text, made)
+
+
+def _strict_loads(text: str, make_object: Callable[[list[tuple[str, Any]]], dict[str, Any]]
+                  ) -> Any:
+    return json.loads(text, object_pairs_hook=make_object, parse_int=_int, parse_float=_float,
                       parse_constant=_constant)
 
 

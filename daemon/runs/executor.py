@@ -254,9 +254,7 @@ class RunExecutor:
                     stall.touch()
                     for event in events:
                         if first.took(self._take(run, collected, event, urgent=first.waiting)):
-                            # The store's writer starts the first output's commit now, not
-                            # once the rest of this read is taken (~1 ms of a run's path).
-                            await asyncio.sleep(0)
+                            await asyncio.sleep(0)  # its commit starts before the read's rest
             finally:
                 watchdog.cancel()
                 await asyncio.gather(watchdog, return_exceptions=True)
@@ -351,8 +349,7 @@ class FirstOutput:
         self._more = False  # output came after the first one
 
     def took(self, gave_output: bool) -> bool:
-        """One event taken; `gave_output`: it gave output.delta events. Whether that was the
-        run's first output."""
+        """One event taken; `gave_output`: it gave output.delta events. Whether it was the first."""
         if not gave_output:
             return False
         if self.waiting:

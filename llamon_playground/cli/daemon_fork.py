@@ -4,8 +4,8 @@
 the interpreter, asyncio, aiohttp, orjson, psutil, the package's common modules. Executed
 anew, each builds its own copy. Forked, with the daemon's own modules imported first and
 the heap frozen (the collector then leaves those objects alone), the two share those pages
-until one of them writes to them: what a developer leaves running is about 10 MB smaller
-(docs/benchmarks.md, `up_pss_idle`).
+until one of them writes to them: what a developer leaves running is smaller by what they
+share (docs/benchmarks.md, `up_pss_idle`).
 
 A fork is taken only when it is safe to go on running Python in the child: on the platform
 seam's `linux` side (macOS forbids much of what a forked child would go on to do), with
@@ -31,10 +31,6 @@ import sys
 import threading
 import traceback
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    pass
 
 FD_DIR = "/proc/self/fd"
 # What `ps -o comm`, `top` and `pgrep` call the forked daemon: its command line stays `up`'s
