@@ -3,7 +3,9 @@ the space it gives back."""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
+import time
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -48,6 +50,20 @@ def trimmer_for(store: Store, tmp_path: Path, live: LiveRun | None = None,
                              db_path=settings.db_path, live=lambda: live,
                              imported=IMPORTED_ENDING)
     return Trimmer(settings, store, history)
+
+
+async def checkpoint_all(store: Store) -> None:
+    """Every WAL frame copied into the file and the WAL truncated. The store's own keeper
+    may be checkpointing beside it, on its own connection (SQLite then answers busy and
+    copies what it can): asked again until it is not busy, within a deadline."""
+    deadline = time.monotonic() + 30
+    while True:
+        busy = await store.outside_transaction(
+            lambda c: c.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0])
+        if not busy:
+            return
+        assert time.monotonic() < deadline, "the WAL never checkpointed whole"
+        await asyncio.sleep(0.01)
 
 
 def session_ids(tmp_path: Path) -> set[str]:
@@ -120,8 +136,7 @@ async def test_over_the_size_limit_the_oldest_go_first_and_the_file_shrinks(
     await store.open()
     try:
         ids = [await old_session(store, f"s{i}", runs=3) for i in range(8)]
-        await store.outside_transaction(
-            lambda c: c.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall())
+        await checkpoint_all(store)
         db = tmp_path / ".llamon/playground/playground.sqlite3"
         before = db.stat().st_size
         report = await trimmer_for(store, tmp_path).report()
@@ -132,8 +147,7 @@ async def test_over_the_size_limit_the_oldest_go_first_and_the_file_shrinks(
         assert plan == ids[:len(plan)] and 2 <= len(plan) < 8  # the oldest, in order
         await trimmer.trim()
         assert session_ids(tmp_path) == set(ids[len(plan):])
-        await store.outside_transaction(
-            lambda c: c.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall())
+        await checkpoint_all(store)
         assert db.stat().st_size < before * 0.75
         conn = sqlite3.connect(db)
         assert conn.execute("PRAGMA freelist_count").fetchone()[0] == 0
