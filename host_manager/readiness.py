@@ -39,13 +39,9 @@ def probe_session() -> aiohttp.ClientSession:
 
 
 async def wait_ready(process: HostProcess, url: str, timeout: float,
-                     log_tail: Callable[[], list[str]],
-                     http: aiohttp.ClientSession | None = None) -> bytes:
+                     log_tail: Callable[[], list[str]], http: aiohttp.ClientSession) -> bytes:
     """The agent card's body once it answers 200 (the exposure probe reads it again for
-    nothing otherwise)."""
-    if http is None:
-        async with probe_session() as own:
-            return await wait_ready(process, url, timeout, log_tail, own)
+    nothing otherwise); asked through `http` (probe_session)."""
     started = time.monotonic()
     deadline = started + timeout
     while True:
@@ -100,14 +96,10 @@ EXPOSED_FIX = ("serve only requests whose Host header is 127.0.0.1:<port> or "
                "llamon_playground.host_manager.host_side.capture.LoopbackGuard); see docs/host.md")
 
 
-async def exposure(url: str, card: bytes, http: aiohttp.ClientSession | None = None
-                   ) -> list[str]:
+async def exposure(url: str, card: bytes, http: aiohttp.ClientSession) -> list[str]:
     """What a web page could do to the Host at `url` (empty when it refuses both); `card` is
-    the agent card it served to the readiness probe. Both tries go at once: they are on the
-    path of every restart."""
-    if http is None:
-        async with probe_session() as own:
-            return await exposure(url, card, own)
+    the agent card it served to the readiness probe, through the same `http`. Both tries go
+    at once: they are on the path of every restart."""
     port = url.rsplit(":", 1)[1]
     timeout = aiohttp.ClientTimeout(total=PROBE_TIMEOUT)
     probe = (b'{"jsonrpc":"2.0","id":"llamon-probe","method":"GetTask",'

@@ -34,6 +34,7 @@ _STRING_BODY = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*', re.DOTALL)
 # so a match bounded by `endpos` stops before an escape the bound would cut.
 _WHOLE_ESCAPES = re.compile(rb"[^\\]*(?:\\(?:u[0-9a-fA-F]{4}|[^u])[^\\]*)*", re.DOTALL)
 _HIGH_SURROGATE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}")
+_COLON_NEXT = re.compile(rb"[ \t\r\n]*:")
 ESCAPE_BYTES = 6  # `\uXXXX`: the longest raw form of one UTF-8 byte of decoded text
 
 
@@ -105,9 +106,9 @@ def _string_end(raw: bytes | bytearray, pos: int, step: int) -> int:
 
 
 def is_key(raw: bytes | bytearray, end: int) -> bool:
-    """Whether the string closed by the quote at `end` is an object's key (a `:` follows)."""
-    rest = raw[end + 1:end + 65].lstrip(b" \t\r\n")
-    return rest.startswith(b":")
+    """Whether the string closed by the quote at `end` is an object's key (a `:` follows,
+    after any whitespace)."""
+    return _COLON_NEXT.match(raw, end + 1) is not None
 
 
 def skeleton(raw: bytes | bytearray, spans: list[tuple[int, int]], marker: str) -> bytes:

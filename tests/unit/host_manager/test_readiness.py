@@ -48,8 +48,9 @@ async def test_a_host_that_says_it_listens_is_ready_without_waiting_for_a_poll(
     process = HostProcess([sys.executable, str(script), str(port)], tmp_path, {},
                           lambda stream, chunk: said.append(chunk))
     try:
-        card = await asyncio.wait_for(
-            readiness.wait_ready(process, f"http://127.0.0.1:{port}", 60, list), 30)
+        async with readiness.probe_session() as http:
+            card = await asyncio.wait_for(
+                readiness.wait_ready(process, f"http://127.0.0.1:{port}", 60, list, http), 30)
     finally:
         await process.stop(5)
     assert card == b'{"name": "tiny"}'

@@ -16,6 +16,7 @@ LONG = "\\u00e9" * (THRESHOLD // 2 - 1)  # the same text escaped: cut out, put b
 def test_a_repeated_key_keeps_its_last_value_whichever_spelling_is_long() -> None:
     for raw in (
         f'{{"{SHORT}": "", "{LONG}": "", "{SHORT}": [1, {{}}]}}'.encode(),
+        f'{{"{SHORT}": "", "{LONG}"{" " * 100}\n: "", "{SHORT}": [1, {{}}]}}'.encode(),
         f'{{"{LONG}": 1, "{SHORT}": 2}}'.encode(),
         f'{{"parts": [{{"{SHORT}": 1, "{LONG}": {{"{LONG}": 3}}, "x": "{LONG}"}}]}}'.encode(),
     ):
