@@ -234,8 +234,8 @@ def _repair(conn: sqlite3.Connection, store: Store, run: sqlite3.Row,
     if run_reason:
         ending["reason"] = run_reason
     added.append(("run.status", ending))
-    store.insert_events(conn, [(run["id"], kind, orjson.dumps(body)) for kind, body in added],
-                        utcnow())
+    store.batches.insert_events(
+        conn, [(run["id"], kind, orjson.dumps(body)) for kind, body in added], utcnow())
     return True
 
 

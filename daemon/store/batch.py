@@ -10,6 +10,7 @@ and which an op's own is decided here too.
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,6 +18,8 @@ from typing import Any, cast
 
 from llamon_playground.daemon.store.frames import INSERT_EVENTS, build_frame
 from llamon_playground.daemon.store.records import EventRow
+
+log = logging.getLogger(__name__)
 
 WriteOp = Callable[[sqlite3.Connection], Any]
 
@@ -55,6 +58,34 @@ class PendingOp:
 # An event waiting for the writer: (run_id, kind, payload).
 Item = tuple[str, str, bytes] | PendingOp
 OpResult = tuple[PendingOp, Any, Exception | None]  # the op, its value, its own failure
+
+
+def noop(conn: sqlite3.Connection) -> None:
+    """A write that does nothing: awaiting it waits for everything queued before it."""
+
+
+def kept_for_retry(batch: list[Item], error: Exception) -> list[Item]:
+    """A batch that did not commit: what stays queued for the retry, in its order (events,
+    row updates nobody waits for, durable writes); every other waiter hears `error`."""
+    for item in batch:
+        if isinstance(item, PendingOp) and not item.retried \
+                and item.future is not None and not item.future.done():
+            item.future.set_exception(error)
+    return [item for item in batch if not isinstance(item, PendingOp) or item.retried]
+
+
+def settle(results: list[OpResult]) -> None:
+    """After a commit, on the loop: each op's waiter hears its value or its own failure (an
+    op nobody waits for that failed is logged)."""
+    for done, value, problem in results:
+        if done.future is None:
+            if problem is not None:
+                log.error("a queued history write failed: %s", problem)
+        elif not done.future.done():
+            if problem is not None:
+                done.future.set_exception(problem)
+            else:
+                done.future.set_result(value)
 
 
 class Batches:

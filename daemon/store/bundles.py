@@ -391,7 +391,7 @@ def _write_rows(store: Store, conn: sqlite3.Connection, plan: ImportPlan) -> Non
         f"VALUES ({', '.join(':' + c for c in RUN_COLUMNS)})", plan.runs)
     conn.executemany("INSERT INTO run_files (run_id, sha256) VALUES (?, ?)", plan.run_files)
     _write_suites(conn, plan.suites)
-    first = store.reserve_seqs(len(plan.events))
+    first = store.batches.reserve_seqs(len(plan.events))
     conn.executemany(INSERT_EVENTS, [
         (first + i, run_id, kind, ts, build_frame(first + i, run_id, kind, payload))
         for i, (run_id, kind, payload, ts) in enumerate(plan.events)])

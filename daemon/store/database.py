@@ -22,7 +22,16 @@ import aiosqlite
 from llamon_playground.common.config import Settings
 from llamon_playground.common.heap import give_back_memory
 from llamon_playground.daemon.errors import StoreError, UnsupportedDatabaseVersion
-from llamon_playground.daemon.store.batch import Batches, Item, OpResult, PendingOp, WriteOp
+from llamon_playground.daemon.store.batch import (
+    Batches,
+    Item,
+    OpResult,
+    PendingOp,
+    WriteOp,
+    kept_for_retry,
+    noop,
+    settle,
+)
 from llamon_playground.daemon.store.migrations import SCHEMA_VERSION, peek_user_version
 from llamon_playground.daemon.store.private import prepare_state, refuse_links
 from llamon_playground.daemon.store.reads import StoreReads
@@ -32,6 +41,8 @@ from llamon_playground.daemon.store.wal import (
     WalKeeper,
     WriterThread,
     open_writer,
+    shrink_memory,
+    truncate_wal,
     woken,
 )
 
@@ -80,7 +91,9 @@ class Store(StoreReads):
         self._eager = False  # something queued is not `lazy`: the quiet-spell rule holds
         self._writer_task: asyncio.Task[None] | None = None
         self._open_lock = asyncio.Lock()
-        self._batches = Batches()  # owned by the writer thread once open
+        # Owned by the writer thread once open: a write op that inserts events itself uses
+        # it there (they are not published: boot recovery has no subscribers).
+        self.batches = Batches()
         self.unsupported_version: int | None = None
         self.write_failures = 0
         self.batches_committed = 0
@@ -132,7 +145,7 @@ class Store(StoreReads):
         prepare_state(settings)  # 0700 / 0600 whatever the umask
         self._thread = WriterThread("store-writer")
         try:
-            self._batches.next_seq = await self._on_writer(self._open_writer, db)
+            self.batches.next_seq = await self._on_writer(self._open_writer, db)
             self._keeper = WalKeeper(db, int(settings.db_busy_timeout_ms))
             await asyncio.to_thread(self._keeper.open)
             await asyncio.to_thread(self._reserve.take)
@@ -234,7 +247,7 @@ class Store(StoreReads):
         to report). Queuing it asks for no commit of its own beyond the next batch."""
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         future.add_done_callback(lambda done: done.cancelled() or done.exception())
-        self._items.append(PendingOp(_noop, future))
+        self._items.append(PendingOp(noop, future))
         self._eager = True
         self._wake.set()
         return future
@@ -242,7 +255,7 @@ class Store(StoreReads):
     async def flush(self) -> None:
         """Wait until everything queued so far is committed (or has failed)."""
         try:
-            await self.write(_noop)
+            await self.write(noop)
         except StoreError:
             pass
 
@@ -258,7 +271,7 @@ class Store(StoreReads):
 
     def writes_waiting(self) -> bool:
         """Whether writes wait: queued, or behind the op now running (a long op asks)."""
-        return bool(self._items) or self._batches.behind > 0
+        return bool(self._items) or self.batches.behind > 0
 
     def checkpoint_soon(self) -> None:
         """Checkpoint as soon as the writer is idle (the trimmer freed pages)."""
@@ -282,26 +295,18 @@ class Store(StoreReads):
     async def _checkpoint(self) -> None:
         self._checkpoint_now = self._wal_dirty = False
         try:
-            await self._on_writer(self._checkpoint_on_thread)
+            await self._on_writer(truncate_wal, self._conn)
         except (sqlite3.Error, OSError) as exc:  # a reader in the way, or the disk: later
             log.info("WAL checkpoint failed: %s", exc)
 
     async def _shrink_caches(self) -> None:
         try:
-            await self._on_writer(self._shrink_on_thread)
+            await self._on_writer(shrink_memory, self._conn)
             if self._reader is not None:
                 await self._reader.execute("PRAGMA shrink_memory")
         except (sqlite3.Error, ValueError) as exc:  # ValueError: the reader closed meanwhile
             log.info("emptying the page caches failed: %s", exc)
         give_back_memory()
-
-    def _shrink_on_thread(self) -> None:
-        assert self._conn is not None
-        self._conn.execute("PRAGMA shrink_memory")
-
-    def _checkpoint_on_thread(self) -> None:
-        assert self._conn is not None
-        self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     async def _write_loop(self) -> None:
         retry: list[Item] = []
@@ -363,12 +368,7 @@ class Store(StoreReads):
                 log.warning("history degraded: %s", exc)
                 self.degraded = True
                 self._on_degraded(error)
-            for item in batch:
-                if isinstance(item, PendingOp) and not item.retried \
-                        and item.future is not None and not item.future.done():
-                    item.future.set_exception(error)
-            # Events, row updates nobody waits for and durable writes stay, in their order.
-            return [item for item in batch if not isinstance(item, PendingOp) or item.retried]
+            return kept_for_retry(batch, error)
         return []
 
     def _committed(self, committed: tuple[list[EventRow], list[OpResult]]) -> None:
@@ -383,36 +383,13 @@ class Store(StoreReads):
                 done.then()
         if rows:
             self._on_commit(rows)
-        for done, value, problem in results:
-            if done.future is None:
-                if problem is not None:
-                    log.error("a queued history write failed: %s", problem)
-            elif not done.future.done():
-                if problem is not None:
-                    done.future.set_exception(problem)
-                else:
-                    done.future.set_result(value)
-
-    def reserve_seqs(self, count: int) -> int:
-        """The first of `count` event seqs, for a write op that inserts events itself: only
-        from inside one (on the writer thread; they go back if it rolls back)."""
-        return self._batches.reserve_seqs(count)
+        settle(results)
 
     def _commit_on_thread(self, batch: list[Item], ts: str
                           ) -> tuple[list[EventRow], list[OpResult]]:
         assert self._conn is not None
-        done = self._batches.commit(self._conn, batch, ts)
+        done = self.batches.commit(self._conn, batch, ts)
         if self._keeper is not None:
             self._keeper.after_commit()
         return done
 
-    def insert_events(self, conn: sqlite3.Connection, events: list[tuple[str, str, bytes]],
-                      ts: str) -> list[EventRow]:
-        """Insert events from inside a write op (on the writer thread), seqs in commit order.
-        Those an op inserts itself are not published (boot recovery has no subscribers);
-        the events given to write_with_events are."""
-        return self._batches.insert_events(conn, events, ts)
-
-
-def _noop(conn: sqlite3.Connection) -> None:
-    """A write that does nothing: awaiting it waits for everything queued before it."""

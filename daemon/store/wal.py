@@ -109,6 +109,15 @@ def open_writer(db: str, busy_timeout_ms: int) -> tuple[sqlite3.Connection, int]
     return conn, next_seq
 
 
+def truncate_wal(conn: sqlite3.Connection) -> None:
+    """The writer's own checkpoint once it idles: the WAL copied back and emptied."""
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def shrink_memory(conn: sqlite3.Connection) -> None:
+    """Empty a connection's page cache, giving its memory back."""
+    conn.execute("PRAGMA shrink_memory")
+
 class WalKeeper:
     """The background checkpointer of one database; `after_commit` is called on the writer
     thread after each commit, everything else on the loop (open, close)."""

@@ -212,7 +212,8 @@ async def test_boot_recovery_makes_every_row_and_its_events_agree(
 
     async def add_events(*events: tuple[str, str, dict[str, Any]]) -> None:
         def op(conn: sqlite3.Connection) -> None:
-            store.insert_events(conn, [(r, k, orjson.dumps(p)) for r, k, p in events], "ts")
+            rows = [(r, k, orjson.dumps(p)) for r, k, p in events]
+            store.batches.insert_events(conn, rows, "ts")
         await store.write(op)
 
     # A: the row ended, its events never did (a kill between two commits, before).
